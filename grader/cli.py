@@ -1,0 +1,136 @@
+"""The `grader` command line.
+
+Exit status: 0 when grading finished (whatever the score, and also when the submission was rejected
+for a syntax error and the like); 1 when the grader cannot vouch for a result (the scorecard, if
+asked for, is still written, with status `error`); 2 for a usage problem (no such file, exercise,
+tier or sandbox); 3 when the grader itself could not run (Docker unreachable, image build failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.exercise import TIERS, ExerciseError, load_exercise
+from grader.errors import GradingError
+from grader.grading import grade_bytes
+from grader.sandbox.choose import SANDBOXES, choose_backend
+from grader.terminal import print_summary
+
+OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def read_submission(path: str) -> bytes:
+    file = Path(path)
+    if not file.exists():
+        raise UsageError(f"{path}: no such file")
+    if not file.is_file():
+        raise UsageError(f"{path}: not a file (submit the solution's .py file)")
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def command_grade(args: argparse.Namespace, console: Console) -> int:
+    exercise = load_exercise(args.exercise)
+    data = read_submission(args.submission)
+    backend, name = choose_backend(args.sandbox)
+    if args.sandbox == "auto":
+        console.print(Text(f"sandbox: {name} ({'Docker engine found' if name == 'docker' else 'no Docker engine reachable'})", style="dim"))
+    card = grade_bytes(data, exercise, args.tier, backend, name)
+    if args.json:
+        card.write(args.json)
+    print_summary(card, console)
+    if args.json:
+        console.print(Text(f"scorecard: {args.json}", style="dim"))
+    return OK if card.status in ("graded", "rejected") else UNVOUCHED
+
+
+def command_audit(args: argparse.Namespace, console: Console) -> int:
+    from grader.audit import run_audit
+
+    exercise = load_exercise(args.exercise)
+    backend, name = choose_backend(args.sandbox)
+    console.print(f"auditing {exercise.slug} on the {name} sandbox: reference, stub and {len(exercise.mutants)} mutants")
+    audit = run_audit(exercise, backend, name,
+                      on_row=lambda row: console.print(Text(f"  graded {row.label}: {row.card.score}/{row.card.max_score}", style="dim")))
+    tests = [t.name for t in audit.reference.card.tests]
+    table = Table(title="which tests catch which mutant (x = the test fails)", header_style="bold")
+    table.add_column("submission")
+    table.add_column("score")
+    table.add_column("caught by")
+    for row in audit.mutants:
+        caught = row.caught_by
+        table.add_row(Text(f"{row.path.stem}\n{row.description}"), f"{row.card.score}/{row.card.max_score}",
+                      Text(", ".join(caught) if caught else "NOTHING", style="" if caught else "red bold"))
+    console.print(table)
+    matrix = Table(header_style="bold", box=None)
+    matrix.add_column("test")
+    for index, _ in enumerate(audit.mutants, 1):
+        matrix.add_column(f"{index:02d}", justify="center")
+    matrix.add_column("kills")
+    for test in tests:
+        marks = []
+        for row in audit.mutants:
+            marks.append("x" if test in row.caught_by else "·")
+        matrix.add_row(test, *marks, str(marks.count("x")))
+    console.print(matrix)
+    for row in audit.rows:
+        for problem in row.problems:
+            console.print(Text(f"{row.label}: {problem}", style="red bold"))
+    verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
+    caught = sum(1 for row in audit.mutants if row.caught_by)
+    console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
+                       f"stub {audit.stub.card.score}, {caught}/{len(audit.mutants)} mutants caught",
+                       style="green bold" if audit.ok else "red bold"))
+    return OK if audit.ok else UNVOUCHED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grader", description="Grade coding exercises in a sandbox.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade = commands.add_parser("grade", help="grade one submission file")
+    grade.add_argument("submission", help="the student's solution file")
+    grade.add_argument("--exercise", required=True, help="the exercise's name (slug) or folder")
+    grade.add_argument("--tier", choices=TIERS, default="premium", help="free runs the visible suite only")
+    grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
+    grade.add_argument("--json", metavar="F", help="write the scorecard JSON here")
+    grade.set_defaults(run=command_grade)
+
+    audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
+    audit.add_argument("exercise", help="the exercise's name (slug) or folder")
+    audit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    audit.set_defaults(run=command_audit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        return args.run(args, console)
+    except (UsageError, ExerciseError) as exc:
+        errors.print(Text(f"grader: {exc}", style="red"))
+        return USAGE
+    except GradingError as exc:
+        errors.print(Text(f"grader: {exc}", style="red"))
+        return BROKEN
+    except KeyboardInterrupt:
+        errors.print(Text("grader: interrupted", style="red"))
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Errors of the grader itself, as opposed to a submission's failures (which end up in scorecards)."""
+
+
+class GradingError(Exception):
+    """The grader cannot run: no such backend, Docker unreachable, image build failed, no interpreter."""

@@ -1,0 +1,167 @@
+"""An exercise on disk: `exercises/<slug>/exercise.toml` and the folders around it.
+
+The layout is fixed, so adding an exercise never touches grader code:
+    exercises/<slug>/         README.md, exercise.toml, the stub, tests/ (the visible suite)
+    solutions/<slug>/         the reference (same file name as the submission) and mutants/
+    hidden_tests/<slug>/      the premium suite
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.harness.limits import Limits
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+TIERS = ("free", "premium")
+SUITE_FOLDERS = {"visible": ("exercises", "tests"), "hidden": ("hidden_tests", None)}
+
+
+class ExerciseError(Exception):
+    """The exercise cannot be used: missing, malformed, or inconsistent. The message says which."""
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str
+    path: Path
+    points: int  # per test unless overridden in [points]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    slug: str
+    title: str
+    root: Path  # the project folder holding exercises/, solutions/, hidden_tests/
+    submission_file: str
+    names: tuple[str, ...]
+    limits: Limits
+    suites: dict[str, SuiteSpec]
+    tiers: dict[str, tuple[str, ...]]
+    points: dict[str, int] = field(default_factory=dict)
+    max_submission_bytes: int = 256 * 1024
+
+    @property
+    def folder(self) -> Path:
+        return self.root / "exercises" / self.slug
+
+    @property
+    def module(self) -> str:
+        return self.submission_file.removesuffix(".py")
+
+    @property
+    def stub(self) -> Path:
+        return self.folder / self.submission_file
+
+    @property
+    def reference(self) -> Path:
+        return self.root / "solutions" / self.slug / self.submission_file
+
+    @property
+    def mutants(self) -> list[Path]:
+        return sorted((self.root / "solutions" / self.slug / "mutants").glob("*.py"))
+
+    def suites_for(self, tier: str) -> list[SuiteSpec]:
+        if tier not in self.tiers:
+            raise ExerciseError(f"unknown tier {tier!r}; this exercise has: {', '.join(self.tiers)}")
+        return [self.suites[name] for name in self.tiers[tier]]
+
+    def points_for(self, test_name: str, suite: str) -> int:
+        base = test_name.split("[", 1)[0]
+        return self.points.get(base, self.suites[suite].points)
+
+
+def project_root() -> Path:
+    """The folder holding `exercises/`: the current folder or a parent, else the one beside the package."""
+    for candidate in (Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parent.parent):
+        if (candidate / "exercises").is_dir():
+            return candidate
+    raise ExerciseError("no exercises/ folder here or in a parent folder; run grader from the project folder")
+
+
+def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
+    """Load by slug (`continuous_batching`) or by the exercise folder's path."""
+    candidate = Path(slug_or_path)
+    if candidate.is_dir() and (candidate / "exercise.toml").is_file():
+        folder = candidate.resolve()
+        slug, root = folder.name, folder.parent.parent
+        if folder.parent.name != "exercises":
+            raise ExerciseError(f"{folder} must sit in an exercises/ folder beside solutions/ and hidden_tests/")
+    else:
+        if not SLUG.match(slug_or_path):
+            raise ExerciseError(f"{slug_or_path!r} is neither an exercise folder nor a valid exercise name "
+                                "(lower-case letters, digits, '_' and '-')")
+        slug, root = slug_or_path, (root or project_root())
+        folder = root / "exercises" / slug
+        if not (folder / "exercise.toml").is_file():
+            known = sorted(p.parent.name for p in (root / "exercises").glob("*/exercise.toml"))
+            raise ExerciseError(f"no exercise named {slug!r} in {root / 'exercises'}; known: {', '.join(known) or 'none'}")
+    try:
+        config = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ExerciseError(f"{folder / 'exercise.toml'}: {exc}") from None
+    return _from_config(slug, root, config, folder / "exercise.toml")
+
+
+def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
+    def need(table: dict, key: str, kind: type, where: str) -> object:
+        if key not in table:
+            raise ExerciseError(f"{source}: {where} needs {key!r}")
+        if not isinstance(table[key], kind) or isinstance(table[key], bool):
+            raise ExerciseError(f"{source}: {where}.{key} must be a {kind.__name__}")
+        return table[key]
+
+    title = need(config, "title", str, "the file")
+    submission = need(config, "submission", str, "the file")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):  # type: ignore[arg-type]
+        raise ExerciseError(f"{source}: submission must be a Python file name such as scheduler.py")
+    names = need(config, "names", list, "the file")
+    try:
+        limits = Limits.from_table(config.get("limits", {}))
+    except ValueError as exc:
+        raise ExerciseError(f"{source}: [limits]: {exc}") from None
+    suites: dict[str, SuiteSpec] = {}
+    for name, table in config.get("suites", {}).items():
+        if name not in SUITE_FOLDERS:
+            raise ExerciseError(f"{source}: unknown suite {name!r}; suites are {', '.join(SUITE_FOLDERS)}")
+        top, inner = SUITE_FOLDERS[name]
+        path = root / top / slug / inner if inner else root / top / slug
+        points = need(table, "points", int, f"[suites.{name}]")
+        suites[name] = SuiteSpec(name, path, int(points))  # type: ignore[arg-type]
+    tiers = {tier: tuple(config.get("tiers", {}).get(tier, ())) for tier in TIERS}
+    for tier, wanted in tiers.items():
+        if not wanted:
+            raise ExerciseError(f"{source}: [tiers] must list the suites of the {tier!r} tier")
+        for suite in wanted:
+            if suite not in suites:
+                raise ExerciseError(f"{source}: tier {tier!r} runs suite {suite!r}, which [suites] does not define")
+    points = config.get("points", {})
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in points.values()):
+        raise ExerciseError(f"{source}: [points] values must be whole numbers of points")
+    max_kb = config.get("max_submission_kb", 256)
+    return Exercise(
+        slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
+        names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
+        points=dict(points), max_submission_bytes=int(max_kb) * 1024,
+    )
+
+
+def list_tests(suite: SuiteSpec) -> list[str]:
+    """The test functions of a suite, found by reading (never importing) its files.
+
+    Used to name the premium tests a free run did not run, and to check that every test of a run
+    reported a result.
+    """
+    names: list[str] = []
+    for path in sorted(suite.path.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                names.append(node.name)
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                names += [n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return names

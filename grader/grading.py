@@ -1,0 +1,100 @@
+"""One submission from file to scorecard: validate, run a sandbox, judge what came back.
+
+This is where the grader fails closed: a run without results, with results it cannot verify, or
+with a test missing is an `error` scorecard with the reason, never a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import grader
+from grader.errors import GradingError
+from grader.exercise import Exercise, list_tests
+from grader.harness.job import RESULTS_SCHEMA
+from grader.sandbox.local import RawRun
+from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
+from grader.validate import Rejected, validate
+
+Backend = Callable[[Exercise, bytes, str], RawRun]
+
+
+def grade_bytes(data: bytes, exercise: Exercise, tier: str, backend: Backend, backend_name: str) -> Scorecard:
+    started = time.monotonic()
+    exercise.suites_for(tier)  # an unknown tier fails before anything runs
+    card = Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
+                     max_score=0, title=exercise.title, backend=backend_name, grader_version=grader.__version__,
+                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    card.locked = locked_tests(exercise, tier)
+    card.max_score = sum(expected_max(exercise, tier).values())
+    try:
+        submission = validate(data, exercise.submission_file, exercise.max_submission_bytes)
+    except Rejected as why:
+        card.submission_sha256 = hashlib.sha256(data).hexdigest()
+        card.status, card.reason = "rejected", str(why)
+    else:
+        card.submission_sha256 = submission.sha256
+        judge(card, backend(exercise, submission.source, tier), exercise, tier)
+    card.duration_s = round(time.monotonic() - started, 3)
+    return card
+
+
+def expected_max(exercise: Exercise, tier: str) -> dict[tuple[str, str], int]:
+    """(suite, test function) -> points, for every test the tier runs, read from the suite files."""
+    return {(suite.name, name): exercise.points_for(name, suite.name)
+            for suite in exercise.suites_for(tier) for name in list_tests(suite)}
+
+
+def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
+    run = set(exercise.tiers[tier])
+    return [LockedTest(name, suite.name, exercise.points_for(name, suite.name))
+            for suite in exercise.suites.values() if suite.name not in run for name in list_tests(suite)]
+
+
+def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
+    """Fill `card` from a backend's raw run, or mark it `error` with the reason."""
+    def error(reason: str) -> None:
+        card.status, card.reason, card.score, card.tests = "error", reason, 0, []
+
+    if raw.results is None:
+        if raw.timed_out:
+            return error(f"grading did not finish within {exercise.limits.total_timeout_s:g} s and was stopped")
+        return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
+                     f" (exit status {raw.exit_status})"))
+    try:
+        results = json.loads(raw.results)
+        if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
+            raise ValueError("unknown results format")
+        if results.get("nonce") != raw.nonce:
+            return error("the results file was not written by this run's harness (it may have been forged)")
+        tests = [result_from(entry, exercise) for entry in results["tests"]]
+        problems = [str(p) for p in results["problems"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        return error(f"the harness's results could not be read ({exc})")
+    if problems:
+        return error("; ".join(problems))
+    expected = expected_max(exercise, tier)
+    reported = {(t.suite, t.name.split("[", 1)[0]) for t in tests}
+    missing = sorted(f"{suite}::{name}" for suite, name in expected if (suite, name) not in reported)
+    if missing:
+        return error(f"no result for {len(missing)} test(s): {', '.join(missing[:5])}")
+    card.tests = tests
+    card.score = sum(t.score for t in tests)
+    card.max_score = sum(t.max_score for t in tests)
+
+
+def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:
+    if entry["suite"] not in exercise.suites or entry["status"] not in TEST_STATUSES:
+        raise ValueError(f"a result with suite {entry['suite']!r} and status {entry['status']!r}")
+    points = exercise.points_for(entry["name"], entry["suite"])
+    return TestResult(
+        id=str(entry["nodeid"]), name=str(entry["name"]), suite=entry["suite"], status=entry["status"],
+        score=points if entry["status"] == "passed" else 0, max_score=points, message=str(entry["message"]),
+        description=str(entry["description"]), duration_s=round(float(entry["duration_s"]), 4),
+        traceback=[str(t) for t in entry["traceback"]], output=str(entry["output"]),
+        output_cut=int(entry["output_cut"]), artifacts=list(entry["artifacts"]),
+    )

@@ -1,0 +1,72 @@
+"""Structured feedback a test attaches to its result: data only, rendered later by the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Cell = str | int | float | bool | None
+Segment = tuple[str, int]  # (label, amount): one request's tokens in one step, for example
+
+MAX_ROWS = 200
+MAX_STEPS = 200
+
+
+def _cell(value: Any) -> Cell:
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return str(value)
+
+
+def first_difference(expected: list[list[Segment]], got: list[list[Segment]]) -> int | None:
+    """The index of the first step where the two traces differ, or None when they agree."""
+    for i in range(max(len(expected), len(got))):
+        want = expected[i] if i < len(expected) else None
+        have = got[i] if i < len(got) else None
+        if want != have:
+            return i
+    return None
+
+
+@dataclass
+class Feedback:
+    """The `feedback` fixture: tests call its methods; the harness stores `artifacts` in the scorecard."""
+
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+    def text(self, title: str, body: str) -> None:
+        self.artifacts.append({"kind": "text", "title": str(title), "body": str(body)})
+
+    def table(self, title: str, columns: list[str], rows: list[list[Any]], mark_row: int | None = None) -> None:
+        """A table; `mark_row` (an index into rows) is highlighted, e.g. the first wrong row."""
+        self.artifacts.append({
+            "kind": "table",
+            "title": str(title),
+            "columns": [str(c) for c in columns],
+            "rows": [[_cell(c) for c in row] for row in rows[:MAX_ROWS]],
+            "truncated_rows": max(0, len(rows) - MAX_ROWS),
+            "mark_row": mark_row if mark_row is None or mark_row < MAX_ROWS else None,
+        })
+
+    def trace(self, title: str, expected: list[list[Segment]], got: list[list[Segment]],
+              expected_label: str = "reference", got_label: str = "your code") -> None:
+        """Step-by-step trace, expected beside got: each step is a list of (label, amount) segments.
+
+        For the scheduler a step is a plan and a segment is (request id, tokens). The first step where
+        the two differ is computed here, so every report marks the same one.
+        """
+        exp = [[(str(lbl), int(n)) for lbl, n in step] for step in expected]
+        have = [[(str(lbl), int(n)) for lbl, n in step] for step in got]
+        diverge = first_difference(exp, have)
+        # Keep a window around the first difference: the start, and the steps just before it.
+        start = 0 if diverge is None or diverge < MAX_STEPS else diverge - MAX_STEPS // 2
+        self.artifacts.append({
+            "kind": "trace",
+            "title": str(title),
+            "expected_label": str(expected_label),
+            "got_label": str(got_label),
+            "first_step": start,
+            "expected": [[list(s) for s in step] for step in exp[start:start + MAX_STEPS]],
+            "got": [[list(s) for s in step] for step in have[start:start + MAX_STEPS]],
+            "first_difference": diverge,
+        })

@@ -1,0 +1,51 @@
+"""Every limit in one place, with its default. `exercise.toml`'s [limits] table overrides them.
+
+Both backends and the harness read this one type: the local backend and the worker turn it into
+rlimits and deadlines, the Docker backend also into container settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_timeout_s: float = 5.0  # one call into the submission (schedule(), complete(), ...)
+    import_timeout_s: float = 5.0  # importing the submission, once per worker
+    test_timeout_s: float = 60.0  # one whole test (pytest-timeout, the last resort)
+    total_timeout_s: float = 600.0  # the whole grading run, wall clock, sandbox included
+    memory_mb: int = 512  # the worker's address space; the container's memory (+ harness headroom)
+    processes: int = 32  # processes and threads the worker's user may have
+    file_size_mb: int = 16  # the largest file the worker may write (its printed output included)
+    open_files: int = 64
+    cpu_s: int = 60  # CPU seconds of one worker
+    cpus: float = 1.0  # CPUs for the container
+    disk_mb: int = 64  # the container's writable scratch space (tmpfs)
+    output_kb: int = 8  # how much of a test's printed output the scorecard keeps (the tail)
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any]) -> "Limits":
+        """Build from a TOML table, rejecting unknown names and values of the wrong kind."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for name, value in table.items():
+            if name not in known:
+                raise ValueError(f"unknown limit {name!r}; known limits: {', '.join(sorted(known))}")
+            kind = float if known[name].type in ("float", float) else int
+            if type(value) is bool or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+                raise ValueError(f"limit {name!r} must be a{'n integer' if kind is int else ' number'}, got {value!r}")
+            if value <= 0:
+                raise ValueError(f"limit {name!r} must be positive, got {value!r}")
+            values[name] = kind(value)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def for_worker(self) -> dict[str, int]:
+        return {
+            "memory_mb": self.memory_mb, "file_size_mb": self.file_size_mb, "open_files": self.open_files,
+            "cpu_s": self.cpu_s, "processes": self.processes,
+        }

@@ -1,0 +1,322 @@
+"""The pytest plugin that grades: the `ns`, `reference` and `feedback` fixtures, and the results.
+
+Exercise authors write ordinary pytest tests against `ns`. Each test that touches `ns` gets a fresh
+worker process with the submission imported in it; when the test ends the worker and everything it
+started are killed, its scratch folder emptied, and the outcome turned into a result with a message
+a student can act on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerCrashed
+from grader.harness.feedback import Feedback
+from grader.harness.job import RESULTS_SCHEMA, Job
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class TestRecord:
+    nodeid: str
+    suite: str
+    name: str
+    description: str
+    status: str = "passed"
+    message: str = ""
+    traceback: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    output: str = ""
+    output_cut: int = 0
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+
+class HarnessState:
+    """Everything the fixtures and hooks share during one grading run."""
+
+    def __init__(self, job: Job, nonce: str) -> None:
+        self.job = job
+        self.nonce = nonce
+        self.records: dict[str, TestRecord] = {}
+        self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
+        self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
+        self.workers_started = 0
+        self.reference_module: ModuleType | None = None
+        self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        # Same-user workers (non-root local runs) must not reach into this process through /proc.
+        _prctl(PR_SET_DUMPABLE, 0)
+
+    def suite_of(self, path: Path) -> str:
+        for suite in self.job.suites:
+            try:
+                path.resolve().relative_to(Path(suite.path).resolve())
+                return suite.name
+            except ValueError:
+                continue
+        return "unknown"
+
+    def start_worker(self) -> WorkerClient:
+        if self.import_failure is not None:
+            # The import already failed in this run (it is deterministic enough): fail at once
+            # instead of waiting out the same endless import in every test.
+            failure, message = self.import_failure
+            if isinstance(failure, RemoteException):
+                raise failure.as_exception()
+            raise failure(message)
+        self.workers_started += 1
+        job = self.job
+        output = os.path.join(job.private, f"output-{self.workers_started}.txt")
+        try:
+            client = WorkerClient(
+                python=job.python, harness_root=job.harness_root, submission=job.submission,
+                module=job.module, limits=job.limits, cwd=job.scratch, output_path=output,
+                user=job.worker_user, group=job.worker_group,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": job.scratch},
+            )
+        except GradingStop as stop:
+            self.import_failure = (type(stop), stop.message)
+            raise
+        if client.import_error is not None:
+            self.import_failure = (client.import_error, "")
+        return client
+
+    def clean_up_after(self, client: WorkerClient) -> None:
+        client.close()
+        self.reap_strays()
+        for entry in Path(self.job.scratch).iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+    def reap_strays(self) -> None:
+        """Kill what a worker left behind: as a subreaper, its orphans became our children."""
+        if not self.subreaper:
+            return
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            strays = _children_of(os.getpid())
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+            if not strays:
+                return
+        self.problems.append("processes left by the submission could not all be stopped")
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children_of(parent: int) -> list[int]:
+    children = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            children.append(int(entry.name))
+    return children
+
+
+STATE: HarnessState | None = None
+
+
+def state() -> HarnessState:
+    if STATE is None:
+        raise RuntimeError("the grading plugin was loaded without a job")
+    return STATE
+
+
+class Namespace(Mapping[str, Any]):
+    """`ns`: the submission's top-level names, as proxies. The worker starts on first use."""
+
+    def __init__(self, harness: HarnessState) -> None:
+        self._harness = harness
+        self._client: WorkerClient | None = None
+        self._values: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._harness.job.names:
+            raise KeyError(f"the exercise does not declare the name {name!r}")
+        if name not in self._values:
+            if self._client is None:
+                self._client = self._harness.start_worker()
+            self._values[name] = self._client.lookup(name)
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._harness.job.names)
+
+    def __len__(self) -> int:
+        return len(self._harness.job.names)
+
+
+@pytest.fixture
+def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
+    harness = state()
+    namespace = Namespace(harness)
+    request.node.stash[NAMESPACE] = namespace
+    yield namespace
+    client = namespace._client
+    if client is not None:
+        record = harness.records.get(request.node.nodeid)
+        harness.clean_up_after(client)
+        text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
+        if record is not None:
+            record.output, record.output_cut = text, cut
+
+
+@pytest.fixture
+def reference() -> dict[str, Any]:
+    """The reference solution's names: trusted code, imported into the harness itself."""
+    harness = state()
+    if harness.job.reference is None:
+        raise RuntimeError("this suite needs the reference solution, and the job has none")
+    if harness.reference_module is None:
+        spec = importlib.util.spec_from_file_location("_grader_reference", harness.job.reference)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up here
+        spec.loader.exec_module(module)
+        harness.reference_module = module
+    return vars(harness.reference_module)
+
+
+@pytest.fixture
+def feedback(request: pytest.FixtureRequest) -> Feedback:
+    recorder = Feedback()
+    request.node.stash[FEEDBACK] = recorder
+    return recorder
+
+
+NAMESPACE = pytest.StashKey[Namespace]()
+FEEDBACK = pytest.StashKey[Feedback]()
+
+
+# -- turning outcomes into results -------------------------------------------------------------------
+
+def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[str, str, list[str]]:
+    """(status, message, the student's traceback lines) for a test that raised."""
+    exc = excinfo.value
+    if isinstance(exc, GradingStop):
+        return exc.status, exc.message, []
+    if excinfo.typename == "Failed" and str(exc).startswith("Timeout"):
+        limit = state().job.limits.test_timeout_s
+        return "timeout", f"the test did not finish within {limit:g} s", []
+    remote: RemoteException | None = getattr(exc, "remote", None)
+    if remote is not None:
+        if remote.type_name == "NotImplementedError":
+            message = f"{remote.where} is not implemented yet ({remote.type_name}: {remote.message})"
+        else:
+            message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
+        return "failed", message, remote.traceback
+    if isinstance(exc, AssertionError):
+        return "failed", assertion_message(exc, suite), []
+    return "failed", f"{type(exc).__name__}: {exc}", []
+
+
+def assertion_message(exc: AssertionError, suite: str) -> str:
+    text = str(exc)
+    # pytest's rewriting appends "assert <expression>" to the author's message; the author's words
+    # are what a student should read. A hidden test's expression is not shown at all.
+    head, sep, explanation = text.partition("\nassert ")
+    if text.startswith("assert "):
+        head, explanation = "", text[len("assert "):]
+    if head.strip():
+        return head.strip()
+    if suite == "hidden":
+        return "a check of this test failed"
+    return f"assert {explanation}".strip()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    harness = state()
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    harness.records[item.nodeid] = TestRecord(
+        nodeid=item.nodeid, suite=harness.suite_of(Path(str(item.fspath))), name=item.name,
+        description=doc.strip().splitlines()[0] if doc.strip() else "",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    harness = state()
+    record = harness.records.get(item.nodeid)
+    if record is None:
+        return
+    record.duration_s += report.duration
+    if call.excinfo is not None and record.status == "passed":
+        status, message, trace = explain(call.excinfo, record.suite)
+        if call.when != "call" and status == "failed":
+            status = "error"
+        record.status, record.message, record.traceback = status, message, trace
+    if call.when == "call":
+        namespace = item.stash.get(NAMESPACE, None)
+        client = namespace._client if namespace is not None else None
+        if record.status == "passed" and client is not None and client.incident is not None:
+            # The test swallowed a timeout or crash of the submission: that is never a pass.
+            record.status, record.message = client.incident.status, client.incident.message
+        recorder = item.stash.get(FEEDBACK, None)
+        if recorder is not None:
+            record.artifacts = recorder.artifacts
+    if report.skipped and record.status == "passed":
+        record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        state().problems.append(f"a test file could not be collected: {report.nodeid}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    harness = state()
+    if exitstatus not in (0, 1):
+        harness.problems.append(f"pytest ended with exit status {exitstatus}")
+    results = {
+        "schema": RESULTS_SCHEMA,
+        "nonce": harness.nonce,
+        "problems": harness.problems,
+        "tests": [vars(r) for r in harness.records.values()],
+    }
+    target = Path(harness.job.results)
+    temporary = target.with_suffix(".partial")
+    temporary.write_text(json.dumps(results), encoding="utf-8")
+    os.replace(temporary, target)

@@ -1,0 +1,112 @@
+"""The scorecard: one JSON document per graded submission, the contract every report reads.
+
+Reports, exports, the store and the published site are all functions of a `Scorecard`; nothing
+downstream goes back to the harness's raw results.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# What a whole run can end as: graded (the tests ran), rejected (the submission was refused before
+# running: syntax error, wrong encoding, too big, empty) or error (the grader cannot vouch for a result).
+RUN_STATUSES = ("graded", "rejected", "error")
+# What one test can end as. Only "passed" earns points.
+TEST_STATUSES = ("passed", "failed", "timeout", "crashed", "error")
+
+
+@dataclass
+class TestResult:
+    id: str
+    name: str
+    suite: str
+    status: str
+    score: int
+    max_score: int
+    message: str = ""
+    description: str = ""
+    duration_s: float = 0.0
+    traceback: list[str] = field(default_factory=list)
+    output: str = ""
+    output_cut: int = 0
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class LockedTest:
+    name: str
+    suite: str
+    max_score: int
+
+
+@dataclass
+class Scorecard:
+    exercise: str
+    tier: str
+    submission_sha256: str
+    status: str
+    score: int
+    max_score: int
+    tests: list[TestResult] = field(default_factory=list)
+    locked: list[LockedTest] = field(default_factory=list)
+    reason: str = ""  # why a run was rejected or errored, in plain words
+    title: str = ""
+    backend: str = ""
+    graded_at: str = ""
+    duration_s: float = 0.0
+    grader_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def suites(self) -> dict[str, dict[str, int]]:
+        """Per suite: tests, passed, score, max_score (derived, so it can never disagree with tests)."""
+        summary: dict[str, dict[str, int]] = {}
+        for test in self.tests:
+            row = summary.setdefault(test.suite, {"tests": 0, "passed": 0, "score": 0, "max_score": 0})
+            row["tests"] += 1
+            row["passed"] += test.status == "passed"
+            row["score"] += test.score
+            row["max_score"] += test.max_score
+        return summary
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["suites"] = self.suites
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Scorecard":
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"scorecard schema version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["tests"] = [TestResult(**t) for t in data.get("tests", [])]
+        values["locked"] = [LockedTest(**t) for t in data.get("locked", [])]
+        card = cls(**values)
+        if card.status not in RUN_STATUSES:
+            raise ValueError(f"unknown scorecard status {card.status!r}")
+        return card
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Scorecard":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable scorecard ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: not a scorecard (expected a JSON object)")
+        try:
+            return cls.from_dict(data)
+        except TypeError as exc:
+            raise ValueError(f"{path}: malformed scorecard ({exc})") from None

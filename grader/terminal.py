@@ -1,0 +1,38 @@
+"""The terminal summary of a scorecard, drawn with rich."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.scorecard import Scorecard
+
+STYLES = {"passed": "green", "failed": "red", "timeout": "yellow", "crashed": "magenta", "error": "red bold"}
+
+
+def first_line(text: str, width: int = 110) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def print_summary(card: Scorecard, console: Console | None = None) -> None:
+    console = console or Console()
+    head = Text.assemble((f"{card.title or card.exercise}", "bold"), f"  ·  tier {card.tier}  ·  ",
+                         (f"{card.score}/{card.max_score} points", "bold"), f"  ·  {card.backend} sandbox")
+    console.print(head)
+    if card.status != "graded":
+        console.print(Text(f"{card.status.upper()}: {card.reason}", style="red bold"))
+    if card.tests:
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        for column in ("suite", "test", "status", "points", "why"):
+            table.add_column(column, overflow="fold" if column == "why" else "ellipsis")
+        for test in card.tests:
+            table.add_row(test.suite, test.name, Text(test.status, style=STYLES.get(test.status, "")),
+                          f"{test.score}/{test.max_score}", Text(first_line(test.message)))
+        console.print(table)
+    for suite, row in card.suites.items():
+        console.print(f"{suite}: {row['passed']}/{row['tests']} tests passed, {row['score']}/{row['max_score']} points")
+    if card.locked:
+        names = ", ".join(t.name for t in card.locked)
+        console.print(Text(f"{len(card.locked)} premium tests not run on the {card.tier} tier: {names}", style="dim"))

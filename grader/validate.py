@@ -1,0 +1,48 @@
+"""Checks a submission must pass before any sandbox starts: size, text, encoding, Python syntax.
+
+A refusal names the exact problem (the line of a syntax error, the byte that is not UTF-8), because a
+student who sent the wrong file should learn that in one glance.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+from dataclasses import dataclass
+
+
+class Rejected(Exception):
+    """The submission cannot be graded as it is; the message tells the student why."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    source: bytes
+    sha256: str
+
+
+def validate(data: bytes, filename: str, max_bytes: int) -> Submission:
+    sha = hashlib.sha256(data).hexdigest()
+    if len(data) > max_bytes:
+        raise Rejected(f"the file is {len(data):,} bytes; submissions are limited to {max_bytes:,} bytes")
+    if not data.strip():
+        raise Rejected("the file is empty: submit your solution's Python source")
+    if b"\x00" in data:
+        offset = data.index(b"\x00")
+        raise Rejected(f"the file holds a NUL byte at offset {offset}: it is binary, not Python source")
+    body = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].count(b"\n") + 1
+        raise Rejected(f"the file is not UTF-8 text: byte {exc.start} (line {line}) is 0x{body[exc.start]:02x}; "
+                       "save it as UTF-8") from None
+    try:
+        compile(text, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        shown = (exc.text or "").rstrip("\n")
+        raise Rejected(f"syntax error at {where}: {exc.msg}" + (f"\n    {shown.strip()}" if shown.strip() else "")) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise Rejected(f"the file cannot be compiled as Python: {exc.__class__.__name__}") from None
+    return Submission(source=body, sha256=sha)
