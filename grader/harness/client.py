@@ -115,6 +115,7 @@ class WorkerClient:
                  group: int | None = None, env: dict[str, str] | None = None) -> None:
         self.limits = limits
         self.output_path = output_path
+        self.cwd = cwd
         self.proxies: dict[int, RemoteObject] = {}
         self.types: dict[int, dict[str, Any]] = {}
         self.dead_reason: str | None = None
@@ -139,14 +140,16 @@ class WorkerClient:
         self.fd_out, self.fd_in = to_worker_w, from_worker_r
         self.import_error: RemoteException | None = None
         self.incident: GradingStop | None = None
-        self._await_ready()
+        self.started = time.monotonic()
+        self.is_ready = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
-    def _await_ready(self) -> None:
-        try:
-            message = self._receive(time.monotonic() + self.limits.import_timeout_s, "importing your file")
-        except GradingStop:
-            raise
+    def wait_ready(self) -> None:
+        """Wait for the worker's import of the submission; the deadline runs from the worker's start."""
+        if self.is_ready:
+            return
+        self.is_ready = True
+        message = self._receive(self.started + self.limits.import_timeout_s, "importing your file")
         if isinstance(message, dict) and "import_error" in message:
             self.import_error = self._remote_exception(message["import_error"], "importing your file")
             return

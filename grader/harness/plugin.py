@@ -57,6 +57,7 @@ class HarnessState:
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
         self.workers_started = 0
+        self.spare: WorkerClient | None = None  # the next test's worker, already starting
         self.reference_module: ModuleType | None = None
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
@@ -71,7 +72,28 @@ class HarnessState:
                 continue
         return "unknown"
 
+    def spawn(self) -> WorkerClient:
+        self.workers_started += 1
+        job = self.job
+        scratch = Path(job.scratch) / f"worker-{self.workers_started}"
+        scratch.mkdir(mode=0o700)
+        if job.worker_user is not None:
+            os.chown(scratch, job.worker_user, job.worker_group if job.worker_group is not None else -1)
+        return WorkerClient(
+            python=job.python, harness_root=job.harness_root, submission=job.submission,
+            module=job.module, limits=job.limits, cwd=str(scratch),
+            output_path=os.path.join(job.private, f"output-{self.workers_started}.txt"),
+            user=job.worker_user, group=job.worker_group,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(scratch)},
+        )
+
     def start_worker(self) -> WorkerClient:
+        """A fresh worker with the submission imported, for one test.
+
+        The next test's worker is started now, while this test runs, so that its start-up (an
+        interpreter and the submission's import) is off the critical path. Each test still gets its
+        own process, folder and output file.
+        """
         if self.import_failure is not None:
             # The import already failed in this run (it is deterministic enough): fail at once
             # instead of waiting out the same endless import in every test.
@@ -79,53 +101,46 @@ class HarnessState:
             if isinstance(failure, RemoteException):
                 raise failure.as_exception()
             raise failure(message)
-        self.workers_started += 1
-        job = self.job
-        output = os.path.join(job.private, f"output-{self.workers_started}.txt")
+        client, self.spare = (self.spare or self.spawn()), None
         try:
-            client = WorkerClient(
-                python=job.python, harness_root=job.harness_root, submission=job.submission,
-                module=job.module, limits=job.limits, cwd=job.scratch, output_path=output,
-                user=job.worker_user, group=job.worker_group,
-                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": job.scratch},
-            )
+            client.wait_ready()
         except GradingStop as stop:
             self.import_failure = (type(stop), stop.message)
             raise
         if client.import_error is not None:
             self.import_failure = (client.import_error, "")
+        else:
+            self.spare = self.spawn()
         return client
+
+    def close_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+            self.reap_strays()
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
         self.reap_strays()
-        for entry in Path(self.job.scratch).iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+        shutil.rmtree(client.cwd, ignore_errors=True)
 
     def reap_strays(self) -> None:
         """Kill what a worker left behind: as a subreaper, its orphans became our children."""
         if not self.subreaper:
             return
         deadline = time.monotonic() + 5
+        keep = {self.spare.process.pid} if self.spare is not None else set()
         while time.monotonic() < deadline:
-            strays = _children_of(os.getpid())
+            strays = [pid for pid in _children_of(os.getpid()) if pid not in keep]
             for pid in strays:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
+                    os.waitpid(pid, os.WNOHANG)  # reap it if it is already gone; the next pass retries
+                except (ProcessLookupError, ChildProcessError):
                     pass
-            while True:
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
             if not strays:
                 return
+            time.sleep(0.01)
         self.problems.append("processes left by the submission could not all be stopped")
 
 
@@ -308,6 +323,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     harness = state()
+    harness.close_spare()
     if exitstatus not in (0, 1):
         harness.problems.append(f"pytest ended with exit status {exitstatus}")
     results = {

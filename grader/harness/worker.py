@@ -62,7 +62,8 @@ class Worker:
         self.handle_of: dict[int, int] = {}  # id(object) -> handle
         self.snapshots: dict[int, dict[str, Any]] = {}  # what the harness was last told
         self.type_ids: dict[int, int] = {}  # id(type) -> type number
-        self.types_kept: list[type] = []
+        self.types_kept: list[type] = []  # keeps id(type) keys valid
+        self.kinds: dict[int, tuple[bool, list[str]]] = {}
         self.new_types: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
 
@@ -103,8 +104,9 @@ class Worker:
                 "name": getattr(kind, "__qualname__", "object") if isinstance(getattr(kind, "__qualname__", None), str) else "object",
                 "methods": public_methods(kind),
             }
-        snapshot = self.snapshot(obj)
-        self.snapshots[number] = snapshot
+        snapshot = {} if isinstance(obj, type) or callable(obj) else self.snapshot(obj)
+        if snapshot or not (isinstance(obj, type) or callable(obj)):
+            self.snapshots[number] = snapshot
         self.changed[str(number)] = {
             "type": self.type_ids[id(kind)],
             "callable": callable(obj),
@@ -113,37 +115,59 @@ class Worker:
         return number
 
     def snapshot(self, obj: Any) -> dict[str, Any]:
-        """Public attributes holding scalars, read through getattr (properties and slots included)."""
-        if isinstance(obj, type) or callable(obj):
-            return {}
-        names: list[str] = []
-        try:
-            names += [n for n in vars(obj) if isinstance(n, str)]
-        except TypeError:
-            pass
-        for klass in type(obj).__mro__:
-            slots = klass.__dict__.get("__slots__", ())
-            names += [slots] if isinstance(slots, str) else [n for n in slots if isinstance(n, str)]
-            names += [n for n, v in klass.__dict__.items() if isinstance(v, property)]
+        """Public attributes holding scalars, as getattr reads them (properties and slots included)."""
+        plain, described = self.attribute_names(type(obj))
         attrs: dict[str, Any] = {}
-        for name in dict.fromkeys(names):
-            if name.startswith("_"):
-                continue
+        if plain:
+            # The common case, a plain class: its instance dict is exactly what getattr would read.
+            try:
+                instance = object.__getattribute__(obj, "__dict__")
+            except AttributeError:
+                instance = None
+            if type(instance) is dict:
+                for name, value in instance.items():
+                    if type(name) is str and name[:1] != "_" and type(value) in SCALARS:
+                        attrs[name] = value
+        names = described if plain else self.all_names(obj, described)
+        for name in names:
             try:
                 value = getattr(obj, name)
             except Exception:
                 continue
-            if type(value) in SCALARS and not (type(value) is str and len(value) > MAX_TEXT):
+            if type(value) in SCALARS:
                 attrs[name] = value
+        for name, value in attrs.items():
+            if type(value) is str and len(value) > MAX_TEXT:
+                attrs[name] = value[:MAX_TEXT]
         return attrs
+
+    def attribute_names(self, kind: type) -> tuple[bool, list[str]]:
+        """(whether instances can be read from their __dict__, the public slot and property names)."""
+        key = id(kind)
+        if key not in self.kinds:
+            described: list[str] = []
+            for klass in kind.__mro__:
+                slots = klass.__dict__.get("__slots__", ())
+                described += [slots] if isinstance(slots, str) else [n for n in slots if isinstance(n, str)]
+                described += [n for n, v in klass.__dict__.items() if isinstance(v, property)]
+            plain = kind.__getattribute__ is object.__getattribute__
+            self.kinds[key] = (plain, [n for n in dict.fromkeys(described) if not n.startswith("_")])
+        return self.kinds[key]
+
+    @staticmethod
+    def all_names(obj: Any, described: list[str]) -> list[str]:
+        try:
+            instance = object.__getattribute__(obj, "__dict__")
+            found = [n for n in instance if type(n) is str and not n.startswith("_")] if type(instance) is dict else []
+        except AttributeError:
+            found = []
+        return list(dict.fromkeys(found + described))
 
     def refresh(self) -> None:
         """Queue fresh snapshots of every object the harness holds whose attributes changed."""
-        for number, obj in list(self.handles.items()):
-            if number not in self.snapshots:
-                continue
-            current = self.snapshot(obj)
-            if current != self.snapshots[number]:
+        for number, last in self.snapshots.items():
+            current = self.snapshot(self.handles[number])
+            if current != last:
                 self.snapshots[number] = current
                 entry = self.changed.setdefault(str(number), {})
                 entry["attrs"] = current

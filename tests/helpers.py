@@ -1,0 +1,43 @@
+"""Shared helpers for the project's tests: run a snippet of 'student' code in a real worker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from grader.harness.client import WorkerClient
+from grader.harness.limits import Limits
+from grader.sandbox.local import worker_identity, worker_python
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXERCISE = "continuous_batching"
+REFERENCE = PROJECT / "solutions" / EXERCISE / "scheduler.py"
+STUB = PROJECT / "exercises" / EXERCISE / "scheduler.py"
+ATTACKS = PROJECT / "tests" / "attacks"
+
+
+@contextlib.contextmanager
+def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClient]:
+    """A worker that imported `source` as module `student`, run as the grader would run it."""
+    uid, gid = worker_identity()
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        os.chmod(base, 0o755)
+        submission = base / "student.py"
+        submission.write_text(source, encoding="utf-8")
+        submission.chmod(0o644)
+        scratch = base / "scratch"
+        scratch.mkdir()
+        if uid is not None:
+            os.chown(scratch, uid, gid)
+        client = WorkerClient(python=worker_python(uid), harness_root=str(PROJECT), submission=str(submission),
+                              module="student", limits=limits or Limits(call_timeout_s=2, import_timeout_s=3),
+                              cwd=str(scratch), output_path=str(base / "output.txt"), user=uid, group=gid)
+        try:
+            client.wait_ready()
+            yield client
+        finally:
+            client.close()

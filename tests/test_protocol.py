@@ -1,0 +1,63 @@
+"""The wire format: framing, caps, deadlines and malformed input."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from grader.harness import protocol
+
+
+@pytest.fixture
+def pipe():
+    read, write = os.pipe()
+    yield read, write
+    for fd in (read, write):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def test_messages_round_trip(pipe):
+    read, write = pipe
+    message = {"ok": [1, 2.5, "x", None, True, {"$t": [1, {"$ref": 3}]}]}
+    protocol.send(write, message)
+    assert protocol.receive(read, time.monotonic() + 1) == message
+
+
+def test_a_silent_peer_misses_the_deadline(pipe):
+    read, _ = pipe
+    started = time.monotonic()
+    with pytest.raises(protocol.Deadline):
+        protocol.receive(read, time.monotonic() + 0.2)
+    assert time.monotonic() - started < 1
+
+
+def test_a_closed_pipe_is_reported(pipe):
+    read, write = pipe
+    os.close(write)
+    with pytest.raises(protocol.PeerClosed):
+        protocol.receive(read, time.monotonic() + 1)
+
+
+def test_an_oversized_announcement_is_refused_before_reading(pipe):
+    read, write = pipe
+    os.write(write, protocol.HEADER.pack(protocol.MAX_MESSAGE_BYTES + 1))
+    with pytest.raises(protocol.ProtocolError, match="cap"):
+        protocol.receive(read, time.monotonic() + 1)
+
+
+def test_a_body_that_is_not_json_is_a_protocol_error(pipe):
+    read, write = pipe
+    os.write(write, protocol.HEADER.pack(4) + b"\xff\xfe{}")
+    with pytest.raises(protocol.ProtocolError, match="not valid JSON"):
+        protocol.receive(read, time.monotonic() + 1)
+
+
+def test_sending_more_than_the_cap_is_refused(pipe):
+    _, write = pipe
+    with pytest.raises(protocol.ProtocolError):
+        protocol.send(write, "x" * (protocol.MAX_MESSAGE_BYTES + 10))

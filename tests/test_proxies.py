@@ -1,0 +1,182 @@
+"""The worker and its proxies: what a test sees of a submission's objects, and what it never sees."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from grader.harness.client import CallTimeout, ProtocolViolation, RemoteObject, SubmissionError, WorkerCrashed
+from grader.harness.limits import Limits
+from tests.helpers import worker_for
+
+PLAIN = '''
+from dataclasses import dataclass
+
+@dataclass
+class Item:
+    rid: int
+    size: int
+    done: int = 0
+
+class Box:
+    __slots__ = ("items", "count")
+    def __init__(self):
+        self.items = []
+        self.count = 0
+    def put(self, item):
+        self.items.append(item)
+        self.count += 1
+        item.done += 1
+        return item
+    def pairs(self):
+        return [(item, item.size) for item in self.items]
+    def ids(self):
+        return {item.rid for item in self.items}
+    def table(self):
+        return {item.rid: (item.size, None, 1.5, "s") for item in self.items}
+
+class Shape:
+    def __init__(self, side):
+        self._side = side
+    @property
+    def area(self):
+        return self._side * self._side
+    def grow(self):
+        self._side += 1
+'''
+
+
+def test_objects_come_back_as_proxies_with_fresh_scalar_attributes():
+    with worker_for(PLAIN) as client:
+        Item, Box = client.lookup("Item"), client.lookup("Box")
+        box = Box()
+        item = Item(7, 30)
+        assert isinstance(item, RemoteObject)
+        assert (item.rid, item.size, item.done) == (7, 30, 0)
+        assert box.put(item) is item  # one proxy per remote object: identity survives the round trip
+        assert item.done == 1 and box.count == 1  # snapshots refresh after every call, slots included
+        (pair,) = box.pairs()
+        assert type(pair) is tuple and pair[0] is item and pair[1] == 30
+        assert box.ids() == {7}
+        assert box.table() == {7: (30, None, 1.5, "s")}
+
+
+def test_properties_are_read_through_getattr():
+    with worker_for(PLAIN) as client:
+        shape = client.lookup("Shape")(3)
+        assert shape.area == 9
+        shape.grow()
+        assert shape.area == 16
+        with pytest.raises(AttributeError):
+            shape.missing_attribute
+
+
+def test_proxies_are_read_only_and_not_containers():
+    with worker_for(PLAIN) as client:
+        item = client.lookup("Item")(1, 2)
+        with pytest.raises(AttributeError, match="read-only"):
+            item.rid = 5
+        with pytest.raises(TypeError, match="expected a list or tuple"):
+            list(item)
+
+
+def test_an_always_equal_object_stays_a_proxy_that_equals_only_itself():
+    source = '''
+class Liar:
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __hash__(self): return 0
+class Sneaky(int):
+    def __eq__(self, other): return True
+def liar(): return Liar()
+def sneaky(): return Sneaky(3)
+def liars(): return [Liar(), Liar()]
+'''
+    with worker_for(source) as client:
+        liar = client.lookup("liar")()
+        assert isinstance(liar, RemoteObject)
+        assert liar != 448 and liar != [1] * 64 and not (liar == 0)
+        assert liar == liar
+        sneaky = client.lookup("sneaky")()
+        assert isinstance(sneaky, RemoteObject) and sneaky != 3  # an int subclass is not an int
+        assert client.lookup("liars")() != [1, 1]
+
+
+def test_exceptions_arrive_as_the_nearest_builtin_type_with_the_students_name():
+    source = '''
+class TooBig(ValueError):
+    pass
+def boom(): raise TooBig("request 9 can never fit")
+def leave(): raise SystemExit(0)
+def not_yet(): raise NotImplementedError("schedule() is not implemented yet")
+'''
+    with worker_for(source) as client:
+        with pytest.raises(ValueError, match="TooBig: request 9 can never fit") as caught:
+            client.lookup("boom")()
+        assert any("line 4, in boom" in line for line in caught.value.remote.traceback)
+        with pytest.raises(NotImplementedError):
+            client.lookup("not_yet")()
+        # SystemExit must never reach pytest as a SystemExit: it becomes an ordinary failure.
+        with pytest.raises(SubmissionError, match="SystemExit"):
+            client.lookup("leave")()
+        assert client.lookup("boom") is client.lookup("boom")  # the worker is still alive after all that
+
+
+def test_an_endless_call_times_out_within_its_deadline_and_the_worker_is_gone():
+    source = "def spin():\n    while True:\n        pass\n"
+    with worker_for(source, Limits(call_timeout_s=0.5, import_timeout_s=3)) as client:
+        started = time.monotonic()
+        with pytest.raises(CallTimeout, match="did not finish within 0.5 s"):
+            client.lookup("spin")()
+        assert time.monotonic() - started < 3
+        assert client.process.poll() is not None
+        with pytest.raises(WorkerCrashed, match="no longer be called"):
+            client.lookup("spin")
+        assert isinstance(client.incident, CallTimeout)
+
+
+def test_os_exit_and_a_segfault_in_a_call_are_crashes_with_the_cause():
+    source = "import os, ctypes\ndef leave(): os._exit(0)\ndef crash(): ctypes.string_at(0)\n"
+    with worker_for(source) as client:
+        with pytest.raises(WorkerCrashed, match="exited with status 0"):
+            client.lookup("leave")()
+    with worker_for(source) as client:
+        with pytest.raises(WorkerCrashed, match="segmentation fault"):
+            client.lookup("crash")()
+
+
+def test_running_out_of_memory_is_reported_with_the_limit():
+    source = "def hog():\n    blocks = []\n    while True:\n        blocks.append(bytearray(16 * 1024 * 1024))\n"
+    with worker_for(source, Limits(memory_mb=128, call_timeout_s=5)) as client:
+        with pytest.raises(WorkerCrashed, match="out of memory.*128 MiB"):
+            client.lookup("hog")()
+
+
+def test_garbage_on_the_protocol_pipe_is_a_protocol_violation():
+    source = '''
+import os
+def scribble():
+    for fd in range(3, 64):
+        try:
+            os.write(fd, b"\\x00\\x00\\x00\\x05hello")
+        except OSError:
+            pass
+    return 1
+'''
+    with worker_for(source) as client:
+        with pytest.raises((ProtocolViolation, WorkerCrashed)):
+            client.lookup("scribble")()
+
+
+def test_import_errors_are_reported_when_the_submission_is_used():
+    with worker_for("raise RuntimeError('broken at import')\n") as client:
+        assert client.import_error is not None and client.import_error.type_name == "RuntimeError"
+        with pytest.raises(RuntimeError, match="broken at import"):
+            client.lookup("anything")
+
+
+def test_an_endless_import_times_out():
+    with pytest.raises(CallTimeout, match="importing your file did not finish within 0.5 s"):
+        with worker_for("while True:\n    pass\n", Limits(import_timeout_s=0.5)):
+            pass
