@@ -1,0 +1,133 @@
+"""End to end on the local sandbox: the reference, the stub, tiers, rejections, and failing closed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.exercise import list_tests, load_exercise
+from grader.grading import grade_bytes, judge
+from grader.sandbox.local import RawRun, run_local
+from grader.scorecard import Scorecard
+from tests.helpers import EXERCISE, REFERENCE, STUB
+
+
+@pytest.fixture(scope="module")
+def exercise():
+    return load_exercise(EXERCISE)
+
+
+def grade(exercise, data: bytes, tier: str = "premium") -> Scorecard:
+    return grade_bytes(data, exercise, tier, run_local, "local")
+
+
+@pytest.fixture(scope="module")
+def reference_card(exercise):
+    return grade(exercise, REFERENCE.read_bytes())
+
+
+def test_the_reference_gets_full_marks_on_the_premium_tier(exercise, reference_card):
+    card = reference_card
+    assert card.status == "graded" and card.tier == "premium"
+    assert card.score == card.max_score > 0
+    hidden = list_tests(exercise.suites["hidden"])
+    assert {t.suite for t in card.tests} == {"visible", "hidden"}
+    assert len([t for t in card.tests if t.suite == "hidden"]) >= len(hidden) >= 7
+    assert all(t.status == "passed" and t.score == t.max_score for t in card.tests)
+    assert card.locked == []
+
+
+def test_the_same_submission_always_gets_the_same_scorecard(exercise, reference_card):
+    again = grade(exercise, REFERENCE.read_bytes())
+    strip = lambda card: [(t.id, t.status, t.score, t.message) for t in card.tests]  # noqa: E731
+    assert strip(again) == strip(reference_card)
+
+
+def test_the_stub_scores_zero_with_a_clear_message_on_every_test(exercise):
+    card = grade(exercise, STUB.read_bytes())
+    assert card.status == "graded" and card.score == 0 and card.tests
+    for test in card.tests:
+        assert test.status == "failed", (test.name, test.status, test.message)
+        assert "not implemented" in test.message
+
+
+def test_the_free_tier_runs_only_the_visible_suite_and_lists_the_locked_ones(exercise):
+    card = grade(exercise, REFERENCE.read_bytes(), tier="free")
+    assert {t.suite for t in card.tests} == {"visible"}
+    assert len(card.tests) == 2 and card.score == card.max_score == 2 * exercise.suites["visible"].points
+    locked = {t.name for t in card.locked}
+    assert locked == set(list_tests(exercise.suites["hidden"]))
+    assert all(t.suite == "hidden" for t in card.locked)
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"def f(:\n    pass\n", "syntax error at line 1"),
+    (b"x = 1\ny = 2\nclass Scheduler(\n", "syntax error at line 3"),
+    (b"", "the file is empty"),
+    (b"   \n\n", "the file is empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "NUL byte"),
+    ("x = 'caf\u00e9'\n".encode("latin-1"), "not UTF-8 text: byte 8 (line 1)"),
+    (b"# " + b"x" * (300 * 1024), "submissions are limited to 262,144 bytes"),
+])
+def test_unusable_files_are_rejected_with_a_specific_message_and_score_zero(exercise, data, expected):
+    card = grade(exercise, data)
+    assert card.status == "rejected" and card.score == 0 and card.tests == []
+    assert expected in card.reason
+    assert card.max_score > 0  # a rejection still says what was at stake
+
+
+def test_results_without_this_runs_nonce_are_refused(exercise, reference_card):
+    results = {"schema": 1, "nonce": "forged", "problems": [], "tests": []}
+    card = replace(reference_card, tests=[], score=0, status="graded")
+    judge(card, RawRun(json.dumps(results).encode(), "the-real-nonce", 0, "", False, 0.1), exercise, "premium")
+    assert card.status == "error" and card.score == 0 and "forged" in card.reason
+
+
+def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
+    card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
+    judge(card, RawRun(None, "n", -9, "", False, 1.0), exercise, "premium")
+    assert card.status == "error" and "without results" in card.reason
+    passed = {"nodeid": "x", "suite": "visible", "name": "test_decodes_run_before_the_prompt", "status": "passed",
+              "message": "", "description": "", "duration_s": 0.1, "traceback": [], "output": "",
+              "output_cut": 0, "artifacts": []}
+    results = {"schema": 1, "nonce": "n", "problems": [], "tests": [passed]}
+    card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
+    judge(card, RawRun(json.dumps(results).encode(), "n", 0, "", False, 0.1), exercise, "premium")
+    assert card.status == "error" and card.score == 0 and "no result for" in card.reason
+    card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
+    judge(card, RawRun(b"{not json", "n", 0, "", False, 0.1), exercise, "premium")
+    assert card.status == "error" and "could not be read" in card.reason
+
+
+def test_cli_grade_writes_the_scorecard_and_exits_zero_whatever_the_score(tmp_path, capsys):
+    out = tmp_path / "card.json"
+    assert main(["grade", str(STUB), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--json", str(out)]) == 0
+    card = json.loads(out.read_text())
+    assert card["schema_version"] == 1 and card["score"] == 0 and card["status"] == "graded"
+    assert {"exercise", "tier", "submission_sha256", "status", "score", "max_score", "tests", "locked"} <= set(card)
+    assert {"id", "name", "suite", "status", "score", "max_score", "message", "duration_s"} <= set(card["tests"][0])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "0/10 points" in printed and "not implemented" in printed
+
+
+def test_cli_rejects_a_syntax_error_with_its_line_and_exit_zero(tmp_path, capsys):
+    bad = tmp_path / "scheduler.py"
+    bad.write_text("class Scheduler:\n    def schedule(self)\n        return []\n")
+    assert main(["grade", str(bad), "--exercise", EXERCISE, "--sandbox", "local"]) == 0
+    assert "syntax error at line 2" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["grade", "/no/such/file.py", "--exercise", EXERCISE], "no such file"),
+    (["grade", str(STUB), "--exercise", "no_such_exercise"], "no exercise named 'no_such_exercise'"),
+    (["grade", str(STUB), "--exercise", "../../etc"], "neither an exercise folder nor a valid exercise name"),
+    (["grade", str(Path(__file__).parent), "--exercise", EXERCISE], "not a file"),
+])
+def test_cli_usage_problems_exit_two_with_a_specific_message(argv, expected, capsys):
+    assert main(argv) == 2
+    assert expected in capsys.readouterr().err.replace("\n", " ")
