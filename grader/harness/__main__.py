@@ -1,13 +1,15 @@
-"""The harness entry point, inside the sandbox: run the job's suites and write the results.
+"""The harness entry point, inside the sandbox: unpack the job, run its suites, report the results.
 
-    python3 -I -c "<bootstrap>" JOB.json      (the run's nonce arrives on standard input)
+    python3 -I -c "<bootstrap>" BASE
 
-The nonce proves to the host that the results file was written by this process: the worker never sees
-standard input, so a file it forges cannot carry it.
+Standard input brings a nonce line and then the job as a tar (see `unpack`). The results go to
+standard output as the last line, `GRADER-RESULTS <base64 JSON>`, carrying the nonce: the worker
+never sees the harness's standard input or output, so nothing it prints or writes can pass for them.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from pathlib import Path
@@ -16,8 +18,11 @@ import pytest
 
 from grader.harness import plugin
 from grader.harness.job import Job
+from grader.harness.unpack import unpack
 
 BOOTSTRAP = "import sys; sys.path.insert(0, {root!r}); from grader.harness.__main__ import main; sys.exit(main())"
+RESULTS_MARKER = "GRADER-RESULTS"
+JOB_FILE = "secret/job.json"
 
 
 def pytest_arguments(job: Job) -> list[str]:
@@ -37,13 +42,22 @@ def pytest_arguments(job: Job) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
-        print("usage: python3 -m grader.harness JOB.json  (the nonce on standard input)", file=sys.stderr)
+        print("usage: python3 -m grader.harness BASE  (a nonce line, then the job tar, on standard input)",
+              file=sys.stderr)
         return 2
-    job = Job.load(args[0])
-    nonce = sys.stdin.readline().strip()
+    base = Path(args[0])
+    stdin = sys.stdin.buffer
+    nonce = stdin.readline().decode("ascii").strip()
+    unpack(stdin, base)
+    job = Job.load(base / JOB_FILE)
     plugin.STATE = plugin.HarnessState(job, nonce)
     code = pytest.main(pytest_arguments(job), plugins=[plugin])
-    return 0 if Path(job.results).exists() else int(code) or 3
+    results = Path(job.results)
+    if not results.exists():
+        return int(code) or 3
+    sys.stdout.write(f"\n{RESULTS_MARKER} {base64.b64encode(results.read_bytes()).decode()}\n")
+    sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":

@@ -343,6 +343,9 @@ def build_harness(client: docker.DockerClient, base: str | None = None, progress
     files = harness_files() if files is None else files
     tag = harness_tag(files, base)
     digest = _harness_digest(files, base)
+    if not _exists(client, base):
+        raise ImageBuildError(f"cannot build the harness layer: the base image {base} does not exist "
+                              "(ensure_image() or build_image() builds it; no registry is used)")
     _say(progress, f"building harness layer {tag} ({len(files)} files) on {base}")
     layer = _tar_bytes(_layer_entries(files))
     dockerfile = _dockerfile(base).encode()

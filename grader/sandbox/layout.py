@@ -9,14 +9,19 @@ The worker's user can read `pub/` and write `scratch/`, and nothing else of the 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import posixpath
 import secrets
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import grader
 from grader.exercise import Exercise
+from grader.harness.__main__ import JOB_FILE, RESULTS_MARKER
 from grader.harness.job import Job, Suite
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
@@ -94,5 +99,36 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
         scratch=posixpath.join(base, "scratch"), reference=reference, worker_user=worker_user,
         worker_group=worker_group, limits=exercise.limits,
     )
-    entries.append(Entry("secret/job.json", job.to_json().encode(), 0o600))
-    return JobLayout(entries, job, secrets.token_hex(16), posixpath.join(base, "secret/job.json"))
+    entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
+    return JobLayout(entries, job, secrets.token_hex(16), posixpath.join(base, JOB_FILE))
+
+
+def harness_input(layout: JobLayout) -> bytes:
+    """What the harness reads on standard input: the nonce line, then the job as a tar with owners."""
+    worker_uid = layout.job.worker_user if layout.job.worker_user is not None else 0
+    worker_gid = layout.job.worker_group if layout.job.worker_group is not None else worker_uid
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for entry in layout.entries:
+            info = tarfile.TarInfo(entry.path)
+            info.mode = entry.mode
+            info.uid, info.gid = (worker_uid, worker_gid) if entry.owner == "worker" else (0, 0)
+            if entry.data is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(entry.data)
+                archive.addfile(info, io.BytesIO(entry.data))
+    return layout.nonce.encode() + b"\n" + buffer.getvalue()
+
+
+def results_from_output(output: bytes) -> bytes | None:
+    """The results document the harness printed last, or None when there is none."""
+    marker = RESULTS_MARKER.encode() + b" "
+    for line in reversed(output.splitlines()):
+        if line.startswith(marker):
+            try:
+                return base64.b64decode(line[len(marker):], validate=True)
+            except (binascii.Error, ValueError):
+                return None
+    return None

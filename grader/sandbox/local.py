@@ -22,7 +22,7 @@ from pathlib import Path
 from grader.errors import GradingError
 from grader.exercise import Exercise
 from grader.harness.__main__ import BOOTSTRAP
-from grader.sandbox.layout import JobLayout, build_layout
+from grader.sandbox.layout import HARNESS_PACKAGE, build_layout, harness_input, results_from_output
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -85,23 +85,7 @@ def protect_secrets(exercise: Exercise) -> None:
             folder.chmod(0o700)
 
 
-def write_layout(layout: JobLayout, base: Path, worker: tuple[int | None, int | None]) -> None:
-    for entry in layout.entries:
-        target = base / entry.path
-        if entry.data is None:
-            target.mkdir(exist_ok=True)
-        else:
-            target.write_bytes(entry.data)
-        target.chmod(entry.mode)
-        if entry.owner == "worker" and worker[0] is not None:
-            os.chown(target, worker[0], worker[1] or worker[0])
-
-
-def tail(path: Path, limit: int = 4000) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return ""
+def tail(data: bytes, limit: int = 4000) -> str:
     return data[-limit:].decode("utf-8", errors="replace")
 
 
@@ -115,29 +99,31 @@ def run_local(exercise: Exercise, source: bytes, tier: str) -> RawRun:
     try:
         layout = build_layout(exercise, source, tier, base=str(base), python=worker_python(worker[0]), harness_root=None,
                               worker_user=worker[0], worker_group=worker[1])
-        write_layout(layout, base, worker)
-        log = base / "secret" / "harness.log"
-        command = [sys.executable, "-I", "-c", BOOTSTRAP.format(root=layout.job.harness_root), layout.job_file]
+        # The harness runs from this installation; the worker, which may not be able to read it (it can
+        # sit in root's home), gets the copy of the harness code that the job ships in pub/code.
+        command = [sys.executable, "-I", "-c", BOOTSTRAP.format(root=str(HARNESS_PACKAGE.parent)), str(base)]
         timed_out = False
-        with open(log, "wb") as log_file:
-            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-                                       cwd=base / "secret", env=HARNESS_ENV, start_new_session=True)
-            assert process.stdin is not None
-            process.stdin.write(layout.nonce.encode() + b"\n")
-            process.stdin.close()
+        with tempfile.TemporaryFile() as output:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
+                                       cwd=base, env=HARNESS_ENV, start_new_session=True)
             try:
+                assert process.stdin is not None
+                process.stdin.write(harness_input(layout))
+                process.stdin.close()
                 process.wait(timeout=exercise.limits.total_timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
+            except BrokenPipeError:
+                pass
             finally:
                 try:
                     os.killpg(process.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
                 process.wait()
-        results_path = Path(layout.job.results)
-        results = results_path.read_bytes() if results_path.is_file() else None
-        return RawRun(results=results, nonce=layout.nonce, exit_status=process.returncode, log_tail=tail(log),
-                      timed_out=timed_out, duration_s=time.monotonic() - started)
+            output.seek(0)
+            printed = output.read()
+        return RawRun(results=results_from_output(printed), nonce=layout.nonce, exit_status=process.returncode,
+                      log_tail=tail(printed), timed_out=timed_out, duration_s=time.monotonic() - started)
     finally:
         shutil.rmtree(base, ignore_errors=True)
