@@ -71,6 +71,8 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
                  harness_root: str | None, worker_user: int | None, worker_group: int | None) -> JobLayout:
     """Everything a backend places in the sandbox. `harness_root` None means: ship the harness code."""
     entries = [
+        # The job folder itself: others may pass through to pub/ and scratch/, never list it.
+        Entry(".", None, 0o711),
         Entry("secret", None, 0o700), Entry("secret/private", None, 0o700), Entry("secret/results", None, 0o700),
         Entry("pub", None, 0o755), Entry("pub/submission", None, 0o755),
         Entry(f"pub/submission/{exercise.submission_file}", source, 0o644),
