@@ -20,6 +20,7 @@ from grader.exercise import TIERS, ExerciseError, load_exercise
 from grader.errors import GradingError
 from grader.grading import grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
+from grader.scorecard import Scorecard
 from grader.terminal import print_summary
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
@@ -51,9 +52,52 @@ def command_grade(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         card.write(args.json)
     print_summary(card, console)
-    if args.json:
-        console.print(Text(f"scorecard: {args.json}", style="dim"))
+    for label, path in (("scorecard", args.json), *write_reports(card, args.html, args.md)):
+        if path:
+            console.print(Text(f"{label}: {path}", style="dim"))
     return OK if card.status in ("graded", "rejected") else UNVOUCHED
+
+
+def write_reports(card: Scorecard, html: str | None, md: str | None) -> list[tuple[str, str]]:
+    """Render the asked-for reports from the scorecard alone; returns (label, path) pairs written."""
+    written = []
+    if html or md:
+        from grader.report import render_html, render_markdown
+
+        for label, path, render in (("HTML report", html, render_html), ("Markdown report", md, render_markdown)):
+            if path:
+                Path(path).write_text(render(card), encoding="utf-8")
+                written.append((label, path))
+    return written
+
+
+def read_scorecard(path: str) -> Scorecard:
+    try:
+        return Scorecard.read(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def command_report(args: argparse.Namespace, console: Console) -> int:
+    card = read_scorecard(args.scorecard)
+    if not (args.html or args.md):
+        print_summary(card, console)
+    for label, path in write_reports(card, args.html, args.md):
+        console.print(Text(f"{label}: {path}", style="dim"))
+    return OK
+
+
+def command_export(args: argparse.Namespace, console: Console) -> int:
+    from grader.exports import EXPORTS
+
+    card = read_scorecard(args.scorecard)
+    text = EXPORTS[args.format](card)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        console.print(Text(f"{args.format}: {args.output}", style="dim"))
+    else:
+        sys.stdout.write(text)
+    return OK
 
 
 def command_audit(args: argparse.Namespace, console: Console) -> int:
@@ -106,7 +150,21 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--tier", choices=TIERS, default="premium", help="free runs the visible suite only")
     grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
     grade.add_argument("--json", metavar="F", help="write the scorecard JSON here")
+    grade.add_argument("--html", metavar="F", help="write the HTML report here")
+    grade.add_argument("--md", metavar="F", help="write the Markdown report here")
     grade.set_defaults(run=command_grade)
+
+    report = commands.add_parser("report", help="render a stored scorecard as HTML and/or Markdown")
+    report.add_argument("scorecard", help="a scorecard JSON file")
+    report.add_argument("--html", metavar="F")
+    report.add_argument("--md", metavar="F")
+    report.set_defaults(run=command_report)
+
+    export = commands.add_parser("export", help="convert a scorecard for Gradescope, PrairieLearn or JUnit")
+    export.add_argument("scorecard", help="a scorecard JSON file")
+    export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"))
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    export.set_defaults(run=command_export)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help="the exercise's name (slug) or folder")

@@ -263,6 +263,8 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
         return "failed", message, remote.traceback
     if isinstance(exc, AssertionError):
         return "failed", assertion_message(exc, suite), []
+    if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
+        return "failed", str(exc), []
     return "failed", f"{type(exc).__name__}: {exc}", []
 
 
