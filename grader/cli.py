@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -140,6 +141,19 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     return OK if audit.ok else UNVOUCHED
 
 
+def command_image_build(args: argparse.Namespace, console: Console) -> int:
+    from grader.sandbox.engine import engine_client
+    from grader.sandbox.image import build_image
+
+    client = engine_client()
+    if client is None:
+        raise GradingError("no Docker engine is reachable; start one (for example with .ci/docker-up.sh)")
+    started = time.monotonic()
+    tag = build_image(client, force=args.force, progress=lambda line: console.print(Text(line, style="dim")))
+    console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description="Grade coding exercises in a sandbox.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -165,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"))
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
     export.set_defaults(run=command_export)
+
+    image = commands.add_parser("image", help="the Docker grading image")
+    image_commands = image.add_subparsers(dest="image_command", required=True)
+    image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
+    image_build.add_argument("--force", action="store_true", help="bootstrap the Debian base again too")
+    image_build.set_defaults(run=command_image_build)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help="the exercise's name (slug) or folder")

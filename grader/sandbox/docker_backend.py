@@ -47,11 +47,14 @@ class DockerTimings:
 class DockerBackend:
     client: docker.DockerClient
     last_timings: DockerTimings = field(default_factory=DockerTimings)
+    image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         timings = DockerTimings()
         started = time.monotonic()
-        tag = ensure_image(self.client)
+        if self.image is None:
+            self.image = ensure_image(self.client)
+        tag = self.image
         timings.image_s = time.monotonic() - started
         layout = build_layout(exercise, source, tier, base=BASE, python="/usr/bin/python3",
                               harness_root=f"/{HARNESS_PREFIX}", worker_user=NOBODY, worker_group=NOBODY)
