@@ -41,3 +41,25 @@ def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClie
             yield client
         finally:
             client.close()
+
+
+def exercise_copy(folder: Path, **limits: float) -> Path:
+    """A private copy of the exercise (statement, suites, reference) with some limits changed.
+
+    Returns the copy's exercise folder, which `load_exercise` accepts as a path.
+    """
+    import shutil
+    import tomllib
+
+    for top in ("exercises", "hidden_tests", "solutions"):
+        shutil.copytree(PROJECT / top / EXERCISE, folder / top / EXERCISE,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    toml = folder / "exercises" / EXERCISE / "exercise.toml"
+    config = tomllib.loads(toml.read_text())
+    config["limits"].update(limits)
+    text = toml.read_text()
+    start = text.index("[limits]")
+    end = text.index("\n[", start + 1)
+    table = "[limits]\n" + "".join(f"{k} = {v}\n" for k, v in config["limits"].items())
+    toml.write_text(text[:start] + table + text[end:])
+    return folder / "exercises" / EXERCISE

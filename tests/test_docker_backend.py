@@ -1,0 +1,108 @@
+"""The Docker backend against a real engine: required under CI=true, skipped without an engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.docker_backend import LABEL, DockerBackend
+from tests.helpers import EXERCISE, REFERENCE, STUB, exercise_copy
+
+
+@pytest.fixture(scope="module")
+def backend(docker_client, grading_image):
+    return DockerBackend(docker_client)
+
+
+def leftover_containers(client) -> list:
+    return client.containers.list(all=True, filters={"label": LABEL})
+
+
+def grade(backend, data: bytes, exercise=None, tier: str = "premium"):
+    return grade_bytes(data, exercise or load_exercise(EXERCISE), tier, backend, "docker")
+
+
+def test_the_reference_gets_full_marks_in_a_container_that_is_removed(backend, docker_client):
+    card = grade(backend, REFERENCE.read_bytes())
+    assert card.status == "graded", card.reason
+    assert card.score == card.max_score > 0 and len(card.tests) > 7
+    assert card.backend == "docker"
+    assert leftover_containers(docker_client) == []
+    timings = backend.last_timings
+    assert timings.harness_s > 0 and timings.create_and_start_s > 0
+
+
+def test_the_stub_scores_zero_with_not_implemented_on_every_test(backend):
+    card = grade(backend, STUB.read_bytes(), tier="free")
+    assert card.status == "graded" and card.score == 0
+    assert all(t.status == "failed" and "not implemented" in t.message for t in card.tests)
+
+
+def test_the_host_environment_never_reaches_the_container(backend, monkeypatch):
+    monkeypatch.setenv("GRADER_CANARY_SECRET", "canary-5d1f0c9a")
+    source = b'''
+import os
+class Req:
+    def __init__(self, rid, prompt_len, max_new, prefilled=0, generated=0):
+        self.rid = rid
+class Scheduler:
+    def __init__(self, *args):
+        pass
+    def add(self, req):
+        raise ValueError("ENV:" + repr(dict(os.environ)) + open("/proc/1/environ", "rb").read().decode("latin-1"))
+'''
+    card = grade(backend, source, tier="free")
+    text = card.to_json()
+    assert card.score == 0 and "canary-5d1f0c9a" not in text
+    assert "GRADER_CANARY_SECRET" not in text
+    assert "ENV:" in text  # the submission's message itself still reaches the student
+
+
+def test_a_run_past_the_wall_clock_limit_is_stopped_and_graded_error(backend, docker_client, tmp_path):
+    exercise = load_exercise(str(exercise_copy(tmp_path, total_timeout_s=4, import_timeout_s=30,
+                                               call_timeout_s=30, test_timeout_s=60)))
+    started = time.monotonic()
+    card = grade(backend, b"while True:\n    pass\n", exercise, tier="free")
+    assert time.monotonic() - started < 30
+    assert card.status == "error" and card.score == 0
+    assert "did not finish within 4 s" in card.reason
+    assert leftover_containers(docker_client) == []
+
+
+def test_a_container_that_runs_out_of_memory_is_graded_error_with_the_reason(backend, docker_client, tmp_path):
+    # Each process stays under the worker's address-space limit, but together they exceed the
+    # container's memory: the kernel's OOM killer ends the container before any results exist.
+    exercise = load_exercise(str(exercise_copy(tmp_path, memory_mb=200, processes=16, import_timeout_s=20)))
+    source = b'''
+import os, time
+for _ in range(12):
+    if os.fork() == 0:
+        block = bytearray(150 * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(60)
+block = bytearray(150 * 1024 * 1024)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+time.sleep(60)
+'''
+    card = grade(backend, source, exercise, tier="free")
+    assert card.score == 0 and card.status in ("error", "graded")
+    if card.status == "error":
+        assert "out of memory" in card.reason or "killed" in card.reason
+    else:  # the OOM killer picked the workers, not the harness: every test still failed
+        assert all(t.status in ("crashed", "timeout", "failed") for t in card.tests)
+    assert leftover_containers(docker_client) == []
+
+
+def test_auto_chooses_docker_when_an_engine_answers(docker_client, capsys):
+    from grader.cli import main
+
+    assert main(["grade", str(STUB), "--exercise", EXERCISE, "--tier", "free"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "sandbox: docker" in out and "docker sandbox" in out
