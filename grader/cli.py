@@ -9,6 +9,7 @@ tier or sandbox); 3 when the grader itself could not run (Docker unreachable, im
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from grader.errors import GradingError
 from grader.grading import grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
 from grader.scorecard import Scorecard
+from grader.store import Store, StoreError
 from grader.terminal import print_summary
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
@@ -141,6 +143,90 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     return OK if audit.ok else UNVOUCHED
 
 
+def open_store(args: argparse.Namespace) -> Store:
+    from grader.store import default_db_path
+
+    return Store(default_db_path(args.db))
+
+
+def report_path(store_path: Path, student: str, exercise: str, submission_id: int) -> Path:
+    return store_path.parent / "reports" / student / f"{exercise}-{submission_id}.html"
+
+
+def command_submit(args: argparse.Namespace, console: Console) -> int:
+    from grader.store import validate_student_id
+
+    student = validate_student_id(args.student)
+    exercise = load_exercise(args.exercise)
+    exercise.suites_for(args.tier)
+    data = read_submission(args.submission)
+    with open_store(args) as store:
+        sha = hashlib.sha256(data).hexdigest()
+        submission_id, new = store.add_submission(student, exercise.slug, args.tier, sha,
+                                                  Path(args.submission).name, data)
+        card = None if new else store.scorecard(submission_id)
+        if card is not None:
+            console.print(Text(f"this exact file was already graded for {student} (submission {submission_id}); "
+                               "showing that result", style="yellow"))
+        else:
+            backend, name = choose_backend(args.sandbox)
+            card = grade_bytes(data, exercise, args.tier, backend, name)
+            store.save_scorecard(submission_id, card)
+        print_summary(card, console)
+        report = report_path(store.path, student, exercise.slug, submission_id)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        write_reports(card, str(report), None)
+        console.print(f"submission {submission_id} stored in {store.path}; report: {report}")
+    return OK if card.status in ("graded", "rejected") else UNVOUCHED
+
+
+def command_batch(args: argparse.Namespace, console: Console) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from grader.batch import discover, run_batch
+    from grader.gradebook import to_csv
+
+    exercise = load_exercise(args.exercise)
+    exercise.suites_for(args.tier)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    choose_backend(args.sandbox)  # fail now, not in every thread, when the sandbox is unavailable
+    candidates = discover(Path(args.folder), exercise)
+    with open_store(args) as store, Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
+                                             TimeElapsedColumn(), TextColumn("{task.description}"),
+                                             console=console, transient=False) as progress:
+        task = progress.add_task("", total=None)
+        summary = run_batch(
+            store, exercise, args.tier, lambda: choose_backend(args.sandbox), candidates, jobs=args.jobs,
+            on_start=lambda total: progress.update(task, total=total),
+            on_done=lambda student, card, problem: progress.update(
+                task, advance=1, description=f"{student}: {card.score}/{card.max_score}" if card else f"{student}: {problem}"),
+        )
+    graded = summary.graded
+    mean = sum(c.score for _, c in graded) / len(graded) if graded else 0.0
+    console.print(f"graded {len(graded)}, skipped {len(summary.skipped)} already graded, "
+                  f"{len(summary.problems)} with problems" + (f"; mean score {mean:.1f}" if graded else ""))
+    for student, problem in summary.problems:
+        console.print(Text(f"  {student}: {problem}", style="yellow"))
+    if args.gradebook:
+        from grader.gradebook import pick
+
+        chosen = pick(store_submissions(args, exercise.slug), "latest")
+        entries = [(student, sub.card) for (student, _), sub in chosen.items() if sub.tier == args.tier and sub.card]
+        Path(args.gradebook).write_text(to_csv(entries), encoding="utf-8")
+        console.print(Text(f"gradebook: {args.gradebook}", style="dim"))
+    if summary.interrupted:
+        console.print(Text("interrupted: what was graded is saved; run the same command again to resume",
+                           style="yellow bold"))
+        return 130
+    return OK
+
+
+def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> list:
+    with open_store(args) as store:
+        return store.submissions(exercise)
+
+
 def command_image_build(args: argparse.Namespace, console: Console) -> int:
     from grader.sandbox.engine import engine_client
     from grader.sandbox.image import build_image
@@ -180,6 +266,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
     export.set_defaults(run=command_export)
 
+    db_help = "the submissions store (default: $GRADER_DB or ./grader.db)"
+    submit = commands.add_parser("submit", help="store a student's submission, grade it, keep the report")
+    submit.add_argument("submission", help="the student's solution file")
+    submit.add_argument("--student", required=True, help="the student's id")
+    submit.add_argument("--exercise", required=True)
+    submit.add_argument("--tier", choices=TIERS, default="premium")
+    submit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    submit.add_argument("--db", metavar="PATH", help=db_help)
+    submit.set_defaults(run=command_submit)
+
+    batch = commands.add_parser("batch", help="grade a folder of submissions in parallel, resumably")
+    batch.add_argument("folder", help="a file per student (alice.py) or a folder per student (alice/scheduler.py)")
+    batch.add_argument("--exercise", required=True)
+    batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+    batch.add_argument("--tier", choices=TIERS, default="premium")
+    batch.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    batch.add_argument("--gradebook", metavar="FILE", help="write the gradebook CSV here")
+    batch.add_argument("--db", metavar="PATH", help=db_help)
+    batch.set_defaults(run=command_batch)
+
     image = commands.add_parser("image", help="the Docker grading image")
     image_commands = image.add_subparsers(dest="image_command", required=True)
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
@@ -199,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     errors = Console(stderr=True)
     try:
         return args.run(args, console)
-    except (UsageError, ExerciseError) as exc:
+    except (UsageError, ExerciseError, StoreError) as exc:
         errors.print(Text(f"grader: {exc}", style="red"))
         return USAGE
     except GradingError as exc:

@@ -44,7 +44,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str, backend: Backend, ba
 
 
 def expected_max(exercise: Exercise, tier: str) -> dict[tuple[str, str], int]:
-    """(suite, test function) -> points, for every test the tier runs, read from the suite files."""
+    """(suite, test name) -> points, for every test the tier runs, as collected from the suites."""
     return {(suite.name, name): exercise.points_for(name, suite.name)
             for suite in exercise.suites_for(tier) for name in list_tests(suite)}
 
@@ -78,7 +78,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
     if problems:
         return error("; ".join(problems))
     expected = expected_max(exercise, tier)
-    reported = {(t.suite, t.name.split("[", 1)[0]) for t in tests}
+    reported = {(t.suite, t.name) for t in tests}
     missing = sorted(f"{suite}::{name}" for suite, name in expected if (suite, name) not in reported)
     if missing:
         return error(f"no result for {len(missing)} test(s): {', '.join(missing[:5])}")

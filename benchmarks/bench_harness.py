@@ -1,0 +1,76 @@
+"""Benchmark: the isolated harness against the same suites run in-process, side by side.
+
+Grades the reference N times through the local sandbox (job folder, harness process, a fresh
+worker per test, every call over the pipe) and runs the same test files N times in-process with
+the plain `grader.harness.inprocess` fixture (the submission imported into pytest itself). Both
+sides pay for one Python start-up and one pytest session per run, so the ratio is what isolation
+costs. Runs alternate so that a busy machine slows both alike.
+
+    python benchmarks/bench_harness.py [--runs 10] [--tier premium]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.exercise import load_exercise  # noqa: E402
+from grader.grading import grade_bytes  # noqa: E402
+from grader.sandbox.local import HARNESS_ENV, run_local  # noqa: E402
+
+
+def in_process(exercise, tier: str) -> float:
+    reference = str(exercise.reference)
+    env = {**HARNESS_ENV, "GRADER_SUBMISSION": reference, "GRADER_REFERENCE": reference, "PYTHONPATH": str(ROOT)}
+    suites = [str(s.path) for s in exercise.suites_for(tier)]
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "grader.harness.inprocess", "-p",
+                           "no:cacheprovider", "-c", os.devnull, "--rootdir", str(ROOT), *suites],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the in-process run failed:\n{done.stdout[-2000:]}")
+    return elapsed
+
+
+def isolated(exercise, tier: str) -> tuple[float, int]:
+    data = exercise.reference.read_bytes()
+    started = time.perf_counter()
+    card = grade_bytes(data, exercise, tier, run_local, "local")
+    elapsed = time.perf_counter() - started
+    if card.score != card.max_score:
+        raise SystemExit(f"the reference did not get full marks through the harness: {card.reason}")
+    return elapsed, len(card.tests)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--tier", default="premium")
+    parser.add_argument("--exercise", default="continuous_batching")
+    args = parser.parse_args()
+    exercise = load_exercise(args.exercise, ROOT)
+    isolated(exercise, args.tier), in_process(exercise, args.tier)  # warm the file cache
+    harness_times, plain_times, tests = [], [], 0
+    for _ in range(args.runs):
+        elapsed, tests = isolated(exercise, args.tier)
+        harness_times.append(elapsed)
+        plain_times.append(in_process(exercise, args.tier))
+    h, p = statistics.median(harness_times), statistics.median(plain_times)
+    print(f"exercise {exercise.slug}, tier {args.tier}, {tests} tests, {args.runs} runs each, alternating")
+    print(f"  isolated harness (local sandbox): median {h:.3f} s  (min {min(harness_times):.3f}, max {max(harness_times):.3f})")
+    print(f"  in-process, plain fixture:        median {p:.3f} s  (min {min(plain_times):.3f}, max {max(plain_times):.3f})")
+    print(f"  ratio isolated / in-process: {h / p:.2f}x")
+    print(f"  isolation cost per test: {(h - p) / tests * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

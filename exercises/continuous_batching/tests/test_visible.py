@@ -1,0 +1,33 @@
+"""The visible suite: the two tests shown on the exercise page, run for everyone."""
+
+
+def _with_decoders(ns, budget, n=64):
+    s = ns["Scheduler"](budget, 1024, 10**7)
+    for i in range(n):
+        s.add(ns["Req"](i, 1, 10_000))
+    s.complete(s.schedule())  # one-token prompts: all are decoding now
+    return s
+
+
+def test_decodes_run_before_the_prompt(ns):
+    s = _with_decoders(ns, 512)
+    s.add(ns["Req"](999, 8192, 10))
+    plan = s.schedule()
+    kinds = [n for _, n in plan]
+    assert kinds[:64] == [1] * 64, "the 64 decodes must be scheduled first, one token each"
+    assert plan[-1][0].rid == 999 and plan[-1][1] == 448, f"512 - 64 = 448 prompt tokens fit; got {plan[-1][1]}"
+
+
+def test_a_long_prompt_takes_19_chunks_ending_with_128(ns):
+    s = _with_decoders(ns, 512)
+    big = ns["Req"](999, 8192, 10)
+    s.add(big)
+    chunks = []
+    for _ in range(100):
+        if big.prefilled >= big.prompt_len:
+            break
+        plan = s.schedule()
+        chunks += [n for r, n in plan if r.rid == 999]
+        s.complete(plan)
+    assert big.prefilled == big.prompt_len, f"after 100 steps the prompt has {big.prefilled} of 8,192 tokens prefilled"
+    assert len(chunks) == 19 and chunks[-1] == 128, f"expected 19 chunks ending in 128, got {len(chunks)} ending in {chunks[-1]}"

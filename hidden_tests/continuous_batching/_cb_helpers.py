@@ -1,0 +1,566 @@
+"""Driver shared by the continuous_batching premium suite (a helper module, not a test module).
+
+A `Scenario` is a scheduler configuration plus the requests added before given steps. `check()` runs
+it on the reference (trusted, in this process) and on the submission (through `ns`: proxies to another
+process when grading), step by step, and fails at the first divergence with a message in a student's
+terms and a side-by-side trace of the plans. `check_random()` does the same for a generated workload
+and shrinks the scenario before reporting it.
+
+Rules for talking to the submission (see the brief): only call its classes and methods, read plain
+attributes of the requests, unpack plan entries and compare requests by identity. Everything it
+returns is converted to plain data (and sanity-checked) before being compared.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+Plan = list[tuple[int, int]]  # [(rid, n_tokens), ...]
+
+
+# ----------------------------------------------------------------------------------------- scenarios
+
+@dataclass(frozen=True)
+class R:
+    """One request of a scenario, added just before the schedule() of step `at` (steps count from 1)."""
+
+    rid: int
+    prompt_len: int
+    max_new: int
+    at: int = 1
+
+
+@dataclass(frozen=True)
+class Scenario:
+    budget: int
+    max_seqs: int
+    kv_tokens: int
+    reqs: tuple[R, ...]
+
+    @property
+    def last_arrival(self) -> int:
+        return max((r.at for r in self.reqs), default=1)
+
+    def arrivals(self, step: int) -> list[R]:
+        return [r for r in self.reqs if r.at == step]
+
+    def describe(self) -> str:
+        lines = [f"Scheduler(token_budget={self.budget}, max_seqs={self.max_seqs}, "
+                 f"kv_tokens={self.kv_tokens})"]
+        for at in sorted({r.at for r in self.reqs}):
+            items = ", ".join(f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})"
+                              for r in self.arrivals(at))
+            lines.append(f"  added before step {at}: {items}")
+        return "\n".join(lines)
+
+
+def fmt_plan(plan: Plan) -> str:
+    return "[" + ", ".join(f"(r{rid}, {n})" for rid, n in plan) + "]"
+
+
+def _tokens(n: int) -> str:
+    return f"{n} token" if n == 1 else f"{n} tokens"
+
+
+def fmt_ids(ids: list[int]) -> str:
+    return "[" + ", ".join(f"r{rid}" for rid in ids) + "]"
+
+
+# ----------------------------------------------------------------------------------------- reference
+
+@dataclass
+class RefStep:
+    """What the reference did in one step, and the state it started from (for explanations)."""
+
+    step: int
+    running: list[tuple[int, int, int, int]]  # (rid, prompt_len, prefilled, max_new), oldest first
+    waiting: list[tuple[int, int, int]]  # (rid, prompt_len, max_new), head first
+    reserved: int
+    released: list[tuple[int, int]]  # (rid, KV tokens) freed by the previous complete()
+    finished: set[int]  # requests that left before this step
+    plan: Plan
+    emitted: list[int] | None  # sorted; None for the final step, where complete() is not called
+    after: dict[int, tuple[int, int]] = field(default_factory=dict)  # rid -> (prefilled, generated)
+
+
+def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000) -> list[RefStep]:
+    """Run the scenario on the reference; the last step is the empty plan once everything is done."""
+    s = reference["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
+    objs: dict[int, Any] = {}
+    steps: list[RefStep] = []
+    released: list[tuple[int, int]] = []
+    finished: set[int] = set()
+    for step in range(1, max_steps + 1):
+        for spec in sc.arrivals(step):
+            objs[spec.rid] = reference["Req"](spec.rid, spec.prompt_len, spec.max_new)
+            s.add(objs[spec.rid])
+        done = step > sc.last_arrival and not s.running and not s.waiting
+        rec = RefStep(
+            step=step,
+            running=[(r.rid, r.prompt_len, r.prefilled, r.max_new) for r in s.running],
+            waiting=[(r.rid, r.prompt_len, r.max_new) for r in s.waiting],
+            reserved=s.reserved, released=released, finished=set(finished),
+            plan=[], emitted=None)
+        steps.append(rec)
+        plan = s.schedule()
+        rec.plan = [(r.rid, n) for r, n in plan]
+        if done:
+            return steps
+        in_step = {r.rid: r for r in s.running}
+        rec.emitted = sorted(s.complete(plan))
+        still = {r.rid for r in s.running}
+        released = [(rid, r.prompt_len + r.max_new) for rid, r in in_step.items() if rid not in still]
+        finished |= {rid for rid, _ in released}
+        rec.after = {rid: (r.prefilled, r.generated) for rid, r in objs.items()}
+    raise AssertionError("suite bug: the reference did not finish the scenario")
+
+
+# ----------------------------------------------------------------------------------------- explanations
+
+def explain_plan(ref: RefStep, sc: Scenario, got: Plan) -> str:
+    """Why `got` is wrong, in the terms of the rules; `ref` is the step the reference took."""
+    exp = ref.plan
+    run = {rid: (p, pf, m) for rid, p, pf, m in ref.running}
+    wait = {rid: (p, m) for rid, p, m in ref.waiting}
+    wait_order = [rid for rid, _, _ in ref.waiting]
+
+    for rid, n in got:
+        if n < 1:
+            return f"every entry must have at least 1 token, but (r{rid}, {n}) has {n}"
+    seen: set[int] = set()
+    for rid, _ in got:
+        if rid in seen:
+            return f"r{rid} appears twice; a request appears at most once in a plan"
+        seen.add(rid)
+    total = sum(n for _, n in got)
+    if total > sc.budget:
+        return f"the plan spends {total} tokens but token_budget is {sc.budget}"
+    for rid, _ in got:
+        if rid not in run and rid not in wait:
+            if rid in ref.finished:
+                return f"r{rid} already emitted its max_new tokens and left; it must not be scheduled again"
+            return f"r{rid} is neither running nor waiting at this step"
+
+    def kind(rid: int) -> int:  # 0 decode, 1 prefill continuation, 2 admission
+        if rid in wait:
+            return 2
+        p, pf, _ = run[rid]
+        return 0 if pf == p else 1
+
+    for (a, _), (b, _) in zip(got, got[1:]):
+        if kind(b) < kind(a):
+            if kind(b) == 0:
+                return (f"decodes must be scheduled before prompt chunks (r{b} is decoding, "
+                        f"r{a} is prefilling)")
+            return (f"a prompt already in progress (r{b}) must continue before new requests are "
+                    f"admitted (r{a} was waiting)")
+    for rid, n in got:
+        if kind(rid) == 0 and n != 1:
+            return f"a decode gets exactly 1 token, but r{rid} (prompt fully prefilled) got {n}"
+
+    def part(plan: Plan, k: int) -> Plan:
+        return [(rid, n) for rid, n in plan if kind(rid) == k]
+
+    # 1. decodes
+    exp_dec, got_dec = [r for r, _ in part(exp, 0)], [r for r, _ in part(got, 0)]
+    if exp_dec != got_dec:
+        missing = [r for r in exp_dec if r not in got_dec]
+        if missing and len(got_dec) < len(got):
+            return (f"decodes come first: every running request that has finished its prefill gets 1 token "
+                    f"before any prompt chunk, but r{missing[0]} got none")
+        if missing:
+            return (f"every running request that has finished its prefill gets 1 token while budget "
+                    f"remains, but r{missing[0]} got none")
+        extra = [r for r in got_dec if r not in exp_dec]
+        if extra:
+            return (f"only {len(exp_dec)} decodes fit in token_budget={sc.budget}; they go to the "
+                    f"oldest running requests first, so r{extra[0]} must wait")
+        return ("decodes go in running order, oldest first (the order in which requests were "
+                f"admitted): expected {fmt_ids(exp_dec)}")
+    left = sc.budget - len(exp_dec)
+
+    # 2. prefill continuation
+    exp_pre, got_pre = part(exp, 1), dict(part(got, 1))
+    for rid, n in exp_pre:
+        p, pf, _ = run[rid]
+        if got_pre.get(rid) != n:
+            given = "nothing" if rid not in got_pre else f"{got_pre[rid]}"
+            return (f"r{rid} has {p - pf} prompt tokens left (prefilled {pf} of {p}) and budget for "
+                    f"{_tokens(left)} left, so its chunk is min({p - pf}, {left}) = {n} tokens, not {given}")
+        left -= n
+    for rid in got_pre:
+        if rid not in dict(exp_pre):
+            return f"r{rid} should not get a prompt chunk: the budget ran out before it"
+
+    # 3. admission
+    got_adm, exp_adm = part(got, 2), part(exp, 2)
+    for i, (rid, _) in enumerate(got_adm):
+        if wait_order[i] != rid:
+            return (f"r{rid} was admitted ahead of r{wait_order[i]}, the head of the waiting queue: "
+                    f"requests are admitted in arrival order and a head that does not fit blocks "
+                    f"everyone behind it (head-of-line blocking)")
+    seats = len(run)
+    reserved = ref.reserved
+    for i, (rid, n) in enumerate(exp_adm):
+        p, m = wait[rid]
+        if i >= len(got_adm):
+            freed = ""
+            if ref.released:
+                freed = " (" + ", ".join(f"r{r} finished in the previous step and released its {k} KV "
+                                         f"tokens" for r, k in ref.released) + " at once)"
+            return (f"r{rid}, the head of the waiting queue, must be admitted: only {seats} of "
+                    f"max_seqs={sc.max_seqs} seats are taken, its reservation fits ({reserved} reserved + "
+                    f"{p} + {m} = {reserved + p + m} <= kv_tokens={sc.kv_tokens}) and budget for "
+                    f"{_tokens(left)} is left{freed}")
+        if got_adm[i][1] != n:
+            return (f"an admitted request gets min(prompt_len, budget left) = min({p}, {left}) = {n} "
+                    f"tokens, but r{rid} got {got_adm[i][1]}")
+        seats, reserved, left = seats + 1, reserved + p + m, left - n
+    if len(got_adm) > len(exp_adm):
+        rid = got_adm[len(exp_adm)][0]
+        p, m = wait[rid]
+        if seats >= sc.max_seqs:
+            return (f"r{rid} must wait: {seats} of max_seqs={sc.max_seqs} seats are taken "
+                    f"(a seat frees only when a request finishes)")
+        if reserved + p + m > sc.kv_tokens:
+            return (f"r{rid} must wait: it reserves prompt_len + max_new = {p + m} KV tokens, {reserved} "
+                    f"are already reserved, and {reserved + p + m} > kv_tokens={sc.kv_tokens}")
+        return f"r{rid} must wait: no budget is left"
+    return "the plans differ"
+
+
+def explain_emitted(ref: RefStep, got: list[int]) -> str:
+    exp = ref.emitted or []
+    if len(set(got)) != len(got):
+        return "an id appears twice; each request emits at most one token per step"
+    running = {rid: (p, pf) for rid, p, pf, _ in ref.running}
+    chunk = dict(ref.plan)
+    for rid in got:
+        if rid not in exp:
+            if rid not in chunk:
+                return f"r{rid} was not in this step's plan, so it emits nothing"
+            if rid in running:
+                p, pf = running[rid]
+                return (f"r{rid}'s chunk of {chunk[rid]} leaves its prompt unfinished ({pf + chunk[rid]} of "
+                        f"{p} prefilled), so it emits nothing yet; complete() returns only the requests "
+                        f"that emitted a token")
+            waiting = {rid: p for rid, p, _ in ref.waiting}
+            return (f"r{rid} was admitted with {chunk[rid]} of its {waiting.get(rid, '?')} prompt tokens, "
+                    f"so it emits nothing yet; complete() returns only the requests that emitted a token")
+    for rid in exp:
+        if rid not in got:
+            if rid in running and running[rid][0] == running[rid][1]:
+                return f"r{rid} was decoding, and every decode emits one output token"
+            return (f"r{rid}'s chunk finished its prompt, so it emits its first output token in this same "
+                    f"step")
+    return "the ids differ"
+
+
+# ----------------------------------------------------------------------------------------- the driver
+
+class Divergence(Exception):
+    """The submission did something else than the reference, at `step`."""
+
+    def __init__(self, step: int, message: str, expected: list[Plan], got: list[Plan]) -> None:
+        super().__init__(message)
+        self.step, self.message, self.expected, self.got = step, message, expected, got
+
+
+def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], got: list[Plan]) -> Plan:
+    """Convert a plan from the submission to [(rid, n)], failing clearly if it is malformed."""
+
+    def bad(what: str) -> Divergence:
+        return Divergence(step, f"step {step}: schedule() must return a list of (request, n_tokens) pairs, "
+                                f"but {what}", expected, got)
+
+    if not isinstance(raw, (list, tuple)):
+        raise bad(f"it returned a {type(raw).__name__}")
+    plan: Plan = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise bad(f"entry {i} is not a pair")
+        req, n = entry
+        if id(req) not in ids:
+            raise bad(f"entry {i} does not hold one of the Req objects passed to add() (return the "
+                      f"request objects themselves, not copies)")
+        if type(n) is not int:
+            raise bad(f"the token count of entry {i} is a {type(n).__name__}, not an int")
+        plan.append((ids[id(req)], n))
+    return plan
+
+
+def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> list[int]:
+    if isinstance(raw, (list, tuple, set, frozenset)) and all(type(x) is int for x in raw):
+        return sorted(raw)
+    raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
+                           f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
+
+
+def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
+                   expected: list[Plan] | None = None, got: list[Plan] | None = None) -> None:
+    """Replay the scenario on the submission; raise Divergence at the first difference.
+
+    `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises.
+    """
+    s = ns["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
+    reqs: dict[int, Any] = {}  # rid -> the submission's request (kept alive, so id() stays unique)
+    ids: dict[int, int] = {}  # id(request object) -> rid
+    expected = [] if expected is None else expected
+    got = [] if got is None else got
+    for rs in ref:
+        step = rs.step
+        for spec in sc.arrivals(step):
+            r = ns["Req"](spec.rid, spec.prompt_len, spec.max_new)
+            s.add(r)
+            reqs[spec.rid], ids[id(r)] = r, spec.rid
+        expected.append(rs.plan)
+        raw = s.schedule()
+        plan = _plain_plan(raw, ids, step, expected, got)
+        got.append(plan)
+        if plan != rs.plan:
+            if rs.emitted is None:
+                msg = (f"step {step}: every request has finished, so schedule() should return an empty plan, "
+                       f"but it returned {fmt_plan(plan)}")
+                if any(rid in rs.finished for rid, _ in plan):
+                    msg += ": a request leaves as soon as it has generated max_new tokens"
+            else:
+                msg = (f"step {step}: expected plan {fmt_plan(rs.plan)} but your schedule() returned "
+                       f"{fmt_plan(plan)}: {explain_plan(rs, sc, plan)}")
+            raise Divergence(step, msg, expected, got)
+        if rs.emitted is None:
+            return
+        emitted = _plain_ids(s.complete(raw), step, expected, got)
+        if emitted != rs.emitted:
+            raise Divergence(step, f"step {step}: the plan {fmt_plan(plan)} is right, but complete() "
+                                   f"returned {fmt_ids(emitted)} instead of {fmt_ids(rs.emitted)} (in any "
+                                   f"order): {explain_emitted(rs, emitted)}", expected, got)
+        for rid, r in reqs.items():
+            want = rs.after[rid]
+            have = (r.prefilled, r.generated)
+            if have != want:
+                hint = ""
+                if have[0] != want[0]:
+                    hint = ": complete() adds each prefill chunk's n_tokens to prefilled"
+                elif have[1] > want[1] and want[1] == sc_req(sc, rid).max_new:
+                    hint = ": a request stops after max_new output tokens"
+                else:
+                    hint = (": a decode emits one token, and the chunk that finishes a prompt emits the "
+                            "first output token")
+                raise Divergence(step, f"step {step}: after complete(), r{rid} has prefilled={have[0]}, "
+                                       f"generated={have[1]}, but expected prefilled={want[0]}, "
+                                       f"generated={want[1]}{hint}", expected, got)
+
+
+def sc_req(sc: Scenario, rid: int) -> R:
+    return next(r for r in sc.reqs if r.rid == rid)
+
+
+def _trace(feedback: Any, title: str, expected: list[Plan], got: list[Plan]) -> None:
+    feedback.trace(title, [[(f"r{rid}", n) for rid, n in step] for step in expected],
+                   [[(f"r{rid}", n) for rid, n in step] for step in got])
+
+
+def _report(feedback: Any, sc: Scenario, d: Divergence, about: str, note: str = "") -> None:
+    _trace(feedback, f"plans step by step, up to step {d.step}", d.expected, d.got)
+    feedback.text("scenario", sc.describe())
+    message = f"{d.message}.\n{note}Scenario:\n{sc.describe()}"
+    if about:
+        message += f"\nThis test checks: {about}."
+    pytest.fail(message, pytrace=False)
+
+
+def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
+          expect: list[Plan] | None = None) -> list[RefStep]:
+    """Run a hand-written scenario on both sides and fail at the first divergence.
+
+    `expect`, when given, is the plans the test author worked out by hand (without the final empty
+    plan); it guards the suite itself against a change of the reference.
+    """
+    ref = run_reference(reference, sc)
+    if expect is not None:
+        plans = [rs.plan for rs in ref[:-1]]
+        assert plans == expect, f"suite bug: the reference took {plans}, the test expects {expect}"
+    _run_and_report(ns, reference, feedback, sc, ref, about, shrink=False)
+    return ref
+
+
+def _run_and_report(ns: Any, reference: Any, feedback: Any, sc: Scenario, ref: list[RefStep],
+                    about: str, shrink: bool) -> None:
+    expected: list[Plan] = []
+    got: list[Plan] = []
+    try:
+        run_submission(ns, sc, ref, expected, got)
+        return
+    except Divergence as e:
+        d = e
+    except Exception:
+        # The submission raised: let the harness report the exception, with the context attached.
+        step = len(expected)
+        feedback.text("scenario", f"{sc.describe()}\nYour code raised an exception during step {step}.")
+        _trace(feedback, f"plans step by step, up to step {step}", expected, got)
+        raise
+    # Fail outside the except block, so that the report is not chained to the Divergence.
+    note = ""
+    if shrink:
+        small, d = _shrink(ns, reference, sc, d)
+        if small != sc:
+            note = (f"(a generated workload of {len(sc.reqs)} requests failed; this is the smallest "
+                    f"part of it that still fails)\n")
+        sc = small
+    _report(feedback, sc, d, about, note)
+
+
+# ----------------------------------------------------------------------------------------- random workloads
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # ranges of budget, max_seqs, kv_tokens, number of requests, prompt_len, max_new; arrivals spread over
+    # the first `window` steps; `exact_fits`: some requests fill the KV cache exactly
+    "mixed": dict(budget=(48, 96), seats=(4, 10), kv=(400, 800), n=(24, 32), prompt=(1, 100),
+                  new=(1, 12), window=16, exact_fits=False),
+    "tight_kv": dict(budget=(32, 64), seats=(6, 12), kv=(90, 140), n=(16, 22), prompt=(5, 60),
+                     new=(1, 10), window=12, exact_fits=True),
+    "tight_seats": dict(budget=(64, 160), seats=(2, 3), kv=(10**6, 10**6), n=(20, 26), prompt=(1, 80),
+                        new=(1, 6), window=10, exact_fits=False),
+    "tiny_budget": dict(budget=(1, 5), seats=(2, 5), kv=(24, 40), n=(12, 16), prompt=(1, 10),
+                        new=(1, 4), window=20, exact_fits=True),
+}
+
+
+def random_scenario(seed: int, profile: str) -> Scenario:
+    cfg = PROFILES[profile]
+    rng = random.Random(f"{profile}:{seed}")
+    kv = rng.randint(*cfg["kv"])
+    reqs = []
+    for rid in range(rng.randint(*cfg["n"])):
+        new = rng.randint(*cfg["new"])
+        prompt = rng.randint(cfg["prompt"][0], min(cfg["prompt"][1], kv - new))
+        if cfg["exact_fits"] and rng.random() < 0.1:
+            prompt = kv - new  # a request that fills the KV cache exactly, now and then
+        reqs.append(R(rid, prompt, new, at=1 + rng.randrange(cfg["window"])))
+    reqs.sort(key=lambda r: r.at)
+    reqs = [replace(r, rid=i) for i, r in enumerate(reqs)]  # ids in arrival order, easier to read
+    return Scenario(rng.randint(*cfg["budget"]), rng.randint(*cfg["seats"]), kv, tuple(reqs))
+
+
+def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
+            max_runs: int = 40) -> tuple[Scenario, Divergence]:
+    """Make a failing scenario smaller while it still fails; at most `max_runs` replays of the submission.
+
+    After every success, first drop the requests added after the failing step (they can hardly have
+    caused it). Then drop runs of requests (halves, quarters, ..., single ones, latest first), then
+    halve the configuration (max_seqs, token_budget, kv_tokens), prompts, max_new and arrival steps.
+    Returns the smallest failing scenario found and its divergence.
+    """
+    runs = 0
+
+    def attempt(cand: Scenario) -> bool:
+        nonlocal runs, sc, d
+        runs += 1
+        try:
+            run_submission(ns, cand, run_reference(reference, cand))
+        except Divergence as e:
+            sc, d = cand, e
+            trimmed = replace(cand, reqs=tuple(r for r in cand.reqs if r.at <= e.step))
+            if trimmed != cand and runs < max_runs:
+                attempt(trimmed)
+            return True
+        except Exception:
+            # The submission raised on the smaller scenario: keep the divergence we have, and stop
+            # calling a submission that may be stuck or gone.
+            runs = max_runs
+        return False
+
+    def drop(chunk: int) -> bool:
+        changed = False
+        end = len(sc.reqs)
+        while end > 0 and runs < max_runs:
+            start = max(0, end - chunk)
+            changed |= attempt(replace(sc, reqs=sc.reqs[:start] + sc.reqs[end:]))
+            end = min(start, len(sc.reqs))
+        return changed
+
+    def lower() -> bool:
+        changed = False
+        first = min((r.at for r in sc.reqs), default=1)
+        if first > 1 and runs < max_runs:  # start at step 1
+            changed |= attempt(replace(sc, reqs=tuple(replace(r, at=r.at - first + 1) for r in sc.reqs)))
+        for name in ("max_seqs", "budget", "kv_tokens"):
+            smaller = getattr(sc, name) // 2
+            fits = name != "kv_tokens" or all(r.prompt_len + r.max_new <= smaller for r in sc.reqs)
+            if runs < max_runs and smaller >= 1 and fits:
+                changed |= attempt(replace(sc, **{name: smaller}))
+        for rid in [r.rid for r in sc.reqs]:
+            for name in ("prompt_len", "max_new", "at"):
+                r = next((q for q in sc.reqs if q.rid == rid), None)
+                if runs >= max_runs or r is None or getattr(r, name) <= 1:
+                    continue
+                reqs = [replace(q, **{name: getattr(q, name) // 2}) if q.rid == rid else q for q in sc.reqs]
+                changed |= attempt(replace(sc, reqs=tuple(sorted(reqs, key=lambda q: (q.at, q.rid)))))
+        return changed
+
+    trimmed = replace(sc, reqs=tuple(r for r in sc.reqs if r.at <= d.step))
+    if trimmed != sc:
+        attempt(trimmed)
+    chunk = len(sc.reqs) // 2
+    while chunk > 1 and runs < max_runs:
+        drop(chunk)
+        chunk //= 2
+    while runs < max_runs and (drop(1) | lower()):
+        pass
+    return sc, d
+
+
+def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "") -> None:
+    """Run a generated workload on both sides; on a divergence, shrink it and report the smallest."""
+    _run_and_report(ns, reference, feedback, sc, run_reference(reference, sc), about, shrink=True)
+
+
+# ----------------------------------------------------------------------------------------- by hand
+
+def expect_that(ok: bool, message: str) -> None:
+    """Fail with a plain sentence (no traceback of the suite's own code)."""
+    if not ok:
+        pytest.fail(message, pytrace=False)
+
+
+class Session:
+    """The submission's scheduler driven by hand; every result is converted to plain data first."""
+
+    def __init__(self, ns: Any, budget: int, max_seqs: int, kv_tokens: int) -> None:
+        self.ns = ns
+        self.sched = ns["Scheduler"](budget, max_seqs, kv_tokens)
+        self.reqs: dict[int, Any] = {}
+        self.ids: dict[int, int] = {}
+        self.plans: list[Plan] = []
+
+    def new(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        r = self.ns["Req"](rid, prompt_len, max_new)
+        self.reqs[rid], self.ids[id(r)] = r, rid
+        return r
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        r = self.new(rid, prompt_len, max_new)
+        self.sched.add(r)
+        return r
+
+    def schedule(self) -> tuple[Any, Plan]:
+        raw = self.sched.schedule()
+        try:
+            plan = _plain_plan(raw, self.ids, len(self.plans) + 1, [], [])
+        except Divergence as d:
+            message = d.message
+        else:
+            self.plans.append(plan)
+            return raw, plan
+        pytest.fail(message, pytrace=False)
+
+    def complete(self, raw: Any) -> list[int]:
+        try:
+            return _plain_ids(self.sched.complete(raw), len(self.plans), [], [])
+        except Divergence as d:
+            message = d.message
+        pytest.fail(message, pytrace=False)

@@ -1,0 +1,204 @@
+"""Premium suite, hand-written scenarios: one rule of SPEC.md per test.
+
+Each scenario runs on the submission and on the reference side by side (see `_cb_helpers.check`); the
+plans the reference must take are spelled out in `expect`, so a reader sees what each test is about.
+Plans are written as [(rid, n_tokens), ...]; R(rid, prompt_len, max_new, at=step it is added before).
+"""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)  # the helper module sits next to this file
+from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_plan  # noqa: E402
+
+
+# --- the statement's worked example ---------------------------------------------------------------
+
+def test_the_example_of_the_statement(ns, reference, feedback):
+    sc = Scenario(8, 3, 30, (R(0, 5, 3), R(1, 12, 2), R(2, 10, 4, at=2), R(3, 2, 1, at=2)))
+    check(ns, reference, feedback, sc, about="the small example worked out in the statement (README.md)",
+          expect=[[(0, 5), (1, 3)], [(0, 1), (1, 7)], [(0, 1), (1, 2)], [(1, 1), (2, 7)], [(2, 3), (3, 2)],
+                  [(2, 1)], [(2, 1)], [(2, 1)]])
+
+
+# --- prefill continuation against a new arrival ---------------------------------------------------
+
+def test_in_progress_prefill_continues_before_a_new_arrival(ns, reference, feedback):
+    sc = Scenario(64, 8, 1000, (R(0, 100, 3), R(1, 40, 2, at=2)))
+    check(ns, reference, feedback, sc,
+          about="a prompt already being prefilled continues before a newly arrived request is admitted",
+          expect=[[(0, 64)], [(0, 36), (1, 28)], [(0, 1), (1, 12)], [(0, 1), (1, 1)]])
+
+
+def test_a_new_arrival_waits_while_a_prompt_uses_the_whole_budget(ns, reference, feedback):
+    sc = Scenario(32, 8, 1000, (R(0, 100, 1), R(1, 5, 1, at=2)))
+    check(ns, reference, feedback, sc,
+          about="a request is admitted only while budget remains, and never with 0 tokens",
+          expect=[[(0, 32)], [(0, 32)], [(0, 32)], [(0, 4), (1, 5)]])
+
+
+def test_decodes_prefill_and_admission_share_the_budget(ns, reference, feedback):
+    sc = Scenario(10, 8, 1000, (R(0, 1, 6), R(1, 20, 2, at=2), R(2, 5, 1, at=3)))
+    check(ns, reference, feedback, sc,
+          about="decodes first, then the prompt in progress, then admission, all from one budget",
+          expect=[[(0, 1)], [(0, 1), (1, 9)], [(0, 1), (1, 9)], [(0, 1), (1, 2), (2, 5)],
+                  [(0, 1), (1, 1)], [(0, 1)]])
+
+
+def test_decodes_follow_admission_order(ns, reference, feedback):
+    sc = Scenario(8, 8, 1000, (R(0, 1, 4), R(1, 1, 4), R(2, 3, 3, at=2)))
+    check(ns, reference, feedback, sc,
+          about="decodes go in running order, oldest (first admitted) first",
+          expect=[[(0, 1), (1, 1)], [(0, 1), (1, 1), (2, 3)], [(0, 1), (1, 1), (2, 1)],
+                  [(0, 1), (1, 1), (2, 1)]])
+
+
+# --- head-of-line blocking ------------------------------------------------------------------------
+
+def test_head_that_does_not_fit_blocks_everyone_behind_it(ns, reference, feedback):
+    # r0 reserves 50 + 3 = 53 of 100 KV tokens; r1 needs 45 + 5 = 50 and must wait. r2 and r3 would
+    # fit, but they are behind r1 and must wait too; all three get in once r0 has left.
+    sc = Scenario(64, 8, 100, (R(0, 50, 3), R(1, 45, 5), R(2, 4, 2), R(3, 2, 1, at=2)))
+    check(ns, reference, feedback, sc,
+          about="admission stops at the first waiting request that does not fit (head-of-line blocking)",
+          expect=[[(0, 50)], [(0, 1)], [(0, 1)], [(1, 45), (2, 4), (3, 2)], [(1, 1), (2, 1)],
+                  [(1, 1)], [(1, 1)], [(1, 1)]])
+
+
+# --- the sequence cap -----------------------------------------------------------------------------
+
+def test_no_more_than_max_seqs_requests_run(ns, reference, feedback):
+    sc = Scenario(100, 3, 10**6, (R(0, 10, 1), R(1, 10, 3), R(2, 10, 3), R(3, 10, 2), R(4, 10, 2)))
+    check(ns, reference, feedback, sc,
+          about="at most max_seqs requests run at once; a seat frees when a request finishes",
+          expect=[[(0, 10), (1, 10), (2, 10)], [(1, 1), (2, 1), (3, 10)], [(1, 1), (2, 1), (3, 1)],
+                  [(4, 10)], [(4, 1)]])
+
+
+def test_a_sequence_cap_of_one_runs_requests_one_at_a_time(ns, reference, feedback):
+    sc = Scenario(8, 1, 10**6, (R(0, 12, 2), R(1, 3, 1), R(2, 1, 2)))
+    check(ns, reference, feedback, sc,
+          about="with max_seqs=1 the next request waits until the running one has finished",
+          expect=[[(0, 8)], [(0, 4)], [(0, 1)], [(1, 3)], [(2, 1)], [(2, 1)]])
+
+
+# --- budgets and sizes at their smallest ----------------------------------------------------------
+
+def test_a_budget_of_one(ns, reference, feedback):
+    sc = Scenario(1, 4, 10**6, (R(0, 3, 2), R(1, 1, 2), R(2, 2, 1, at=2)))
+    check(ns, reference, feedback, sc,
+          about="with token_budget=1 each step runs exactly one token: one prompt token or one decode",
+          expect=[[(0, 1)], [(0, 1)], [(0, 1)], [(0, 1)], [(1, 1)], [(1, 1)], [(2, 1)], [(2, 1)]])
+
+
+def test_one_token_prompts_emit_at_once(ns, reference, feedback):
+    sc = Scenario(3, 8, 10**6, tuple(R(i, 1, 2) for i in range(5)))
+    check(ns, reference, feedback, sc,
+          about="a one-token prompt is prefilled in one step and emits its first output token in it",
+          expect=[[(0, 1), (1, 1), (2, 1)], [(0, 1), (1, 1), (2, 1)], [(3, 1), (4, 1)], [(3, 1), (4, 1)]])
+
+
+def test_max_new_of_one_finishes_when_the_prompt_completes(ns, reference, feedback):
+    # r0 emits its only token in step 1 and leaves at once: it is never decoded, and its KV
+    # (10 + 1 = 11 tokens) lets r1 (20 + 1 = 21 tokens, of 30) in at step 2.
+    sc = Scenario(16, 4, 30, (R(0, 10, 1), R(1, 20, 1)))
+    check(ns, reference, feedback, sc,
+          about="a request with max_new=1 is done in the step its prompt completes",
+          expect=[[(0, 10)], [(1, 16)], [(1, 4)]])
+
+
+# --- first-token emission -------------------------------------------------------------------------
+
+def test_first_token_in_the_step_a_chunked_prompt_completes(ns, reference, feedback):
+    sc = Scenario(16, 2, 10**6, (R(0, 40, 3),))
+    check(ns, reference, feedback, sc,
+          about="a chunked prompt emits its first output token in the step of its last chunk, not before, "
+                "not after",
+          expect=[[(0, 16)], [(0, 16)], [(0, 8)], [(0, 1)], [(0, 1)]])
+
+
+def test_first_token_when_the_prompt_ends_on_a_chunk_boundary(ns, reference, feedback):
+    # r0's 32 tokens are two full chunks of 16; r1's prompt is exactly one budget.
+    sc = Scenario(16, 2, 10**6, (R(0, 32, 2), R(1, 16, 2, at=4)))
+    check(ns, reference, feedback, sc,
+          about="a prompt that ends exactly at a chunk boundary emits its first token in that step",
+          expect=[[(0, 16)], [(0, 16)], [(0, 1)], [(1, 16)], [(1, 1)]])
+
+
+def test_complete_returns_only_the_requests_that_emitted(ns, reference, feedback):
+    sc = Scenario(10, 4, 10**6, (R(0, 1, 5), R(1, 30, 1)))
+    check(ns, reference, feedback, sc,
+          about="complete() returns the decodes and the prompts finished in this step, not partial chunks",
+          expect=[[(0, 1), (1, 9)], [(0, 1), (1, 9)], [(0, 1), (1, 9)], [(0, 1), (1, 3)], [(0, 1)]])
+
+
+# --- release of the reservation -------------------------------------------------------------------
+
+def test_released_kv_admits_the_head_in_the_next_schedule(ns, reference, feedback):
+    # kv_tokens=20: r0 (8 + 2) and r1 (6 + 4) fill it exactly. r2 (7 + 3) waits; r0 leaves at the
+    # end of step 2, so step 3 admits r2, again an exact fit (10 + 10 = 20).
+    sc = Scenario(32, 4, 20, (R(0, 8, 2), R(1, 6, 4), R(2, 7, 3)))
+    check(ns, reference, feedback, sc,
+          about="a finished request releases prompt_len + max_new KV tokens at once, so the next "
+                "schedule() can admit the waiting head (an exact fit is admitted)",
+          expect=[[(0, 8), (1, 6)], [(0, 1), (1, 1)], [(1, 1), (2, 7)], [(1, 1), (2, 1)], [(2, 1)]])
+
+
+def test_idle_steps_and_late_arrivals(ns, reference, feedback):
+    sc = Scenario(8, 2, 10, (R(0, 2, 1, at=3), R(1, 2, 2, at=6)))
+    check(ns, reference, feedback, sc,
+          about="an empty scheduler plans nothing, and picks requests up when they arrive",
+          expect=[[], [], [(0, 2)], [], [], [(1, 2)], [(1, 1)]])
+
+
+# --- impossible requests --------------------------------------------------------------------------
+
+def test_add_rejects_a_request_that_can_never_fit(ns):
+    s = Session(ns, 16, 4, 50)
+    s.add(0, 10, 2)
+    with pytest.raises(ValueError):
+        s.add(1, 45, 6)  # 45 + 6 = 51 > 50
+        pytest.fail("add() accepted r1 with prompt_len + max_new = 51 > kv_tokens = 50: it can never fit, "
+                    "so add() must raise ValueError", pytrace=False)
+    s.add(2, 3, 1)
+    plans = []
+    for _ in range(10):
+        raw, plan = s.schedule()
+        plans.append(plan)
+        if not plan:
+            break
+        s.complete(raw)
+    want = [[(0, 10), (2, 3)], [(0, 1)], []]
+    expect_that(plans == want, f"after rejecting r1, the scheduler goes on with r0 and r2 only: expected the "
+                               f"plans {_fmt(want)}, got {_fmt(plans)}")
+
+
+def test_add_accepts_an_exact_kv_fit_and_runs_it(ns):
+    s = Session(ns, 16, 4, 50)
+    try:
+        s.add(0, 44, 6)  # 44 + 6 = 50 = kv_tokens
+        rejected = False
+    except ValueError:
+        rejected = True
+    expect_that(not rejected, "add() rejected r0 with prompt_len + max_new = 50 = kv_tokens: an exact fit is "
+                              "accepted")
+    plans, emitted = [], []
+    for _ in range(20):
+        raw, plan = s.schedule()
+        plans.append(plan)
+        if not plan:
+            break
+        emitted.append(s.complete(raw))
+    want = [[(0, 16)], [(0, 16)], [(0, 12)]] + [[(0, 1)]] * 5 + [[]]
+    expect_that(plans == want, f"a request that fills the KV cache exactly must run: expected the plans "
+                               f"{_fmt(want)}, got {_fmt(plans)}")
+    expect_that(emitted == [[], [], [0]] + [[0]] * 5,
+                f"complete() should return the ids [], [], [0], then [0] five times; got {emitted}")
+
+
+def _fmt(plans):
+    return ", ".join(fmt_plan(p) for p in plans)
