@@ -121,16 +121,14 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
         table.add_row(Text(f"{row.path.stem}\n{row.description}"), f"{row.card.score}/{row.card.max_score}",
                       Text(", ".join(caught) if caught else "NOTHING", style="" if caught else "red bold"))
     console.print(table)
-    matrix = Table(header_style="bold", box=None)
-    matrix.add_column("test")
-    for index, _ in enumerate(audit.mutants, 1):
-        matrix.add_column(f"{index:02d}", justify="center")
-    matrix.add_column("kills")
+    # One compact line of marks per test, so the matrix fits a terminal whatever the number of mutants.
+    matrix = Table(header_style="bold", box=None, title="x = the test catches mutant n (columns 1..N, in order)")
+    matrix.add_column("test", overflow="fold")
+    matrix.add_column("".join(str(i % 10) for i in range(1, len(audit.mutants) + 1)), no_wrap=True)
+    matrix.add_column("kills", justify="right")
     for test in tests:
-        marks = []
-        for row in audit.mutants:
-            marks.append("x" if test in row.caught_by else "·")
-        matrix.add_row(test, *marks, str(marks.count("x")))
+        marks = "".join("x" if test in row.caught_by else "·" for row in audit.mutants)
+        matrix.add_row(test, marks, str(marks.count("x")))
     console.print(matrix)
     for row in audit.rows:
         for problem in row.problems:
