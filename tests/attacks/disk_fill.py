@@ -1,4 +1,4 @@
-"""Writes one huge file into every writable folder it can name (cwd, /tmp, HOME, ...), then answers wrongly.
+"""Writes one huge file into every folder it can name (cwd, /tmp, HOME, ...), then answers wrongly.
 expect: failed, timeout, crashed
 
 SIGXFSZ is ignored so a file-size limit shows up as EFBIG and the worker carries on to the next
@@ -23,8 +23,9 @@ def _fill():
     except (OSError, ValueError, AttributeError):
         pass
     here = os.path.dirname(os.path.abspath(__file__))
-    for d in dict.fromkeys([os.getcwd(), here, "/tmp", tempfile.gettempdir(), "/var/tmp", "/dev/shm",
-                            os.path.expanduser("~"), "/job", "/work"]):
+    folders = [os.getcwd(), here, "/tmp", tempfile.gettempdir(), "/var/tmp", "/dev/shm",
+               os.path.expanduser("~"), "/job", "/work"]
+    for d in dict.fromkeys(folders):
         try:
             with open(os.path.join(d, ".student-disk-fill"), "wb", buffering=0) as f:
                 written = 0

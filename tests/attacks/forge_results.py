@@ -1,12 +1,13 @@
-"""Writes full-marks scorecards, results.json and JUnit XML wherever it can, and forges protocol frames.
+"""Writes full-marks scorecards, results.json and JUnit XML everywhere; forges protocol frames.
 expect: failed, error
 
-At import and in every call it writes result-shaped files claiming full marks into the working
-directory, /tmp, /job, /work, the usual autograder result folders, the parents of all of these and
-every folder named in an environment variable; it overwrites existing files with result-like names
-and empties pytest's cache of failures. It also writes length-framed JSON that looks like worker
-replies ({"ok": true, ...}) to fds 3..50. The grader reads its own scorecard from a place the worker
-cannot write, and a forged frame can only break the protocol. The scheduler itself is wrong.
+At import and in its first calls it writes result-shaped files claiming full marks into the
+working directory, /tmp, /job, /work, the usual autograder result folders, the parents of all of
+these and every folder named in an environment variable; it overwrites existing JSON/XML files
+with result-like names and empties pytest's cache of failures. It also writes length-framed JSON
+that looks like worker replies ({"ok": true, ...}) to fds 3..50. The grader reads its own scorecard
+from a place the worker cannot write, and a forged frame can only break the protocol. The
+scheduler itself is wrong.
 """
 
 import json
@@ -62,13 +63,14 @@ def _forge_files():
                     f.write(text)
             except OSError:
                 pass
-        # Overwrite existing result-like files a couple of levels down.
+        # Overwrite existing result-like JSON/XML files one level down.
         for root, subdirs, names in os.walk(d):
-            if root.count(os.sep) - d.count(os.sep) >= 2:
+            if root != d:
                 subdirs[:] = []
             for n in names:
                 seen += 1
-                if any(k in n.lower() for k in RESULT_LIKE):
+                if (n.endswith((".json", ".xml")) or n == "lastfailed") and \
+                        any(k in n.lower() for k in RESULT_LIKE):
                     text = JUNIT if n.endswith(".xml") else SCORECARD
                     try:
                         with open(os.path.join(root, n), "w") as f:

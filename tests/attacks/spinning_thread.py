@@ -1,4 +1,4 @@
-"""Leaves a non-daemon spinning thread and a daemon thread spraying garbage on fds 0-20; wrong plans.
+"""Leaves a non-daemon spinning thread and a daemon thread spraying garbage on fds 0-20.
 expect: failed, error, timeout
 
 The non-daemon thread keeps the interpreter from ever exiting on its own (a worker that waits for a

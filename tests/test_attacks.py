@@ -1,0 +1,115 @@
+"""Every hostile submission in tests/attacks/ scores 0, ends with the right statuses, in bounded time,
+and leaks nothing of the hidden suite, the reference or the host's environment.
+
+Each attack file declares in its docstring `expect: <statuses>` (what every test may end as, or
+`rejected`) and, optionally, `backend: docker` when it only makes sense in a container. The same
+attacks run through the local sandbox here and through Docker when an engine is available.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.local import run_local
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE
+
+CANARY = "GRADER_CANARY_SECRET"
+CANARY_VALUE = "canary-7f3a9e21-do-not-leak"
+# Attacks that hunt for premium material or target comparisons need the premium tier (the hidden suite
+# and the reference are then in the sandbox); the others run the visible suite only, to stay quick.
+PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results"}
+TIME_LIMIT_S = 150
+
+
+def attack_files() -> list[Path]:
+    return sorted(p for p in ATTACKS.iterdir() if p.is_file() and p.suffix in (".py", ".bin"))
+
+
+def declared(path: Path) -> tuple[set[str], set[str]]:
+    head = path.read_bytes()[:2000].decode("utf-8", errors="replace")
+    expect = re.search(r"^expect:\s*(.+)$", head, re.M)
+    backend = re.search(r"^backend:\s*(.+)$", head, re.M)
+    statuses = {s.strip() for s in expect.group(1).split(",")} if expect else {"rejected"}
+    return statuses, ({b.strip() for b in backend.group(1).split(",")} if backend else {"local", "docker"})
+
+
+def secret_lines() -> set[str]:
+    """Distinctive lines of the hidden suite and the reference that no public file contains."""
+    public = set()
+    for path in [*(PROJECT / "exercises" / EXERCISE).rglob("*.py"), PROJECT / "exercises" / EXERCISE / "README.md"]:
+        public.update(line.strip() for line in path.read_text().splitlines())
+    secret = set()
+    for path in [*(PROJECT / "hidden_tests" / EXERCISE).glob("*.py"), REFERENCE]:
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if len(line) >= 30 and line not in public and not line.startswith(("#", '"""')):
+                secret.add(line)
+    return secret
+
+
+SECRETS = secret_lines()
+
+
+def check(card, path: Path, elapsed: float) -> None:
+    statuses, _ = declared(path)
+    assert card.score == 0, f"{path.name} scored {card.score}"
+    assert elapsed < TIME_LIMIT_S, f"{path.name} took {elapsed:.0f} s"
+    text = card.to_json()
+    assert CANARY_VALUE not in text and CANARY not in text
+    leaked = [line for line in SECRETS if line in text]
+    assert not leaked, f"{path.name} leaked {leaked[:3]}"
+    if statuses == {"rejected"}:
+        assert card.status == "rejected", (card.status, card.reason)
+        assert card.reason
+        return
+    assert card.status == "graded", (card.status, card.reason)
+    assert card.tests and all(t.score == 0 for t in card.tests)
+    wrong = [(t.name, t.status, t.message[:200]) for t in card.tests if t.status not in statuses]
+    assert not wrong, f"{path.name}: expected statuses {statuses}, got {wrong}"
+
+
+def run(path: Path, backend, name: str):
+    tier = "premium" if path.stem in PREMIUM else "free"
+    started = time.monotonic()
+    card = grade_bytes(path.read_bytes(), load_exercise(EXERCISE), tier, backend, name)
+    return card, time.monotonic() - started
+
+
+@pytest.fixture(autouse=True)
+def canary(monkeypatch):
+    monkeypatch.setenv(CANARY, CANARY_VALUE)
+
+
+def worker_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"grader-job-" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in attack_files() if "local" in declared(p)[1]], ids=lambda p: p.stem)
+def test_attack_on_the_local_sandbox(path):
+    card, elapsed = run(path, run_local, "local")
+    check(card, path, elapsed)
+    assert worker_processes() == [], "a process of the submission outlived its grading"
+
+
+@pytest.mark.parametrize("path", [p for p in attack_files() if "docker" in declared(p)[1]], ids=lambda p: p.stem)
+def test_attack_on_the_docker_sandbox(path, docker_client, grading_image):
+    from grader.sandbox.docker_backend import LABEL, DockerBackend
+
+    card, elapsed = run(path, DockerBackend(docker_client), "docker")
+    check(card, path, elapsed)
+    assert docker_client.containers.list(all=True, filters={"label": LABEL}) == []
