@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ REASON_LIMIT = 4_000    # characters of a run's rejection/error reason shown
 CELL_LIMIT = 200        # characters of one table cell or trace label
 TRACEBACK_LINES = 40    # the last lines of the student's traceback shown
 LEGEND_LIMIT = 24       # labels named in a timeline's legend
+CHART_STEPS = 200       # steps a timeline draws at most
+CHART_AFTER = 6         # steps a timeline draws after the first difference
 
 STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timed out", "crashed": "crashed",
                  "error": "not judged"}
@@ -56,7 +59,7 @@ STATUS_HELP: dict[str, dict[str, Any]] = {
         "tips": [
             "Do not call exit(), sys.exit(), os._exit() or quit(), and do not kill processes.",
             "Keep memory modest: no huge lists, strings or runaway recursion (the message names the limit).",
-            "Do not use ctypes or start extra processes or threads.",
+            "Avoid ctypes, and do not leave processes or threads running.",
         ],
     },
     "error": {
@@ -65,8 +68,7 @@ STATUS_HELP: dict[str, dict[str, Any]] = {
                 "be set up), so the grader cannot vouch for a result. It does not count as passed.",
         "tips": [
             "Submit again: a passing grade is never given for a test that was not judged.",
-            "If it happens again, contact the course staff and quote the submission id shown at the "
-            "bottom of this report.",
+            "If it happens again, contact the course staff and quote the submission id of this report.",
         ],
     },
 }
@@ -88,8 +90,7 @@ RUN_HELP: dict[str, dict[str, Any]] = {
                 "is not a judgement of your code.",
         "tips": [
             "Submit again.",
-            "If it happens again, contact the course staff and quote the submission id shown at the "
-            "bottom of this report.",
+            "If it happens again, contact the course staff and quote the submission id of this report.",
         ],
     },
 }
@@ -155,6 +156,18 @@ def short_duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"
+
+
+def when(stamp: str) -> str:
+    """An ISO timestamp as '2026-11-30 07:25 UTC' (left as it is when it does not parse)."""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return one_line(stamp or "", 40)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def slug(text: str) -> str:
@@ -274,36 +287,42 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
     bars side by side (expected on the left, drawn lighter; got on the right, solid), a band and a
     caption on the first difference, step numbers on the x axis, amounts on the y axis.
 
-    Widths shrink with the number of steps (a bar never narrower than 3 px), so 200 steps stay one
-    drawing; the page puts it in a horizontally scrolling box.
+    The drawing covers the steps up to a few after the first difference (at most CHART_STEPS of them,
+    ending there), so the difference sits at its right end. Bars shrink with the number of steps, down
+    to 3 px, and the page shows the drawing in a box that scrolls sideways and starts at its right end.
     """
     data = trace_data(artifact)
     expected, got, first = data["expected"], data["got"], data["first_difference"]
     count = max(len(expected), len(got), 1)
-    step_w = max(8.0, min(48.0, 640.0 / count))
+    hi = count if first is None else min(count, first + CHART_AFTER + 1)
+    lo = max(0, hi - CHART_STEPS)
+    shown = hi - lo
+    step_w = max(9.0, min(60.0, 640.0 / shown))
     gap = max(1.5, step_w * 0.22)
     bar_w = (step_w - gap - 1) / 2
     left, right, top, bottom, plot_h = 46.0, 14.0, 30.0, 38.0, 150.0
-    width = left + count * step_w + right
     caption = f"first difference: step {data['first_step'] + first + 1}" if first is not None else ""
-    width = max(width, left + len(caption) * 6.4 + right, 220.0)
+    width = max(left + shown * step_w + right, left + len(caption) * 6.4 + right, 220.0)
     height = top + plot_h + bottom
-    totals = [sum(a for _, a in step) for step in (*expected, *got)]
+    totals = [sum(a for _, a in step) for step in (*expected[lo:hi], *got[lo:hi])]
     ymax = _nice_ceiling(max([*totals, 1]))
     base = top + plot_h
 
     def y(value: float) -> float:
         return base - plot_h * value / ymax
 
+    def column(i: int) -> float:  # the left edge of step i's column
+        return left + (i - lo) * step_w
+
     ticks = [{"y": round(y(ymax * k / 4), 1), "label": _tick_label(ymax * k / 4)} for k in range(5)]
     bars, misses = [], []
-    for i in range(count):
-        x0 = left + i * step_w + gap / 2
+    for i in range(lo, hi):
+        x0 = column(i) + gap / 2
         step_no = data["first_step"] + i + 1
         for side, steps, x, who in ((0, expected, x0, data["expected_label"]),
                                     (1, got, x0 + bar_w + 1, data["got_label"])):
             if i >= len(steps):
-                misses.append({"x": round(x + bar_w / 2, 1), "y": round(base - 5, 1), "side": side,
+                misses.append({"x": round(x + bar_w / 2, 1), "y": round(base - 4, 1), "side": side,
                                "title": f"step {step_no}, {who}: no step"})
                 continue
             level = 0.0
@@ -317,34 +336,38 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
                 level += amount
     label_every = next(k for k in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000, 10**9) if k * step_w >= 26)
     labels = []
-    first_x = None if first is None else left + (first + 0.5) * step_w
-    for i in range(count):
+    first_x = None if first is None else column(first) + step_w / 2
+    for i in range(lo, hi):
         step_no = data["first_step"] + i + 1
-        x = left + (i + 0.5) * step_w
-        regular = step_no % label_every == 0 or i == 0
+        x = column(i) + step_w / 2
+        regular = step_no % label_every == 0 or i == lo
         if i == first or (regular and (first_x is None or abs(x - first_x) >= 24)):
             labels.append({"x": round(x, 1), "label": str(step_no), "first": i == first})
     marker = None
     if first is not None:
-        band_x = left + first * step_w
-        anchor = "middle"
-        text_x = band_x + step_w / 2
-        if text_x - len(caption) * 3.2 < 4:
-            anchor, text_x = "start", max(4.0, band_x)
+        band_x = column(first)
+        anchor, text_x = "middle", band_x + step_w / 2
+        if text_x - len(caption) * 3.2 < left + 2:
+            anchor, text_x = "start", max(left + 2, band_x)
         elif text_x + len(caption) * 3.2 > width - 4:
             anchor, text_x = "end", min(width - 4, band_x + step_w)
         marker = {"x": round(band_x, 2), "w": round(step_w, 2), "y": top - 6, "h": plot_h + 6,
                   "cx": round(band_x + step_w / 2, 2), "text_x": round(text_x, 2), "anchor": anchor,
                   "caption": caption}
-    legend = [{"label": label, "colour": colour} for label, colour in list(data["colours"].items())[:LEGEND_LIMIT]]
+    colours = {label: colour for label, colour in data["colours"].items()
+               if any(label == seg[0] for step in (*expected[lo:hi], *got[lo:hi]) for seg in step)}
+    legend = [{"label": label, "colour": colour} for label, colour in list(colours.items())[:LEGEND_LIMIT]]
+    first_no, last_no = data["first_step"] + lo + 1, data["first_step"] + hi
     return {
-        "width": round(width), "height": round(height), "left": left, "top": top, "base": base,
-        "plot_right": round(left + count * step_w, 2), "ticks": ticks, "bars": bars, "misses": misses,
+        "width": round(width), "height": round(height), "left": left, "plot_width": round(width - left), "top": top, "base": base,
+        "plot_right": round(column(hi), 2), "ticks": ticks, "bars": bars, "misses": misses,
         "labels": labels, "marker": marker, "legend": legend,
-        "legend_more": max(0, len(data["colours"]) - LEGEND_LIMIT), "steps": count,
+        "legend_more": max(0, len(colours) - LEGEND_LIMIT), "steps": shown,
+        "first_no": first_no, "last_no": last_no,
+        "partial": lo > 0 or hi < count or data["first_step"] > 0,
         "expected_label": data["expected_label"], "got_label": data["got_label"],
-        "summary": (f"{count} steps; {data['expected_label']} on the left of each pair, {data['got_label']} "
-                    f"on the right" + (f"; {caption}" if caption else "; the two agree")),
+        "summary": (f"steps {first_no} to {last_no}; {data['expected_label']} on the left of each pair, "
+                    f"{data['got_label']} on the right" + (f"; {caption}" if caption else "; the two agree")),
     }
 
 
@@ -402,13 +425,23 @@ def test_view(test: TestResult) -> dict[str, Any]:
         "message_cut": message_cut,
         "headline": one_line(next((line for line in message.split("\n") if line.strip()), ""), 160),
         "traceback": lines[-TRACEBACK_LINES:],
+        "traceback_text": "\n".join(lines[-TRACEBACK_LINES:]),
         "traceback_cut": max(0, len(lines) - TRACEBACK_LINES),
         "output": output,
         "output_cut_note": _output_cut_note(output_cut, int(test.output_cut or 0)),
         "duration": short_duration(test.duration_s or 0.0),
         "help": STATUS_HELP.get(status),
-        "artifacts": [artifact_view(a) for a in test.artifacts],
+        "artifacts": [artifact_view(a) for a in test.artifacts if not _repeats(a, test.message)],
     }
+
+
+def _repeats(artifact: Any, message: str) -> bool:
+    """A text artifact whose body the message already quotes in full (a test often puts the scenario
+    in both): shown once."""
+    if not isinstance(artifact, dict) or artifact.get("kind") != "text":
+        return False
+    body = str(artifact.get("body", "")).strip()
+    return bool(body) and body in message
 
 
 def _output_cut_note(chars: int, harness_bytes: int) -> str:
@@ -468,8 +501,8 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "locked": [{"name": one_line(t.name, 200), "suite": t.suite, "max_score": t.max_score} for t in card.locked],
         "locked_points": sum(t.max_score for t in card.locked),
         "backend": one_line(card.backend, 40),
-        "graded_at": one_line(card.graded_at, 40),
-        "duration": short_duration(card.duration_s or 0.0),
+        "graded_at": when(card.graded_at),
+        "duration": short_duration(card.duration_s) if card.duration_s else "",
         "sha": one_line(card.submission_sha256, 64),
         "sha_short": one_line(card.submission_sha256, 64)[:12],
         "grader_version": one_line(card.grader_version or grader.__version__, 40),
@@ -478,14 +511,96 @@ def report_view(card: Scorecard) -> dict[str, Any]:
     }
 
 
+# -- plain text (the exports: Gradescope, PrairieLearn, JUnit) -----------------------------------------
+
+def trace_text(artifact: dict[str, Any], before: int = 12, after: int = 3, width: int = 60) -> str:
+    """A trace as an aligned text table around its first difference, the first difference marked."""
+    t = trace_rows(artifact, before=before, after=after)
+
+    def cut(text: str) -> str:
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    rows = [(str(row["step"]), cut(row["expected_text"]), cut(row["got_text"]), row["first"]) for row in t["rows"]]
+    w1 = max([len("step"), *(len(r[0]) for r in rows)])
+    w2 = max([len(t["expected_label"]), *(len(r[1]) for r in rows)])
+    lines = [f"{t['title']}" + (f" (first difference at step {t['first_difference_step']})"
+                                 if t["first_difference_step"] else ""),
+             f"  {'step':>{w1}} | {t['expected_label']:<{w2}} | {t['got_label']}"]
+    if t["hidden_before"]:
+        lines.append(f"  {'…':>{w1}} | steps {t['first_step'] + 1}-{t['first_step'] + t['hidden_before']} agree")
+    for step, want, have, first in rows:
+        lines.append(f"{'>' if first else ' '} {step:>{w1}} | {want:<{w2}} | {have}"
+                     + ("   <- first difference" if first else ""))
+    if t["hidden_after"]:
+        lines.append(f"  {'…':>{w1}} | {t['hidden_after']} later steps not listed")
+    return "\n".join(lines)
+
+
+def artifact_text(artifact: Any) -> str:
+    view = artifact_view(artifact)
+    if view["kind"] == "text":
+        return f"{view['title']}\n{view['body']}" + (f"\n… {view['cut']:,} more characters not shown" if view["cut"] else "")
+    if view["kind"] == "table":
+        lines = [view["title"], " | ".join(view["columns"])]
+        lines += [("> " if i == view["mark_row"] else "") + " | ".join(row) for i, row in enumerate(view["rows"])]
+        if view["truncated_rows"]:
+            lines.append(f"… {view['truncated_rows']:,} more rows not shown")
+        return "\n".join(lines)
+    if view["kind"] == "trace":
+        return trace_text(artifact)
+    return ""
+
+
+def test_text(test: TestResult, message: bool = True) -> str:
+    """A test's feedback as plain text: the message, what to do about its status, the student's
+    traceback, the end of the output and the artifacts, each clipped like in the reports."""
+    view = test_view(test)
+    parts = []
+    if message and view["message"]:
+        parts.append(view["message"] + (f"\n… {view['message_cut']:,} more characters not shown" if view["message_cut"] else ""))
+    if view["help"]:
+        parts.append(f"{view['help']['title']}: {view['help']['text']}\n" + "\n".join(f"- {tip}" for tip in view["help"]["tips"]))
+    if view["traceback"]:
+        parts.append("Where, in your code:\n" + view["traceback_text"])
+    if view["output"]:
+        parts.append("What your code printed (the end):\n" + (view["output_cut_note"] + "\n" if view["output_cut_note"] else "")
+                     + view["output"])
+    for artifact in test.artifacts:
+        if not _repeats(artifact, test.message) and (text := artifact_text(artifact)):
+            parts.append(text)
+    return "\n\n".join(parts)
+
+
+def run_text(card: Scorecard) -> str:
+    """The whole run in a few plain lines: score, suites, why a run was not graded and what to do,
+    the premium tests a free run did not run."""
+    view = report_view(card)
+    lines = [f"{view['title']}: {card.score}/{card.max_score} points"
+             + (f", {view['passed']} of {view['total']} tests passed" if view["graded"] else f" ({card.status})")]
+    for suite in view["suites"]:
+        lines.append(f"{suite['label']}: {suite['passed']}/{suite['tests']} passed, {suite['score']}/{suite['max_score']} points")
+    if view["run_help"]:
+        lines += ["", f"{view['run_help']['title']}. {view['run_help']['text']}"]
+        if view["reason"]:
+            lines += ["Reason: " + view["reason"]]
+        lines += ["What to do next:", *(f"- {tip}" for tip in view["run_help"]["tips"])]
+    if view["locked"]:
+        lines += ["", f"{len(view['locked'])} premium tests ({view['locked_points']} points) were not run on the "
+                      f"{view['tier']} tier: " + ", ".join(t["name"] for t in view["locked"])]
+    lines += ["", f"Submission id: {view['sha']}"]
+    return "\n".join(lines)
+
+
 # -- Markdown escaping --------------------------------------------------------------------------------
 
-_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@$])")
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#!|~$]|(?<=www)\.|:(?=/)|@)", re.IGNORECASE)
 
 
 def md_text(text: Any) -> Markup:
-    """Prose for Markdown: on one line; `<`, `>` and `&` as HTML entities (no tag or entity can form),
-    Markdown punctuation backslash-escaped (no link, image, emphasis, heading, list or autolink)."""
+    """Prose for Markdown, always placed mid-line: on one line; `<`, `>` and `&` as HTML entities (no
+    tag or entity can form); the punctuation of emphasis, code, links, images, tables, strikethrough
+    and math backslash-escaped, and so are the `:` of `scheme://`, the `.` of `www.` and `@`, so no
+    autolink forms either."""
     flat = one_line(text, 10_000)
     flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return Markup(_MD_PUNCT.sub(r"\\\1", flat))

@@ -21,6 +21,7 @@ from typing import Any
 
 from grader.harness import protocol
 from grader.harness.limits import Limits
+from grader.harness.zygote import ForkedProcess, Zygote, ZygoteUnavailable
 
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, {root!r}); "
@@ -112,7 +113,8 @@ class WorkerClient:
 
     def __init__(self, *, python: str, harness_root: str, submission: str, module: str,
                  limits: Limits, cwd: str, output_path: str, user: int | None = None,
-                 group: int | None = None, env: dict[str, str] | None = None) -> None:
+                 group: int | None = None, env: dict[str, str] | None = None,
+                 zygote: Zygote | None = None) -> None:
         self.limits = limits
         self.output_path = output_path
         self.cwd = cwd
@@ -121,20 +123,29 @@ class WorkerClient:
         self.dead_reason: str | None = None
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        config = {
-            "submission": submission, "module": module, "limits": limits.for_worker(),
-            "fd_in": to_worker_r, "fd_out": from_worker_w,
-        }
-        command = [python, "-I", "-u", "-X", "faulthandler", "-c", BOOTSTRAP.format(root=harness_root), json.dumps(config)]
-        privileges: dict[str, Any] = {}
-        if user is not None:
-            privileges = {"user": user, "group": group, "extra_groups": []}
+        env = env if env is not None else {"PATH": "/usr/bin:/bin"}
+        self.process: subprocess.Popen[bytes] | ForkedProcess | None = None
         with open(output_path, "ab") as output:
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                cwd=cwd, env=env if env is not None else {"PATH": "/usr/bin:/bin"},
-                pass_fds=(to_worker_r, from_worker_w), start_new_session=True, **privileges,
-            )
+            if zygote is not None:
+                try:
+                    self.process = zygote.fork(cwd=cwd, env=env, submission=submission, module=module,
+                                               fds=(to_worker_r, from_worker_w, output.fileno()))
+                except ZygoteUnavailable:
+                    self.process = None  # start an interpreter instead
+            if self.process is None:
+                config = {
+                    "submission": submission, "module": module, "limits": limits.for_worker(),
+                    "fd_in": to_worker_r, "fd_out": from_worker_w,
+                }
+                command = [python, "-I", "-u", "-X", "faulthandler", "-c", BOOTSTRAP.format(root=harness_root),
+                           json.dumps(config)]
+                privileges: dict[str, Any] = {}
+                if user is not None:
+                    privileges = {"user": user, "group": group, "extra_groups": []}
+                self.process = subprocess.Popen(
+                    command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                    pass_fds=(to_worker_r, from_worker_w), start_new_session=True, **privileges,
+                )
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.fd_out, self.fd_in = to_worker_w, from_worker_r

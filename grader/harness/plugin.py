@@ -27,6 +27,7 @@ import pytest
 from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerCrashed
 from grader.harness.feedback import Feedback
 from grader.harness.job import RESULTS_SCHEMA, Job
+from grader.harness.zygote import Zygote
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -58,6 +59,8 @@ class HarnessState:
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
         self.workers_started = 0
         self.spare: WorkerClient | None = None  # the next test's worker, already starting
+        self._zygote: Zygote | None = None
+        self.zygote_failed = False
         self.reference_module: ModuleType | None = None
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
@@ -72,6 +75,25 @@ class HarnessState:
                 continue
         return "unknown"
 
+    def worker_env(self, scratch: Path) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(scratch)}
+
+    def zygote(self) -> Zygote | None:
+        """The run's fork server, started on first use; None once it is gone (workers then start slower)."""
+        if self._zygote is None and not self.zygote_failed:
+            job = self.job
+            try:
+                self._zygote = Zygote(python=job.python, harness_root=job.harness_root, limits=job.limits,
+                                      cwd=job.scratch, log_path=os.path.join(job.private, "zygote.log"),
+                                      user=job.worker_user, group=job.worker_group,
+                                      env=self.worker_env(Path(job.scratch)))
+            except OSError:
+                self.zygote_failed = True
+        if self._zygote is not None and self._zygote.broken:
+            self._zygote.close()
+            self._zygote, self.zygote_failed = None, True
+        return self._zygote
+
     def spawn(self) -> WorkerClient:
         self.workers_started += 1
         job = self.job
@@ -83,8 +105,7 @@ class HarnessState:
             python=job.python, harness_root=job.harness_root, submission=job.submission,
             module=job.module, limits=job.limits, cwd=str(scratch),
             output_path=os.path.join(job.private, f"output-{self.workers_started}.txt"),
-            user=job.worker_user, group=job.worker_group,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(scratch)},
+            user=job.worker_user, group=job.worker_group, env=self.worker_env(scratch), zygote=self.zygote(),
         )
 
     def start_worker(self) -> WorkerClient:
@@ -117,7 +138,10 @@ class HarnessState:
         if self.spare is not None:
             self.spare.close()
             self.spare = None
-            self.reap_strays()
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+        self.reap_strays()
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
@@ -129,7 +153,9 @@ class HarnessState:
         if not self.subreaper:
             return
         deadline = time.monotonic() + 5
-        keep = {self.spare.process.pid} if self.spare is not None else set()
+        keep = {self.spare.process.pid} if self.spare is not None and self.spare.process is not None else set()
+        if self._zygote is not None:
+            keep.add(self._zygote.process.pid)
         while time.monotonic() < deadline:
             strays = [pid for pid in _children_of(os.getpid()) if pid not in keep]
             for pid in strays:

@@ -41,7 +41,7 @@ def apply_limits(limits: dict[str, int]) -> None:
         resource.RLIMIT_CPU: limits["cpu_s"],
         resource.RLIMIT_CORE: 0,
     }
-    if limits.get("processes"):
+    if limits.get("processes"):  # absent for the zygote, which sets it in each child
         wanted[resource.RLIMIT_NPROC] = limits["processes"]
     for which, value in wanted.items():
         soft, hard = resource.getrlimit(which)
