@@ -27,7 +27,7 @@ from grader.report import MESSAGE_LIMIT, OUTPUT_LIMIT, clip, clip_tail, one_line
 from grader.scorecard import Scorecard, TestResult
 
 PRAIRIELEARN_MAX_BYTES = 1_000_000
-PRAIRIELEARN_TEST_OUTPUT_FALLBACK = 2_000  # characters of a test's output kept when the file would be too big
+PRAIRIELEARN_SHRINK = (2_000, 500, 100, 0)  # characters of each test's message and output kept when too big
 
 
 def _status(test: TestResult) -> str:
@@ -110,15 +110,21 @@ def prairielearn(card: Scorecard) -> str:
         "tests": tests,
     }
     if not graded:
-        results["format_errors"] = [one_line(card.reason, 2_000) or f"the run ended as {card.status}"]
+        results["format_errors"] = [clip(printable(card.reason).strip(), 2_000)[0] or f"the run ended as {card.status}"]
     text = json.dumps(results, indent=2, ensure_ascii=False)
-    if len(text.encode("utf-8")) > PRAIRIELEARN_MAX_BYTES * 0.9:
-        for test in tests:
-            test["output"], cut = clip(test["output"], PRAIRIELEARN_TEST_OUTPUT_FALLBACK)
-            if cut:
-                test["output"] += f"\n… {cut:,} more characters not shown (the results must stay under 1 MB)"
+    full = [(test["message"], test["output"]) for test in tests]
+    for limit in PRAIRIELEARN_SHRINK:  # PrairieLearn takes at most 1 MB: shorten every test alike until it fits
+        if len(text.encode("utf-8")) <= PRAIRIELEARN_MAX_BYTES * 0.95:
+            break
+        for test, (message, output) in zip(tests, full):
+            test["message"], test["output"] = _shorter(message, limit), _shorter(output, limit)
         text = json.dumps(results, indent=2, ensure_ascii=False)
     return text + "\n"
+
+
+def _shorter(text: str, limit: int) -> str:
+    kept, cut = clip(text, limit)
+    return kept + (f"\n… {cut:,} more characters not shown (the results must stay under 1 MB)" if cut else "")
 
 
 # -- JUnit XML ----------------------------------------------------------------------------------------

@@ -103,6 +103,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2",
 # -- text helpers ---------------------------------------------------------------------------------
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 
 
@@ -115,10 +116,7 @@ def printable(text: Any) -> str:
     (U+2400 pictures), bidirectional overrides (which make text read other than it is) named, lone
     surrogates replaced; newlines and tabs kept."""
     text = str(text)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    text = _SURROGATE.sub("\ufffd", text)
     text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
     return text.translate(_CONTROLS)

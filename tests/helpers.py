@@ -10,7 +10,7 @@ from pathlib import Path
 
 from grader.harness.client import WorkerClient
 from grader.harness.limits import Limits
-from grader.sandbox.local import worker_identity, worker_python
+from grader.sandbox.local import worker_account, worker_python
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXERCISE = "continuous_batching"
@@ -22,8 +22,7 @@ ATTACKS = PROJECT / "tests" / "attacks"
 @contextlib.contextmanager
 def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClient]:
     """A worker that imported `source` as module `student`, run as the grader would run it."""
-    uid, gid = worker_identity()
-    with tempfile.TemporaryDirectory() as folder:
+    with worker_account() as (uid, gid), tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         os.chmod(base, 0o755)
         submission = base / "student.py"

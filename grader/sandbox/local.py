@@ -1,13 +1,15 @@
 """The local backend: the harness as a child process on this machine, in a private job folder.
 
-Isolation here comes from the worker: a separate process, as the unprivileged user `nobody` when the
-grader runs as root, under rlimits, with a scrubbed environment, in a job folder it can read only
+Isolation here comes from the worker: a separate process, as an unprivileged account of its own when
+the grader runs as root, under rlimits, with a scrubbed environment, in a job folder it can read only
 the public part of. It is the default where no Docker engine runs; Docker adds a container (no
 network, read-only root, cgroup limits) around the same harness.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pwd
 import shutil
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,15 +49,37 @@ class RawRun:
     detail: str = ""  # a backend's own explanation (out of memory, ...)
 
 
-def worker_identity() -> tuple[int | None, int | None]:
-    """Run workers as `nobody` when we can switch users (we are root); else as ourselves."""
+WORKER_UIDS = range(61000, 61064)  # one account per concurrent local grading; no real user has these
+LOCK_FOLDER = Path(tempfile.gettempdir()) / "grader-worker-accounts"
+
+
+@contextlib.contextmanager
+def worker_account() -> Iterator[tuple[int | None, int | None]]:
+    """The uid/gid this grading's workers run as, held for the grading's whole duration.
+
+    As root, every concurrent grading gets an account of its own from WORKER_UIDS (free in
+    /etc/passwd, claimed with a lock file), so that a submission that signals or starves "its own"
+    user's processes (`kill(-1, SIGKILL)`, a fork bomb against RLIMIT_NPROC) can only reach itself,
+    never another student's grading running beside it. Not as root: the current user.
+    """
     if os.geteuid() != 0:
-        return None, None
-    try:
-        entry = pwd.getpwnam("nobody")
-        return entry.pw_uid, entry.pw_gid
-    except KeyError:
-        return 65534, 65534
+        yield None, None
+        return
+    LOCK_FOLDER.mkdir(mode=0o700, exist_ok=True)
+    for uid in WORKER_UIDS:
+        try:
+            pwd.getpwuid(uid)
+            continue  # a real account: never borrow it
+        except KeyError:
+            pass
+        with open(LOCK_FOLDER / str(uid), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            yield uid, uid
+            return
+    raise GradingError(f"all {len(WORKER_UIDS)} worker accounts are in use: too many gradings at once")
 
 
 def usable_by_others(path: Path) -> bool:
@@ -70,14 +95,14 @@ def worker_python(worker_uid: int | None) -> str:
     for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
         if Path(candidate).exists() and usable_by_others(Path(candidate)):
             return candidate
-    raise GradingError(f"no Python interpreter that the user 'nobody' may run: {sys.executable} sits in a "
+    raise GradingError(f"no Python interpreter that the worker's user may run: {sys.executable} sits in a "
                        "private folder and /usr/bin/python3 is missing")
 
 
 def protect_secrets(exercise: Exercise) -> None:
     """Make the hidden suite and the solutions unreadable to other users before a worker runs.
 
-    The job gets private copies anyway, but a worker running as `nobody` could otherwise read the
+    The job gets private copies anyway, but a worker running as another user could otherwise read the
     originals straight from the project folder. Git keeps no folder modes, so this changes no file.
     """
     for folder in (exercise.root / "hidden_tests", exercise.root / "solutions"):
@@ -90,7 +115,11 @@ def tail(data: bytes, limit: int = 4000) -> str:
 
 
 def run_local(exercise: Exercise, source: bytes, tier: str) -> RawRun:
-    worker = worker_identity()
+    with worker_account() as worker:
+        return _run_local(exercise, source, tier, worker)
+
+
+def _run_local(exercise: Exercise, source: bytes, tier: str, worker: tuple[int | None, int | None]) -> RawRun:
     if worker[0] is not None:
         protect_secrets(exercise)
     started = time.monotonic()
