@@ -96,27 +96,34 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade") as pool:
         pending: dict[Future[Scorecard], tuple[Candidate, bytes, str]] = {
             pool.submit(grade_one, data): (candidate, data, sha) for candidate, data, sha in todo}
+        def settle(future: Future[Scorecard]) -> None:
+            candidate, data, sha = pending.pop(future)
+            try:
+                card = future.result()
+            except KeyboardInterrupt:
+                summary.interrupted = True
+                return
+            except Exception as exc:  # the grader failed on this one; the batch goes on
+                summary.problems.append((candidate.student, f"not graded: {exc}"))
+                if on_done:
+                    on_done(candidate.student, None, str(exc))
+                return
+            submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
+                                                    candidate.path.name, data)
+            store.save_scorecard(submission_id, card)
+            summary.graded.append((candidate.student, card))
+            if on_done:
+                on_done(candidate.student, card, "")
+
         try:
-            while pending:
+            while pending and not summary.interrupted:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    candidate, data, sha = pending.pop(future)
-                    try:
-                        card = future.result()
-                    except Exception as exc:  # the grader failed on this one; the batch goes on
-                        summary.problems.append((candidate.student, f"not graded: {exc}"))
-                        if on_done:
-                            on_done(candidate.student, None, str(exc))
-                        continue
-                    submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
-                                                            candidate.path.name, data)
-                    store.save_scorecard(submission_id, card)
-                    summary.graded.append((candidate.student, card))
-                    if on_done:
-                        on_done(candidate.student, card, "")
-        except KeyboardInterrupt:
+                for future in done:  # save every finished grading before acting on an interrupt
+                    settle(future)
+        except KeyboardInterrupt:  # Ctrl-C while waiting
             summary.interrupted = True
-            for future in pending:
-                future.cancel()
+        if summary.interrupted:
             pool.shutdown(wait=True, cancel_futures=True)
+            for future in [f for f in pending if f.done() and not f.cancelled()]:
+                settle(future)  # gradings that were under way when the interrupt came are kept too
     return summary

@@ -32,8 +32,8 @@ LEGEND_LIMIT = 24       # labels named in a timeline's legend
 CHART_STEPS = 200       # steps a timeline draws at most
 CHART_AFTER = 6         # steps a timeline draws after the first difference
 
-STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timed out", "crashed": "crashed",
-                 "error": "not judged"}
+# The words of the scorecard and the terminal summary, so every view names a result the same way.
+STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timeout", "crashed": "crashed", "error": "error"}
 STATUS_EMOJI = {"passed": "✅", "failed": "❌", "timeout": "⏱️", "crashed": "💥", "error": "⚠️"}
 SUITE_LABELS = {"visible": "Visible tests", "hidden": "Premium tests"}
 

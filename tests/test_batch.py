@@ -1,0 +1,127 @@
+"""Whole classes: the store, `submit`, `batch` (parallel, resumable, robust) and the gradebook."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sqlite3
+
+import pytest
+
+from grader.batch import discover, run_batch
+from grader.cli import main
+from grader.exercise import load_exercise
+from grader.gradebook import pick
+from grader.sandbox.local import run_local
+from grader.store import SCHEMA_VERSION, Store, StoreError
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
+
+MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+
+
+def class_folder(folder, files):
+    folder.mkdir()
+    for name, source in files.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+    return folder
+
+
+def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_path, capsys):
+    folder = class_folder(tmp_path / "class", {
+        "alice.py": REFERENCE, "bob/scheduler.py": STUB, "carol.py": MUTANT,
+        "dave.py": ATTACKS / "syntax_error.py", "eve.py": ATTACKS / "kill_everything.py",
+        "frank.py": ATTACKS / "fork_bomb.py", "grace.py": REFERENCE, "mallory.py": ATTACKS / "patch_pytest.py",
+    })
+    (folder / "notes.txt").write_text("not a submission")
+    (folder / "heidi").mkdir()  # a student folder without the exercise's file
+    db, gradebook = tmp_path / "class.db", tmp_path / "gradebook.csv"
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--jobs", "2", "--sandbox", "local",
+                 "--tier", "free", "--db", str(db), "--gradebook", str(gradebook)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "graded 8" in out and "notes.txt" in out and "no scheduler.py" in out
+    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "eve", "frank", "grace", "mallory"}
+    # The reference gets full marks even while hostile submissions run beside it.
+    assert rows["alice"]["score"] == rows["alice"]["max_score"] == rows["grace"]["score"] == "10"
+    for student in ("bob", "dave", "eve", "frank", "mallory"):
+        assert rows[student]["score"] == "0", student
+    header = next(csv.reader(gradebook.open()))
+    assert header[:3] == ["student", "score", "max_score"] and "test_decodes_run_before_the_prompt" in header
+    with Store(db) as store:
+        statuses = {s.student: s.card.status for s in store.submissions(EXERCISE)}
+    assert statuses["dave"] == "rejected" and statuses["alice"] == "graded"
+
+
+def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
+    exercise = load_exercise(EXERCISE)
+    folder = class_folder(tmp_path / "class", {f"s{i}.py": (REFERENCE if i % 2 else STUB) for i in range(5)})
+    calls = []
+
+    def interrupting_backend():
+        def backend(ex, source, tier):
+            calls.append(tier)
+            if len(calls) == 3:
+                raise KeyboardInterrupt  # as if Ctrl-C arrived while this one was grading
+            return run_local(ex, source, tier)
+        return backend, "local"
+
+    with Store(tmp_path / "class.db") as store:
+        summary = run_batch(store, exercise, "free", interrupting_backend, discover(folder, exercise), jobs=1)
+        assert summary.interrupted and len(summary.graded) == 2
+    database = sqlite3.connect(tmp_path / "class.db")
+    assert database.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert database.execute("SELECT count(*) FROM scorecards").fetchone()[0] == 2
+    database.close()
+    with Store(tmp_path / "class.db") as store:
+        again = run_batch(store, exercise, "free", lambda: (run_local, "local"), discover(folder, exercise), jobs=2)
+        assert len(again.skipped) == 2 and len(again.graded) == 3 and not again.problems
+        assert len([s for s in store.submissions(EXERCISE) if s.card]) == 5
+
+
+def test_submit_stores_grades_once_and_the_policies_pick_latest_or_best(tmp_path, capsys):
+    db = str(tmp_path / "store.db")
+    argv = ["--exercise", EXERCISE, "--student", "alice", "--tier", "free", "--sandbox", "local", "--db", db]
+    assert main(["submit", str(REFERENCE), *argv]) == 0
+    first = " ".join(capsys.readouterr().out.split())
+    assert "10/10 points" in first and "report:" in first
+    assert main(["submit", str(REFERENCE), *argv]) == 0
+    assert "already graded" in " ".join(capsys.readouterr().out.split())
+    assert main(["submit", str(STUB), *argv]) == 0
+    with Store(db) as store:
+        submissions = store.submissions(EXERCISE, "alice")
+        assert len(submissions) == 2 and all(s.card for s in submissions)
+        assert pick(submissions, "latest")[("alice", EXERCISE)].card.score == 0
+        assert pick(submissions, "best")[("alice", EXERCISE)].card.score == 10
+    report = tmp_path / "reports" / "alice" / f"{EXERCISE}-1.html"
+    assert report.is_file() and "<html" in report.read_text().lower()
+
+
+@pytest.mark.parametrize("student", ["../etc", "a/b", "", ".hidden", "x" * 65, "bob smith"])
+def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
+    code = main(["submit", str(REFERENCE), "--exercise", EXERCISE, "--student", student,
+                 "--db", str(tmp_path / "s.db"), "--sandbox", "local"])
+    assert code == 2 and "invalid student id" in capsys.readouterr().err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        assert store.version == SCHEMA_VERSION
+    database = sqlite3.connect(path)
+    database.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    database.close()
+    with pytest.raises(StoreError, match="newer than this grader"):
+        Store(path)
+
+
+def test_the_store_location_follows_db_then_the_environment(tmp_path, monkeypatch):
+    from grader.store import default_db_path
+
+    monkeypatch.setenv("GRADER_DB", str(tmp_path / "env.db"))
+    assert default_db_path(None) == tmp_path / "env.db"
+    assert default_db_path(str(tmp_path / "flag.db")) == tmp_path / "flag.db"
+    monkeypatch.delenv("GRADER_DB")
+    assert str(default_db_path(None)) == "grader.db"
