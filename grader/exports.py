@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
-from grader.report import MESSAGE_LIMIT, OUTPUT_LIMIT, clip, clip_tail, one_line, printable, run_text, test_text
+from grader.report import MESSAGE_LIMIT, OUTPUT_LIMIT, clip, clip_tail, one_line, printable, run_text, result_text
 from grader.scorecard import Scorecard, TestResult
 
 PRAIRIELEARN_MAX_BYTES = 1_000_000
@@ -59,7 +59,7 @@ def gradescope(card: Scorecard) -> str:
             "score": test.score,
             "max_score": test.max_score,
             "status": _status(test),
-            "output": test_text(test),
+            "output": result_text(test),
             "output_format": "text",
             "name_format": "text",
             "tags": [test.suite],
@@ -100,7 +100,7 @@ def prairielearn(card: Scorecard) -> str:
         "points": test.score,
         "max_points": test.max_score,
         "message": _message(test),
-        "output": test_text(test, message=False),
+        "output": result_text(test, message=False),
     } for test in (card.tests if graded else [])]
     results: dict[str, Any] = {
         "gradable": graded,
@@ -163,9 +163,10 @@ def _timestamp(card: Scorecard) -> str:
 def junit(card: Scorecard) -> str:
     root = ET.Element("testsuites", name=xml_text(card.exercise))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    stamp = {"timestamp": _timestamp(card)} if _timestamp(card) else {}
     if card.status != "graded":
-        suite = _element(root, "testsuite", name=f"{card.exercise}", tests=1, failures=0, errors=1, skipped=0,
-                         time=_seconds(card.duration_s), **({"timestamp": _timestamp(card)} if _timestamp(card) else {}))
+        suite = _element(root, "testsuite", name=card.exercise, tests=1, failures=0, errors=1, skipped=0,
+                         time=_seconds(card.duration_s), **stamp)
         _properties(suite, card)
         case = _element(suite, "testcase", classname=f"{card.exercise}.submission", name="submission",
                         time=_seconds(card.duration_s))
@@ -183,7 +184,7 @@ def junit(card: Scorecard) -> str:
                       "time": sum(t.duration_s or 0.0 for t in tests)}
             suite = _element(root, "testsuite", name=f"{card.exercise}.{name}",
                              **{k: (_seconds(v) if k == "time" else v) for k, v in counts.items()},
-                             **({"timestamp": _timestamp(card)} if _timestamp(card) else {}))
+                             **stamp)
             _properties(suite, card)
             for test in tests:
                 case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
@@ -192,12 +193,13 @@ def junit(card: Scorecard) -> str:
                     kind = "failure" if test.status == "failed" else "error"
                     headline = one_line(next((line for line in printable(test.message).splitlines() if line.strip()),
                                              test.status), 500)
-                    _element(case, kind, test_text(test), message=headline, type=test.status)
+                    _element(case, kind, result_text(test), message=headline, type=test.status)
                 if test.output:
                     output, _ = clip_tail(printable(test.output), OUTPUT_LIMIT)
                     _element(case, "system-out", output)
             for test in locked:
-                case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name, time=_seconds(0))
+                case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
+                                time=_seconds(0))
                 _element(case, "skipped", message=f"premium test, not run on the {card.tier} tier")
             for key in totals:
                 totals[key] += counts[key]

@@ -105,8 +105,6 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2",
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
-
-
 _CONTROLS = {**{i: chr(0x2400 + i) for i in range(0x20) if chr(i) not in "\n\t"}, 0x7F: "\u2421",
              **{i: "\ufffd" for i in range(0x80, 0xA0)}}
 
@@ -136,7 +134,7 @@ def clip_tail(text: str, limit: int) -> tuple[str, int]:
     return text[len(text) - limit:], len(text) - limit
 
 
-def one_line(text: str, limit: int = CELL_LIMIT) -> str:
+def one_line(text: Any, limit: int = CELL_LIMIT) -> str:
     """Cleaned text on one line, at most `limit` characters (an ellipsis marks a cut)."""
     flat = " ".join(printable(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -215,7 +213,8 @@ def trace_data(artifact: dict[str, Any]) -> dict[str, Any]:
     expected, got = _steps(artifact.get("expected")), _steps(artifact.get("got"))
     first_step = artifact.get("first_step") if isinstance(artifact.get("first_step"), int) else 0
     diff = artifact.get("first_difference")
-    local = diff - first_step if isinstance(diff, int) and 0 <= diff - first_step < max(len(expected), len(got), 1) else None
+    count = max(len(expected), len(got), 1)
+    local = diff - first_step if isinstance(diff, int) and 0 <= diff - first_step < count else None
     return {
         "title": one_line(artifact.get("title", "trace"), 120),
         "expected_label": one_line(artifact.get("expected_label", "expected"), 40),
@@ -357,7 +356,8 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
     legend = [{"label": label, "colour": colour} for label, colour in list(colours.items())[:LEGEND_LIMIT]]
     first_no, last_no = data["first_step"] + lo + 1, data["first_step"] + hi
     return {
-        "width": round(width), "height": round(height), "left": left, "plot_width": round(width - left), "top": top, "base": base,
+        "width": round(width), "height": round(height), "left": left, "plot_width": round(width - left),
+        "top": top, "base": base,
         "plot_right": round(column(hi), 2), "ticks": ticks, "bars": bars, "misses": misses,
         "labels": labels, "marker": marker, "legend": legend,
         "legend_more": max(0, len(colours) - LEGEND_LIMIT), "steps": shown,
@@ -385,9 +385,10 @@ def artifact_view(artifact: Any) -> dict[str, Any]:
         body, cut = clip(printable(artifact.get("body", "")), TEXT_LIMIT)
         return {"kind": "text", "title": title, "body": body, "cut": cut}
     if kind == "table":
-        columns = [one_line(c) for c in artifact.get("columns", []) or []] if isinstance(artifact.get("columns"), list) else []
-        rows = [[one_line("" if c is None else c) for c in row] for row in artifact.get("rows", []) or []
-                if isinstance(row, list)] if isinstance(artifact.get("rows"), list) else []
+        raw_columns, raw_rows = artifact.get("columns"), artifact.get("rows")
+        columns = [one_line(c) for c in raw_columns] if isinstance(raw_columns, list) else []
+        rows = [[one_line("" if c is None else c) for c in row] for row in raw_rows
+                if isinstance(row, list)] if isinstance(raw_rows, list) else []
         width = max([len(columns), *(len(r) for r in rows)] or [0])
         columns += [""] * (width - len(columns))
         rows = [r + [""] * (width - len(r)) for r in rows]
@@ -402,7 +403,7 @@ def artifact_view(artifact: Any) -> dict[str, Any]:
     return {"kind": "unknown", "title": title}
 
 
-def test_view(test: TestResult) -> dict[str, Any]:
+def result_view(test: TestResult) -> dict[str, Any]:
     message, message_cut = clip(printable(test.message).strip("\n"), MESSAGE_LIMIT)
     output, output_cut = clip_tail(printable(test.output), OUTPUT_LIMIT)
     lines = [one_line(line, 400) for line in test.traceback]
@@ -455,7 +456,7 @@ def _output_cut_note(chars: int, harness_bytes: int) -> str:
 
 def report_view(card: Scorecard) -> dict[str, Any]:
     """Everything both reports show, computed once from the scorecard."""
-    tests = [test_view(t) for t in card.tests]
+    tests = [result_view(t) for t in card.tests]
     pct = percent(card.score, card.max_score)
     graded = card.status == "graded"
     suites = []
@@ -502,7 +503,6 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "graded_at": when(card.graded_at),
         "duration": short_duration(card.duration_s) if card.duration_s else "",
         "sha": one_line(card.submission_sha256, 64),
-        "sha_short": one_line(card.submission_sha256, 64)[:12],
         "grader_version": one_line(card.grader_version or grader.__version__, 40),
         "schema_version": card.schema_version,
         "limits": {"message": MESSAGE_LIMIT, "output": OUTPUT_LIMIT},
@@ -534,10 +534,15 @@ def trace_text(artifact: dict[str, Any], before: int = 12, after: int = 3, width
     return "\n".join(lines)
 
 
+def _cut_note(cut: int) -> str:
+    return f"\n… {cut:,} more characters not shown" if cut else ""
+
+
 def artifact_text(artifact: Any) -> str:
+    """An artifact as plain text; a trace as an aligned table."""
     view = artifact_view(artifact)
     if view["kind"] == "text":
-        return f"{view['title']}\n{view['body']}" + (f"\n… {view['cut']:,} more characters not shown" if view["cut"] else "")
+        return f"{view['title']}\n{view['body']}" + _cut_note(view["cut"])
     if view["kind"] == "table":
         lines = [view["title"], " | ".join(view["columns"])]
         lines += [("> " if i == view["mark_row"] else "") + " | ".join(row) for i, row in enumerate(view["rows"])]
@@ -549,20 +554,21 @@ def artifact_text(artifact: Any) -> str:
     return ""
 
 
-def test_text(test: TestResult, message: bool = True) -> str:
+def result_text(test: TestResult, message: bool = True) -> str:
     """A test's feedback as plain text: the message, what to do about its status, the student's
     traceback, the end of the output and the artifacts, each clipped like in the reports."""
-    view = test_view(test)
+    view = result_view(test)
     parts = []
     if message and view["message"]:
-        parts.append(view["message"] + (f"\n… {view['message_cut']:,} more characters not shown" if view["message_cut"] else ""))
+        parts.append(view["message"] + _cut_note(view["message_cut"]))
     if view["help"]:
-        parts.append(f"{view['help']['title']}: {view['help']['text']}\n" + "\n".join(f"- {tip}" for tip in view["help"]["tips"]))
+        tips = "\n".join(f"- {tip}" for tip in view["help"]["tips"])
+        parts.append(f"{view['help']['title']}: {view['help']['text']}\n{tips}")
     if view["traceback"]:
         parts.append("Where, in your code:\n" + view["traceback_text"])
     if view["output"]:
-        parts.append("What your code printed (the end):\n" + (view["output_cut_note"] + "\n" if view["output_cut_note"] else "")
-                     + view["output"])
+        note = view["output_cut_note"] + "\n" if view["output_cut_note"] else ""
+        parts.append(f"What your code printed (the end):\n{note}{view['output']}")
     for artifact in test.artifacts:
         if not _repeats(artifact, test.message) and (text := artifact_text(artifact)):
             parts.append(text)
@@ -576,7 +582,8 @@ def run_text(card: Scorecard) -> str:
     lines = [f"{view['title']}: {card.score}/{card.max_score} points"
              + (f", {view['passed']} of {view['total']} tests passed" if view["graded"] else f" ({card.status})")]
     for suite in view["suites"]:
-        lines.append(f"{suite['label']}: {suite['passed']}/{suite['tests']} passed, {suite['score']}/{suite['max_score']} points")
+        lines.append(f"{suite['label']}: {suite['passed']}/{suite['tests']} passed, "
+                     f"{suite['score']}/{suite['max_score']} points")
     if view["run_help"]:
         lines += ["", f"{view['run_help']['title']}. {view['run_help']['text']}"]
         if view["reason"]:
@@ -659,7 +666,7 @@ def _environment(folder: str) -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(md_text=md_text, md_code=md_code, md_cell=md_cell, md_fence=md_fence,
-                       plan_text=plan_text, thousands=lambda n: f"{n:,}")
+                       thousands=lambda n: f"{n:,}")
     return env
 
 

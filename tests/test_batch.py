@@ -69,14 +69,16 @@ def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
 
     with Store(tmp_path / "class.db") as store:
         summary = run_batch(store, exercise, "free", interrupting_backend, discover(folder, exercise), jobs=1)
-        assert summary.interrupted and len(summary.graded) == 2
+        # The two graded before the interrupt are saved, and so is one that was already under way.
+        assert summary.interrupted and 2 <= len(summary.graded) <= 3
+        saved = len(summary.graded)
     database = sqlite3.connect(tmp_path / "class.db")
     assert database.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert database.execute("SELECT count(*) FROM scorecards").fetchone()[0] == 2
+    assert database.execute("SELECT count(*) FROM scorecards").fetchone()[0] == saved
     database.close()
     with Store(tmp_path / "class.db") as store:
         again = run_batch(store, exercise, "free", lambda: (run_local, "local"), discover(folder, exercise), jobs=2)
-        assert len(again.skipped) == 2 and len(again.graded) == 3 and not again.problems
+        assert len(again.skipped) == saved and len(again.graded) == 5 - saved and not again.problems
         assert len([s for s in store.submissions(EXERCISE) if s.card]) == 5
 
 
