@@ -225,6 +225,16 @@ def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> 
         return store.submissions(exercise)
 
 
+def command_publish(args: argparse.Namespace, console: Console) -> int:
+    from grader.publish import publish
+
+    with open_store(args) as store:
+        site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
+    console.print(f"published {site.students} students over {site.exercises} exercise(s) to {site.out}: "
+                  f"open {site.out / 'index.html'}")
+    return OK
+
+
 def command_image_build(args: argparse.Namespace, console: Console) -> int:
     from grader.sandbox.engine import engine_client
     from grader.sandbox.image import build_image
@@ -283,6 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--gradebook", metavar="FILE", help="write the gradebook CSV here")
     batch.add_argument("--db", metavar="PATH", help=db_help)
     batch.set_defaults(run=command_batch)
+
+    publish = commands.add_parser("publish", help="a static site of the store: overview, student pages, gradebooks")
+    publish.add_argument("--out", required=True, metavar="DIR", help="the folder to write the site into")
+    publish.add_argument("--policy", choices=("latest", "best"), default="latest",
+                         help="which submission of each student counts")
+    publish.add_argument("--pseudonymous", action="store_true", help="show students under stable pseudonyms")
+    publish.add_argument("--db", metavar="PATH", help=db_help)
+    publish.set_defaults(run=command_publish)
 
     image = commands.add_parser("image", help="the Docker grading image")
     image_commands = image.add_subparsers(dest="image_command", required=True)

@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 import grader
-from grader.errors import GradingError
 from grader.exercise import Exercise, list_tests
 from grader.harness.job import RESULTS_SCHEMA
 from grader.sandbox.local import RawRun

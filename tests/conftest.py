@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.browser import Browser, find_chromium
+
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
@@ -36,3 +38,23 @@ def grading_image(docker_client) -> str:
     from grader.sandbox.image import ensure_image
 
     return ensure_image(docker_client)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        message = "Chromium is not installed (Debian: apt-get install -y --no-install-recommends chromium)"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"CI=true but {message}", pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str, tmp_path_factory):
+    instance = Browser(chromium, str(tmp_path_factory.mktemp("chromium-profile")))
+    try:
+        yield instance
+    finally:
+        instance.close()

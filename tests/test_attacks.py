@@ -8,7 +8,6 @@ attacks run through the local sandbox here and through Docker when an engine is 
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path

@@ -13,10 +13,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from grader.harness import protocol

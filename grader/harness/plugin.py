@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerCrashed
+from grader.harness.client import GradingStop, RemoteException, WorkerClient
 from grader.harness.feedback import Feedback
 from grader.harness.job import RESULTS_SCHEMA, Job
 from grader.harness.zygote import Zygote

@@ -1,0 +1,134 @@
+"""`grader publish`: a static site from the store, readable from disk or from any static host.
+
+    index.html                       the class overview, per exercise: score histogram, pass rate per
+                                     test (hardest first), submissions per student, downloads
+    students/<name>.html             one page per student: their submissions and their report(s)
+    gradebook-<exercise>.csv|.json   the gradebook of each exercise
+
+Every page is rendered from stored scorecards with the report templates; links are relative, and
+nothing is fetched. With `pseudonymous`, students appear under stable pseudonyms derived from a key
+kept in the store, so the same student keeps the same name from one publication to the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import grader
+from grader.gradebook import pick, to_csv, to_json
+from grader.report import _environment, report_view, templates_folder
+from grader.scorecard import Scorecard
+from grader.store import Store, StoredSubmission
+
+HISTOGRAM_BINS = 10
+
+
+@dataclass
+class Site:
+    out: Path
+    pages: list[Path]
+    students: int
+    exercises: int
+
+
+def pseudonym(key: str, student: str) -> str:
+    return "student-" + hmac.new(key.encode(), student.encode(), hashlib.sha256).hexdigest()[:8]
+
+
+def histogram(scores: list[tuple[int, int]]) -> dict[str, Any]:
+    """Counts of students per 10% band of the score, as bars of an inline SVG."""
+    counts = [0] * HISTOGRAM_BINS
+    for score, max_score in scores:
+        fraction = score / max_score if max_score else 0.0
+        counts[min(HISTOGRAM_BINS - 1, int(fraction * HISTOGRAM_BINS))] += 1
+    tallest = max(counts) or 1
+    width, height, gap = 36, 120, 6
+    bars = []
+    for index, count in enumerate(counts):
+        bar_height = round(count / tallest * height)
+        bars.append({"x": index * (width + gap), "y": height - bar_height, "w": width, "h": bar_height,
+                     "count": count, "label": f"{index * 10}–{index * 10 + 10}%" if index < 9 else "90–100%"})
+    return {"bars": bars, "width": HISTOGRAM_BINS * (width + gap) - gap, "height": height}
+
+
+def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
+                  attempts: dict[str, int], policy: str) -> dict[str, Any]:
+    cards = [sub.card for _, sub in counted if sub.card is not None]
+    scores = [(c.score, c.max_score) for c in cards]
+    percents = [100 * s / m if m else 0 for s, m in scores]
+    tests: dict[str, dict[str, Any]] = {}
+    for card in cards:
+        for test in card.tests:
+            row = tests.setdefault(test.name, {"name": test.name, "suite": test.suite, "passed": 0, "ran": 0,
+                                               "description": test.description})
+            row["ran"] += 1
+            row["passed"] += test.status == "passed"
+    for row in tests.values():
+        row["rate"] = round(100 * row["passed"] / row["ran"]) if row["ran"] else 0
+    students = [{"name": name, "page": f"students/{name}.html", "attempts": attempts[name],
+                 "score": sub.card.score if sub.card else 0, "max_score": sub.card.max_score if sub.card else 0,
+                 "status": sub.card.status if sub.card else "ungraded"} for name, sub in counted]
+    return {
+        "slug": exercise, "title": cards[0].title if cards else exercise, "policy": policy,
+        "students": sorted(students, key=lambda s: s["name"]),
+        "submissions": sum(attempts.values()),
+        "mean": round(statistics.mean(percents), 1) if percents else 0,
+        "median": round(statistics.median(percents), 1) if percents else 0,
+        "full_marks": sum(1 for s, m in scores if m and s == m),
+        "histogram": histogram(scores),
+        "tests": sorted(tests.values(), key=lambda t: (t["rate"], t["name"])),
+        "csv": f"gradebook-{exercise}.csv", "json": f"gradebook-{exercise}.json",
+    }
+
+
+def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
+    submissions = [s for s in store.submissions() if s.card is not None]
+    key = store.setting("pseudonym_key")
+    name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
+    chosen = pick(submissions, policy)
+    attempts: dict[tuple[str, str], int] = defaultdict(int)
+    history: dict[str, list[StoredSubmission]] = defaultdict(list)
+    for sub in submissions:
+        attempts[(sub.exercise, name_of(sub.student))] += 1
+        history[name_of(sub.student)].append(sub)
+    by_exercise: dict[str, list[tuple[str, StoredSubmission]]] = defaultdict(list)
+    for (student, exercise), sub in sorted(chosen.items()):
+        by_exercise[exercise].append((name_of(student), sub))
+
+    env = _environment(str(templates_folder()))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "students").mkdir(exist_ok=True)
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    common = {"generated": generated, "policy": policy, "pseudonymous": pseudonymous,
+              "grader_version": grader.__version__}
+    pages = []
+    views = []
+    for exercise, counted in sorted(by_exercise.items()):
+        view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
+        views.append(view)
+        entries: list[tuple[str, Scorecard]] = [(n, s.card) for n, s in counted if s.card is not None]
+        (out / view["csv"]).write_text(to_csv(entries), encoding="utf-8")
+        (out / view["json"]).write_text(to_json(entries), encoding="utf-8")
+    index = out / "index.html"
+    index.write_text(env.get_template("site_index.html.j2").render(exercises=views, **common), encoding="utf-8")
+    pages.append(index)
+    for student, subs in sorted(history.items()):
+        counted_ids = {chosen[(s.student, s.exercise)].id for s in subs if (s.student, s.exercise) in chosen}
+        reports = [{"exercise": s.exercise, "r": report_view(s.card)} for s in subs
+                   if s.id in counted_ids and s.card is not None]
+        rows = [{"id": s.id, "exercise": s.exercise, "tier": s.tier, "submitted_at": s.submitted_at,
+                 "score": s.card.score if s.card else 0, "max_score": s.card.max_score if s.card else 0,
+                 "status": s.card.status if s.card else "", "counted": s.id in counted_ids} for s in subs]
+        page = out / "students" / f"{student}.html"
+        page.write_text(env.get_template("site_student.html.j2").render(student=student, history=rows,
+                                                                         reports=reports, **common),
+                        encoding="utf-8")
+        pages.append(page)
+    return Site(out=out, pages=pages, students=len(history), exercises=len(views))

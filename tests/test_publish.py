@@ -1,0 +1,112 @@
+"""`grader publish`: the static site of a store, checked as files and in headless Chromium."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from grader.cli import main
+from grader.publish import publish
+from grader.store import Store
+from tests.browser import Browser
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+
+MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / "grader-site-screenshots"))
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory) -> Path:
+    """alice: stub then reference; bob: reference then mutant; carol: the mutant once."""
+    folder = tmp_path_factory.mktemp("store")
+    db = folder / "class.db"
+    for student, files in {"alice": [STUB, REFERENCE], "bob": [REFERENCE, MUTANT], "carol": [MUTANT]}.items():
+        for path in files:
+            assert main(["submit", str(path), "--student", student, "--exercise", EXERCISE, "--tier", "premium",
+                         "--sandbox", "local", "--db", str(db)]) == 0
+    return db
+
+
+def gradebook(site: Path) -> dict[str, dict[str, str]]:
+    with open(site / f"gradebook-{EXERCISE}.csv") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def test_the_latest_and_best_policies_count_different_submissions(store_path, tmp_path):
+    with Store(store_path) as store:
+        latest = publish(store, tmp_path / "latest", policy="latest")
+        best = publish(store, tmp_path / "best", policy="best")
+    assert latest.students == 3 and latest.exercises == 1
+    full = str(gradebook(tmp_path / "latest")["alice"]["max_score"])
+    assert gradebook(tmp_path / "latest")["alice"]["score"] == full  # stub first, reference last
+    assert gradebook(tmp_path / "latest")["bob"]["score"] != full  # reference first, mutant last
+    assert gradebook(tmp_path / "best")["bob"]["score"] == full
+    data = json.loads((tmp_path / "best" / f"gradebook-{EXERCISE}.json").read_text())
+    assert data["columns"][:3] == ["student", "score", "max_score"] and len(data["rows"]) == 3
+    index = (tmp_path / "latest" / "index.html").read_text()
+    assert "students/alice.html" in index and "Pass rate per test" in index
+    student = (tmp_path / "latest" / "students" / "bob.html").read_text()
+    assert student.count("class=\"history-row") == 2  # both of bob's submissions are listed
+    assert "first difference" in student  # the counted (mutant) report, with its trace, is on the page
+
+
+def test_pseudonyms_hide_ids_and_stay_stable(store_path, tmp_path):
+    with Store(store_path) as store:
+        publish(store, tmp_path / "one", pseudonymous=True)
+        publish(store, tmp_path / "two", pseudonymous=True)
+    for site in (tmp_path / "one", tmp_path / "two"):
+        for page in site.rglob("*"):
+            if page.is_file():
+                text = page.read_text()
+                assert not any(name in text for name in ("alice", "bob", "carol")), page
+    assert sorted(p.name for p in (tmp_path / "one" / "students").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "two" / "students").iterdir())
+    assert all(p.name.startswith("student-") for p in (tmp_path / "one" / "students").iterdir())
+
+
+def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GRADER_DB", str(store_path))
+    assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "best"]) == 0
+    assert "published 3 students" in " ".join(capsys.readouterr().out.split())
+    assert (tmp_path / "site" / "index.html").is_file()
+
+
+def links_of(browser: Browser) -> list[str]:
+    return browser.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+
+
+def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(store_path, tmp_path, browser):
+    with Store(store_path) as store:
+        site = publish(store, tmp_path / "site", policy="latest")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    visited: set[Path] = set()
+    for page in site.pages:
+        browser.events.clear()
+        browser.viewport(1280, 900)
+        browser.open(page.as_uri())
+        assert browser.problems() == [], (page, browser.problems())
+        assert browser.requests() == [page.as_uri()], (page, browser.requests())
+        for link in links_of(browser):
+            parsed = urlparse(link)
+            assert parsed.scheme == "file", f"{page.name} links outside the site: {link}"
+            target = Path(unquote(parsed.path))
+            assert target.is_file(), f"{page.name} has a dead link: {link}"
+            if parsed.fragment:
+                assert f'id="{parsed.fragment}"' in target.read_text(), f"{page.name}: no #{parsed.fragment}"
+        visited.add(page)
+    assert len(visited) == 4  # the overview and three students
+    browser.viewport(1280, 900)
+    browser.open((site.out / "index.html").as_uri())
+    print("overview:", browser.screenshot(SHOTS / "overview.png"))
+    browser.open((site.out / "students" / "bob.html").as_uri())
+    print("student page:", browser.screenshot(SHOTS / "student.png"))
+    browser.viewport(390, 844, mobile=True)
+    browser.open((site.out / "index.html").as_uri())
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    print("overview on a phone:", browser.screenshot(SHOTS / "overview-phone.png"))
