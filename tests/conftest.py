@@ -52,9 +52,17 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="session")
-def browser(chromium: str, tmp_path_factory):
+def chromium_session(chromium: str, tmp_path_factory):
+    """One headless Chromium for the whole run (it takes a second to start)."""
     instance = Browser(chromium, str(tmp_path_factory.mktemp("chromium-profile")))
     try:
         yield instance
     finally:
         instance.close()
+
+
+@pytest.fixture
+def browser(chromium_session: Browser) -> Browser:
+    """The shared Chromium, with the events (requests, console messages) of earlier tests forgotten."""
+    chromium_session.events.clear()
+    return chromium_session
