@@ -15,6 +15,7 @@ from _cb_helpers import (PROFILES, Session, check_random, expect_that, fmt_ids, 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 def test_random_workloads_match_the_reference(ns, reference, feedback, profile):
+    """Generated workloads, step by step: every plan and every emitted id match the rules."""
     for seed in (1, 2):
         check_random(ns, reference, feedback, random_scenario(seed, profile),
                      about=f"a generated workload ({profile.replace('_', ' ')}), step by step against "
@@ -34,6 +35,7 @@ def _drive_alone(ns, sc, max_steps):
 
 
 def test_the_budget_holds_across_a_random_workload(ns, reference):
+    """No step spends more than the token budget, no entry is empty and no request appears twice."""
     # Judged on the submission alone: at most token_budget tokens, every n >= 1, no request twice.
     sc = random_scenario(7, "mixed")
     cap = 2 * len(run_reference(reference, sc)) + 10
@@ -49,6 +51,7 @@ def test_the_budget_holds_across_a_random_workload(ns, reference):
 
 
 def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(ns, reference):
+    """Each request emits exactly max_new tokens, the first in the step its prompt completes."""
     # Judged on the submission alone, from its own plans: what complete() returns matches the plan,
     # nobody is scheduled after its last token, and in the end every request got all its tokens.
     sc = random_scenario(8, "tight_kv")

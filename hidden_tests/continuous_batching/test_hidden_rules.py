@@ -19,6 +19,7 @@ from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_plan  # no
 # --- the statement's worked example ---------------------------------------------------------------
 
 def test_the_example_of_the_statement(ns, reference, feedback):
+    """The small example worked out in the statement, step by step."""
     sc = Scenario(8, 3, 30, (R(0, 5, 3), R(1, 12, 2), R(2, 10, 4, at=2), R(3, 2, 1, at=2)))
     check(ns, reference, feedback, sc, about="the small example worked out in the statement (README.md)",
           expect=[[(0, 5), (1, 3)], [(0, 1), (1, 7)], [(0, 1), (1, 2)], [(1, 1), (2, 7)], [(2, 3), (3, 2)],
@@ -28,6 +29,7 @@ def test_the_example_of_the_statement(ns, reference, feedback):
 # --- prefill continuation against a new arrival ---------------------------------------------------
 
 def test_in_progress_prefill_continues_before_a_new_arrival(ns, reference, feedback):
+    """A prompt already being prefilled is continued before a new arrival is admitted."""
     sc = Scenario(64, 8, 1000, (R(0, 100, 3), R(1, 40, 2, at=2)))
     check(ns, reference, feedback, sc,
           about="a prompt already being prefilled continues before a newly arrived request is admitted",
@@ -35,6 +37,7 @@ def test_in_progress_prefill_continues_before_a_new_arrival(ns, reference, feedb
 
 
 def test_a_new_arrival_waits_while_a_prompt_uses_the_whole_budget(ns, reference, feedback):
+    """Nothing is admitted once the budget is spent, and no entry gets 0 tokens."""
     sc = Scenario(32, 8, 1000, (R(0, 100, 1), R(1, 5, 1, at=2)))
     check(ns, reference, feedback, sc,
           about="a request is admitted only while budget remains, and never with 0 tokens",
@@ -42,6 +45,7 @@ def test_a_new_arrival_waits_while_a_prompt_uses_the_whole_budget(ns, reference,
 
 
 def test_decodes_prefill_and_admission_share_the_budget(ns, reference, feedback):
+    """Decodes, then prompt remainders, then admissions share one step's budget, in that order."""
     sc = Scenario(10, 8, 1000, (R(0, 1, 6), R(1, 20, 2, at=2), R(2, 5, 1, at=3)))
     check(ns, reference, feedback, sc,
           about="decodes first, then the prompt in progress, then admission, all from one budget",
@@ -50,6 +54,7 @@ def test_decodes_prefill_and_admission_share_the_budget(ns, reference, feedback)
 
 
 def test_decodes_follow_admission_order(ns, reference, feedback):
+    """Decodes are scheduled oldest first, in the order requests were admitted."""
     sc = Scenario(8, 8, 1000, (R(0, 1, 4), R(1, 1, 4), R(2, 3, 3, at=2)))
     check(ns, reference, feedback, sc,
           about="decodes go in running order, oldest (first admitted) first",
@@ -60,6 +65,7 @@ def test_decodes_follow_admission_order(ns, reference, feedback):
 # --- head-of-line blocking ------------------------------------------------------------------------
 
 def test_head_that_does_not_fit_blocks_everyone_behind_it(ns, reference, feedback):
+    """A waiting head that does not fit the KV cache blocks everyone behind it (head-of-line blocking)."""
     # r0 reserves 50 + 3 = 53 of 100 KV tokens; r1 needs 45 + 5 = 50 and must wait. r2 and r3 would
     # fit, but they are behind r1 and must wait too; all three get in once r0 has left.
     sc = Scenario(64, 8, 100, (R(0, 50, 3), R(1, 45, 5), R(2, 4, 2), R(3, 2, 1, at=2)))
@@ -72,6 +78,7 @@ def test_head_that_does_not_fit_blocks_everyone_behind_it(ns, reference, feedbac
 # --- the sequence cap -----------------------------------------------------------------------------
 
 def test_no_more_than_max_seqs_requests_run(ns, reference, feedback):
+    """No more than max_seqs requests run at once; a seat frees when a request finishes."""
     sc = Scenario(100, 3, 10**6, (R(0, 10, 1), R(1, 10, 3), R(2, 10, 3), R(3, 10, 2), R(4, 10, 2)))
     check(ns, reference, feedback, sc,
           about="at most max_seqs requests run at once; a seat frees when a request finishes",
@@ -80,6 +87,7 @@ def test_no_more_than_max_seqs_requests_run(ns, reference, feedback):
 
 
 def test_a_sequence_cap_of_one_runs_requests_one_at_a_time(ns, reference, feedback):
+    """With max_seqs = 1, requests run strictly one after another."""
     sc = Scenario(8, 1, 10**6, (R(0, 12, 2), R(1, 3, 1), R(2, 1, 2)))
     check(ns, reference, feedback, sc,
           about="with max_seqs=1 the next request waits until the running one has finished",
@@ -89,6 +97,7 @@ def test_a_sequence_cap_of_one_runs_requests_one_at_a_time(ns, reference, feedba
 # --- budgets and sizes at their smallest ----------------------------------------------------------
 
 def test_a_budget_of_one(ns, reference, feedback):
+    """With a budget of one token, each step serves exactly one token."""
     sc = Scenario(1, 4, 10**6, (R(0, 3, 2), R(1, 1, 2), R(2, 2, 1, at=2)))
     check(ns, reference, feedback, sc,
           about="with token_budget=1 each step runs exactly one token: one prompt token or one decode",
@@ -96,6 +105,7 @@ def test_a_budget_of_one(ns, reference, feedback):
 
 
 def test_one_token_prompts_emit_at_once(ns, reference, feedback):
+    """A one-token prompt is prefilled and emits its first token in the same step."""
     sc = Scenario(3, 8, 10**6, tuple(R(i, 1, 2) for i in range(5)))
     check(ns, reference, feedback, sc,
           about="a one-token prompt is prefilled in one step and emits its first output token in it",
@@ -103,6 +113,7 @@ def test_one_token_prompts_emit_at_once(ns, reference, feedback):
 
 
 def test_max_new_of_one_finishes_when_the_prompt_completes(ns, reference, feedback):
+    """A request with max_new = 1 finishes when its prompt completes and frees its KV at once."""
     # r0 emits its only token in step 1 and leaves at once: it is never decoded, and its KV
     # (10 + 1 = 11 tokens) lets r1 (20 + 1 = 21 tokens, of 30) in at step 2.
     sc = Scenario(16, 4, 30, (R(0, 10, 1), R(1, 20, 1)))
@@ -114,6 +125,7 @@ def test_max_new_of_one_finishes_when_the_prompt_completes(ns, reference, feedba
 # --- first-token emission -------------------------------------------------------------------------
 
 def test_first_token_in_the_step_a_chunked_prompt_completes(ns, reference, feedback):
+    """A prompt split into chunks emits its first token in the step of its last chunk."""
     sc = Scenario(16, 2, 10**6, (R(0, 40, 3),))
     check(ns, reference, feedback, sc,
           about="a chunked prompt emits its first output token in the step of its last chunk, not before, "
@@ -122,6 +134,7 @@ def test_first_token_in_the_step_a_chunked_prompt_completes(ns, reference, feedb
 
 
 def test_first_token_when_the_prompt_ends_on_a_chunk_boundary(ns, reference, feedback):
+    """Prompts that end exactly on a chunk boundary emit their first token in that step."""
     # r0's 32 tokens are two full chunks of 16; r1's prompt is exactly one budget.
     sc = Scenario(16, 2, 10**6, (R(0, 32, 2), R(1, 16, 2, at=4)))
     check(ns, reference, feedback, sc,
@@ -130,6 +143,7 @@ def test_first_token_when_the_prompt_ends_on_a_chunk_boundary(ns, reference, fee
 
 
 def test_complete_returns_only_the_requests_that_emitted(ns, reference, feedback):
+    """complete() returns only the requests that emitted a token, not every request in the plan."""
     sc = Scenario(10, 4, 10**6, (R(0, 1, 5), R(1, 30, 1)))
     check(ns, reference, feedback, sc,
           about="complete() returns the decodes and the prompts finished in this step, not partial chunks",
@@ -139,6 +153,7 @@ def test_complete_returns_only_the_requests_that_emitted(ns, reference, feedback
 # --- release of the reservation -------------------------------------------------------------------
 
 def test_released_kv_admits_the_head_in_the_next_schedule(ns, reference, feedback):
+    """KV released by a finished request lets the waiting head in at the next schedule(); exact fits are admitted."""
     # kv_tokens=20: r0 (8 + 2) and r1 (6 + 4) fill it exactly. r2 (7 + 3) waits; r0 leaves at the
     # end of step 2, so step 3 admits r2, again an exact fit (10 + 10 = 20).
     sc = Scenario(32, 4, 20, (R(0, 8, 2), R(1, 6, 4), R(2, 7, 3)))
@@ -149,6 +164,7 @@ def test_released_kv_admits_the_head_in_the_next_schedule(ns, reference, feedbac
 
 
 def test_idle_steps_and_late_arrivals(ns, reference, feedback):
+    """Idle steps return empty plans, and requests added later are picked up."""
     sc = Scenario(8, 2, 10, (R(0, 2, 1, at=3), R(1, 2, 2, at=6)))
     check(ns, reference, feedback, sc,
           about="an empty scheduler plans nothing, and picks requests up when they arrive",
@@ -158,6 +174,7 @@ def test_idle_steps_and_late_arrivals(ns, reference, feedback):
 # --- impossible requests --------------------------------------------------------------------------
 
 def test_add_rejects_a_request_that_can_never_fit(ns):
+    """add() raises ValueError for a request larger than the KV cache, and the scheduler goes on."""
     s = Session(ns, 16, 4, 50)
     s.add(0, 10, 2)
     with pytest.raises(ValueError):
@@ -178,6 +195,7 @@ def test_add_rejects_a_request_that_can_never_fit(ns):
 
 
 def test_add_accepts_an_exact_kv_fit_and_runs_it(ns):
+    """add() accepts a request that exactly fills the KV cache, and it runs to completion."""
     s = Session(ns, 16, 4, 50)
     try:
         s.add(0, 44, 6)  # 44 + 6 = 50 = kv_tokens

@@ -10,6 +10,7 @@ def _with_decoders(ns, budget, n=64):
 
 
 def test_decodes_run_before_the_prompt(ns):
+    """64 running decodes get one token each before a new 8,192-token prompt gets the rest of a 512 budget."""
     s = _with_decoders(ns, 512)
     s.add(ns["Req"](999, 8192, 10))
     plan = s.schedule()
@@ -19,6 +20,7 @@ def test_decodes_run_before_the_prompt(ns):
 
 
 def test_a_long_prompt_takes_19_chunks_ending_with_128(ns):
+    """An 8,192-token prompt behind 64 decodes is prefilled in 19 chunks, the last of 128 tokens."""
     s = _with_decoders(ns, 512)
     big = ns["Req"](999, 8192, 10)
     s.add(big)
