@@ -19,6 +19,7 @@ from typing import Any
 
 from grader.harness import protocol
 from grader.harness.limits import Limits
+from grader.harness.processes import kill_group
 from grader.harness.zygote import ForkedProcess, Zygote, ZygoteUnavailable
 
 BOOTSTRAP = (
@@ -167,15 +168,7 @@ class WorkerClient:
 
     def close(self) -> None:
         """Kill the worker's whole process group and release the pipes. Safe to call twice."""
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        self._kill()
         for fd in (self.fd_in, self.fd_out):
             try:
                 os.close(fd)
@@ -184,14 +177,7 @@ class WorkerClient:
         self.fd_in = self.fd_out = -1
 
     def _kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.process)
 
     def _violation(self, where: str, detail: str) -> None:
         self._kill()

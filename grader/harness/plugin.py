@@ -27,6 +27,7 @@ import pytest
 from grader.harness.client import GradingStop, RemoteException, WorkerClient
 from grader.harness.feedback import Feedback
 from grader.harness.job import RESULTS_SCHEMA, Job
+from grader.harness.processes import children_of
 from grader.harness.zygote import Zygote
 
 PR_SET_DUMPABLE = 4
@@ -157,7 +158,7 @@ class HarnessState:
         if self._zygote is not None:
             keep.add(self._zygote.process.pid)
         while time.monotonic() < deadline:
-            strays = [pid for pid in _children_of(os.getpid()) if pid not in keep]
+            strays = [pid for pid in children_of(os.getpid()) if pid not in keep]
             for pid in strays:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -176,23 +177,6 @@ def _prctl(option: int, value: int) -> bool:
         return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-
-
-def _children_of(parent: int) -> list[int]:
-    children = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == parent:
-            children.append(int(entry.name))
-    return children
 
 
 STATE: HarnessState | None = None

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from grader.harness.limits import Limits
+from grader.harness.processes import kill_group
 
 BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); "
              "from grader.harness.zygote import serve; serve()")
@@ -186,15 +187,7 @@ class Zygote:
             self.channel.close()
         except OSError:
             pass
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.process)
 
 
 class ForkedProcess:

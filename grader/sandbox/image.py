@@ -39,6 +39,7 @@ import docker
 import requests
 
 from grader.errors import GradingError
+from grader.sandbox import layout
 
 Progress = Callable[[str], None] | None
 
@@ -117,22 +118,11 @@ def base_tag() -> str:
 
 
 def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, bytes]]:
-    """The in-sandbox code as (path relative to the package's parent, bytes), sorted by path.
-
-    ``grader/__init__.py`` and every ``grader/harness/**/*.py`` that exists now. `package_dir` is
-    the ``grader`` package folder (default: the one this module belongs to); tests pass a copy.
-    """
+    """The in-sandbox code (see `layout.harness_files`); a missing package is a build error."""
     package = Path(package_dir) if package_dir is not None else PACKAGE_DIR
-    init = package / "__init__.py"
-    if not init.is_file():
-        raise ImageBuildError(f"no harness code: {init} does not exist")
-    files = {f"{package.name}/__init__.py": init.read_bytes()}
-    harness = package / "harness"
-    if harness.is_dir():
-        for path in harness.rglob("*.py"):
-            if path.is_file() and "__pycache__" not in path.relative_to(package).parts:
-                files[f"{package.name}/{path.relative_to(package).as_posix()}"] = path.read_bytes()
-    return sorted(files.items())
+    if not (package / "__init__.py").is_file():
+        raise ImageBuildError(f"no harness code: {package / '__init__.py'} does not exist")
+    return layout.harness_files(package)
 
 
 def _layer_entries(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, int, bytes | None]]:

@@ -1,0 +1,41 @@
+"""Ending and finding processes: what the harness does to workers and to what they leave behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+
+def kill_group(process: Any, timeout: float = 5.0) -> None:
+    """SIGKILL the process's whole group (it leads its own session) and wait for it to be reaped.
+
+    `process` is a `subprocess.Popen` or anything with its `pid` and `wait(timeout)`.
+    """
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def children_of(parent: int) -> list[int]:
+    """The pids whose parent is `parent`, read from /proc."""
+    children = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            children.append(int(entry.name))
+    return children
