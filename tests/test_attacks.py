@@ -86,23 +86,35 @@ def canary(monkeypatch):
     monkeypatch.setenv(CANARY, CANARY_VALUE)
 
 
-def worker_processes() -> list[int]:
+def processes_mentioning(text: str) -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"grader-job-" in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
+                command = (entry / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if text.encode() in command:
+                found.append(f"{entry.name}: {command[:200]!r}")
     return found
 
 
 @pytest.mark.parametrize("path", [p for p in attack_files() if "local" in declared(p)[1]], ids=lambda p: p.stem)
-def test_attack_on_the_local_sandbox(path):
+def test_attack_on_the_local_sandbox(path, monkeypatch):
+    import grader.sandbox.local as local
+
+    jobs: list[str] = []
+    make_folder = local.tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        jobs.append(make_folder(*args, **kwargs))
+        return jobs[-1]
+
+    monkeypatch.setattr(local.tempfile, "mkdtemp", recording_mkdtemp)
     card, elapsed = run(path, run_local, "local")
     check(card, path, elapsed)
-    assert worker_processes() == [], "a process of the submission outlived its grading"
+    # Workers carry their job folder in their command line: none of this grading's may be left.
+    assert jobs and processes_mentioning(jobs[0]) == [], "a process of the submission outlived its grading"
 
 
 @pytest.mark.parametrize("path", [p for p in attack_files() if "docker" in declared(p)[1]], ids=lambda p: p.stem)

@@ -116,7 +116,23 @@ def tail(data: bytes, limit: int = 4000) -> str:
 
 def run_local(exercise: Exercise, source: bytes, tier: str) -> RawRun:
     with worker_account() as worker:
-        return _run_local(exercise, source, tier, worker)
+        try:
+            return _run_local(exercise, source, tier, worker)
+        finally:
+            if worker[0] is not None:
+                sweep_account(worker[0])
+
+
+def sweep_account(uid: int) -> None:
+    """Kill every process left running as this grading's own worker account.
+
+    The harness already kills each worker's group and, as a subreaper, whatever escaped it; this is
+    the last sweep, for anything that outlived the harness itself. It is safe only because the account
+    belongs to this grading alone (see `worker_account`): `kill(-1)` reaches that user's processes.
+    """
+    subprocess.run([worker_python(uid), "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+                   user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
 
 
 def _run_local(exercise: Exercise, source: bytes, tier: str, worker: tuple[int | None, int | None]) -> RawRun:
