@@ -113,8 +113,11 @@ def test_attack_on_the_local_sandbox(path, monkeypatch):
     monkeypatch.setattr(local.tempfile, "mkdtemp", recording_mkdtemp)
     card, elapsed = run(path, run_local, "local")
     check(card, path, elapsed)
+    if declared(path)[0] == {"rejected"}:
+        assert jobs == [], "a refused file must not reach a sandbox"
     # Workers carry their job folder in their command line: none of this grading's may be left.
-    assert jobs and processes_mentioning(jobs[0]) == [], "a process of the submission outlived its grading"
+    for job in jobs:
+        assert processes_mentioning(job) == [], "a process of the submission outlived its grading"
 
 
 @pytest.mark.parametrize("path", [p for p in attack_files() if "docker" in declared(p)[1]], ids=lambda p: p.stem)
