@@ -7,6 +7,7 @@ and every mutant (a plausible bug, one per file) must fail at least one test.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def mutant_description(path: Path) -> str:
 
 
 def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str = "premium",
-              on_row: "callable | None" = None) -> Audit:  # type: ignore[valid-type]
+              on_row: Callable[[AuditRow], None] | None = None) -> Audit:
     def grade(label: str, path: Path) -> AuditRow:
         card = grade_bytes(path.read_bytes(), exercise, tier, backend, backend_name)
         row = AuditRow(label, path, card)

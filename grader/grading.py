@@ -15,7 +15,7 @@ from typing import Any, Callable
 import grader
 from grader.exercise import Exercise, list_tests
 from grader.harness.job import RESULTS_SCHEMA
-from grader.sandbox.local import RawRun
+from grader.sandbox.layout import RawRun
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
 from grader.validate import Rejected, validate
 

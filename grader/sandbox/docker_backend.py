@@ -22,8 +22,8 @@ from grader.errors import GradingError
 from grader.exercise import Exercise
 from grader.harness.__main__ import BOOTSTRAP
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
-from grader.sandbox.layout import build_layout, harness_input, results_from_output
-from grader.sandbox.local import HARNESS_ENV, RawRun, tail
+from grader.sandbox.layout import RawRun, build_layout, harness_input, results_from_output
+from grader.sandbox.local import HARNESS_ENV, tail
 
 BASE = "/job"
 NOBODY = 65534

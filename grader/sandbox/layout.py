@@ -108,6 +108,19 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
     return JobLayout(entries, job, secrets.token_hex(16), posixpath.join(base, JOB_FILE))
 
 
+@dataclass
+class RawRun:
+    """What a backend hands back: the harness's results file (or None) and what explains its absence."""
+
+    results: bytes | None
+    nonce: str
+    exit_status: int | None
+    log_tail: str
+    timed_out: bool
+    duration_s: float
+    detail: str = ""  # a backend's own explanation (out of memory, ...)
+
+
 def harness_input(layout: JobLayout) -> bytes:
     """What the harness reads on standard input: the nonce line, then the job as a tar with owners."""
     worker_uid = layout.job.worker_user if layout.job.worker_user is not None else 0

@@ -19,13 +19,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import GradingError
 from grader.exercise import Exercise
 from grader.harness.__main__ import BOOTSTRAP
-from grader.sandbox.layout import HARNESS_PACKAGE, build_layout, harness_input, results_from_output
+from grader.sandbox.layout import HARNESS_PACKAGE, RawRun, build_layout, harness_input, results_from_output
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -34,19 +33,6 @@ HARNESS_ENV = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
-
-
-@dataclass
-class RawRun:
-    """What a backend hands back: the harness's results file (or None) and what explains its absence."""
-
-    results: bytes | None
-    nonce: str
-    exit_status: int | None
-    log_tail: str
-    timed_out: bool
-    duration_s: float
-    detail: str = ""  # a backend's own explanation (out of memory, ...)
 
 
 WORKER_UIDS = range(61000, 61064)  # one account per concurrent local grading; no real user has these
