@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import shutil
 import sys
 import tempfile
@@ -34,14 +35,36 @@ def make_class(folder: Path, exercise, count: int) -> None:
         (folder / f"student{number:03d}.py").write_bytes(source.read_bytes() + f"\n# {number}\n".encode())
 
 
-def timed_batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int) -> tuple[float, int]:
+ENGINE_PROCESSES = ("dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-init")
+
+
+def engine_cpu_seconds() -> float:
+    """CPU time used so far by the container engine's own processes (dockerd, containerd, shims, runc)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        if name in ENGINE_PROCESSES or name.startswith("containerd-shim"):
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed_batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int) -> tuple[float, int, float]:
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "bench.db") as store:
+        engine_before = engine_cpu_seconds()
         started = time.perf_counter()
         summary = run_batch(store, exercise, tier, lambda: choose_backend(sandbox), discover(folder, exercise), jobs=jobs)
         elapsed = time.perf_counter() - started
+        engine = engine_cpu_seconds() - engine_before
     if summary.problems:
         raise SystemExit(f"problems in the batch: {summary.problems[:3]}")
-    return elapsed, len(summary.graded)
+    return elapsed, len(summary.graded), engine
 
 
 def main() -> None:
@@ -59,11 +82,13 @@ def main() -> None:
               f"tier {args.tier}")
         for sandbox in args.sandboxes.split(","):
             choose_backend(sandbox)  # fails early when Docker is asked for and absent
-            one, graded = timed_batch(folder, exercise, args.tier, sandbox, 1)
-            two, _ = timed_batch(folder, exercise, args.tier, sandbox, 2)
-            print(f"  {sandbox:6s} --jobs 1: {one:6.1f} s, {graded / one * 60:6.1f} submissions/min")
+            one, graded, engine_one = timed_batch(folder, exercise, args.tier, sandbox, 1)
+            two, _, engine_two = timed_batch(folder, exercise, args.tier, sandbox, 2)
+            engine = (lambda cpu: f", engine CPU {cpu:.1f} s ({cpu / graded * 1000:.0f} ms a submission)"
+                      if sandbox == "docker" else "")
+            print(f"  {sandbox:6s} --jobs 1: {one:6.1f} s, {graded / one * 60:6.1f} submissions/min{engine(engine_one)}")
             print(f"  {sandbox:6s} --jobs 2: {two:6.1f} s, {graded / two * 60:6.1f} submissions/min"
-                  f"   speed-up {one / two:.2f}x")
+                  f"   speed-up {one / two:.2f}x{engine(engine_two)}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -11,12 +11,15 @@ from typing import Any
 def kill_group(process: Any, timeout: float = 5.0) -> None:
     """SIGKILL the process's whole group (it leads its own session) and wait for it to be reaped.
 
-    `process` is a `subprocess.Popen` or anything with its `pid` and `wait(timeout)`.
+    `process` is a `subprocess.Popen` or anything with its `pid` and `wait(timeout)`. The process
+    itself is killed too: a worker just forked by the zygote may not have made its own session yet,
+    and then no group carries its pid.
     """
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    for kill, target in ((os.killpg, process.pid), (os.kill, process.pid)):
+        try:
+            kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

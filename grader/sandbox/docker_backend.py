@@ -23,7 +23,7 @@ from grader.exercise import Exercise
 from grader.harness.__main__ import BOOTSTRAP
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import RawRun, build_layout, harness_input, results_from_output
-from grader.sandbox.local import HARNESS_ENV, tail
+from grader.sandbox.local import HARNESS_ENV, tail, worker_account
 
 BASE = "/job"
 NOBODY = 65534
@@ -54,17 +54,24 @@ class DockerBackend:
         started = time.monotonic()
         if self.image is None:
             self.image = ensure_image(self.client)
-        tag = self.image
         timings.image_s = time.monotonic() - started
+        # Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
+        # them: each concurrent grading gets a worker account of its own, so that one submission's fork
+        # bomb cannot starve another's workers. (Without root on the host, `nobody` it is.)
+        with worker_account() as (uid, gid):
+            return self._run(exercise, source, tier, uid or NOBODY, gid or NOBODY, timings, started)
+
+    def _run(self, exercise: Exercise, source: bytes, tier: str, uid: int, gid: int, timings: DockerTimings,
+             started: float) -> RawRun:
         layout = build_layout(exercise, source, tier, base=BASE, python="/usr/bin/python3",
-                              harness_root=f"/{HARNESS_PREFIX}", worker_user=NOBODY, worker_group=NOBODY)
+                              harness_root=f"/{HARNESS_PREFIX}", worker_user=uid, worker_group=gid)
         limits = exercise.limits
         container = None
         timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
         phase = time.monotonic()
         try:
             container = self.client.containers.create(
-                tag, ["python3", "-I", "-c", BOOTSTRAP.format(root=f"/{HARNESS_PREFIX}"), BASE],
+                self.image, ["python3", "-I", "-c", BOOTSTRAP.format(root=f"/{HARNESS_PREFIX}"), BASE],
                 user="0:0", working_dir="/tmp", environment=dict(HARNESS_ENV), network_mode="none",
                 read_only=True, tmpfs={BASE: f"rw,size={limits.disk_mb}m,mode=0711",
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},
