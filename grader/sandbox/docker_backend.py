@@ -2,7 +2,7 @@
 
 The container: the grading image (Debian, Python, pytest, the harness under /opt/grader), no network,
 a read-only root, tmpfs for /job and /tmp, memory and swap, pids and CPU limits, every capability
-dropped but the few the root harness needs to run workers as `nobody` and clean up after them, and
+dropped but the few the root harness needs to run workers as another user and clean up after them, and
 `no-new-privileges`. The job goes in on the harness's standard input (files with explicit owners and
 modes, nothing bind-mounted from the host); the results come out on its standard output. Nothing of
 the host's environment is passed in.
