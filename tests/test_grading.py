@@ -11,7 +11,8 @@ import pytest
 from grader.cli import main
 from grader.exercise import list_tests, load_exercise
 from grader.grading import grade_bytes, judge
-from grader.sandbox.local import RawRun, run_local
+from grader.sandbox.layout import RawRun
+from grader.sandbox.local import run_local
 from grader.scorecard import Scorecard
 from tests.helpers import EXERCISE, REFERENCE, STUB
 

@@ -25,14 +25,22 @@ def test_messages_round_trip(pipe):
     read, write = pipe
     message = {"ok": [1, 2.5, "x", None, True, {"$t": [1, {"$ref": 3}]}]}
     protocol.send(write, message)
-    assert protocol.receive(read, time.monotonic() + 1) == message
+    assert protocol.Inbox(read).receive(time.monotonic() + 1) == message
+
+
+def test_messages_that_arrive_together_are_read_one_at_a_time(pipe):
+    read, write = pipe
+    for n in range(3):
+        protocol.send(write, {"n": n})
+    inbox = protocol.Inbox(read)
+    assert [inbox.receive(time.monotonic() + 1) for _ in range(3)] == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
 def test_a_silent_peer_misses_the_deadline(pipe):
     read, _ = pipe
     started = time.monotonic()
     with pytest.raises(protocol.Deadline):
-        protocol.receive(read, time.monotonic() + 0.2)
+        protocol.Inbox(read).receive(time.monotonic() + 0.2)
     assert time.monotonic() - started < 1
 
 
@@ -40,21 +48,21 @@ def test_a_closed_pipe_is_reported(pipe):
     read, write = pipe
     os.close(write)
     with pytest.raises(protocol.PeerClosed):
-        protocol.receive(read, time.monotonic() + 1)
+        protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
 def test_an_oversized_announcement_is_refused_before_reading(pipe):
     read, write = pipe
     os.write(write, protocol.HEADER.pack(protocol.MAX_MESSAGE_BYTES + 1))
     with pytest.raises(protocol.ProtocolError, match="cap"):
-        protocol.receive(read, time.monotonic() + 1)
+        protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
 def test_a_body_that_is_not_json_is_a_protocol_error(pipe):
     read, write = pipe
     os.write(write, protocol.HEADER.pack(4) + b"\xff\xfe{}")
     with pytest.raises(protocol.ProtocolError, match="not valid JSON"):
-        protocol.receive(read, time.monotonic() + 1)
+        protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
 def test_sending_more_than_the_cap_is_refused(pipe):

@@ -148,6 +148,7 @@ class WorkerClient:
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.fd_out, self.fd_in = to_worker_w, from_worker_r
+        self.inbox = protocol.Inbox(from_worker_r)
         self.import_error: RemoteException | None = None
         self.incident: GradingStop | None = None
         self.started = time.monotonic()
@@ -188,7 +189,7 @@ class WorkerClient:
         if self.dead_reason:
             raise WorkerCrashed(f"your code can no longer be called: {self.dead_reason}")
         try:
-            message = protocol.receive(self.fd_in, deadline)
+            message = self.inbox.receive(deadline)
         except protocol.Deadline:
             self._kill()
             limit = self.limits.import_timeout_s if where == "importing your file" else self.limits.call_timeout_s

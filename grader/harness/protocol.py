@@ -44,32 +44,36 @@ def send(fd: int, message: Any) -> None:
         view = view[written:]
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
+class Inbox:
+    """The receiving end of one pipe. It reads whatever has arrived, up to 1 MiB at a time, so a whole
+    message usually costs one `select` and one `read`; bytes past the message wait for the next one."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+
+    def _fill(self, deadline: float | None) -> None:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
                 raise Deadline()
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                raise Deadline()
-        chunk = os.read(fd, min(remaining, 1 << 20))
+        chunk = os.read(self.fd, 1 << 20)
         if not chunk:
             raise PeerClosed("the pipe closed")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        self.buffer += chunk
 
-
-def receive(fd: int, deadline: float | None = None) -> Any:
-    """One message; `deadline` is a `time.monotonic()` instant, or None to wait forever."""
-    (length,) = HEADER.unpack(_read_exact(fd, HEADER.size, deadline))
-    if length > MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"announced a message of {length} bytes, over the {MAX_MESSAGE_BYTES} byte cap")
-    body = _read_exact(fd, length, deadline)
-    try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ProtocolError(f"a message was not valid JSON ({exc.__class__.__name__})") from None
+    def receive(self, deadline: float | None = None) -> Any:
+        """One message; `deadline` is a `time.monotonic()` instant, or None to wait forever."""
+        while len(self.buffer) < HEADER.size:
+            self._fill(deadline)
+        (length,) = HEADER.unpack_from(self.buffer)
+        if length > MAX_MESSAGE_BYTES:
+            raise ProtocolError(f"announced a message of {length} bytes, over the {MAX_MESSAGE_BYTES} byte cap")
+        while len(self.buffer) < HEADER.size + length:
+            self._fill(deadline)
+        body = bytes(self.buffer[HEADER.size:HEADER.size + length])
+        del self.buffer[:HEADER.size + length]
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ProtocolError(f"a message was not valid JSON ({exc.__class__.__name__})") from None

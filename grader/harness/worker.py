@@ -57,6 +57,7 @@ class Worker:
         self.submission = submission
         self.module_name = module_name
         self.fd_in, self.fd_out = fd_in, fd_out
+        self.inbox = protocol.Inbox(fd_in)
         self.module: Any = None
         self.handles: dict[int, Any] = {}  # handle -> object, keeps each object alive
         self.handle_of: dict[int, int] = {}  # id(object) -> handle
@@ -230,7 +231,7 @@ class Worker:
         self.reply({"ready": True})
         while True:
             try:
-                request = protocol.receive(self.fd_in)
+                request = self.inbox.receive()
             except protocol.PeerClosed:
                 return
             try:
