@@ -9,6 +9,8 @@ The layout is fixed, so adding an exercise never touches grader code:
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -160,12 +162,29 @@ def list_tests(suite: SuiteSpec) -> list[str]:
     never a submission. Used to name the premium tests a free run did not run, to state the points at
     stake when a submission is refused, and to check that every test of a run reported a result.
     """
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(suite.path.glob("*.py")))
-    return list(_collect(str(suite.path), stamp))
+    digest = hashlib.sha256()
+    for path in sorted(suite.path.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(path.relative_to(suite.path).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return list(_collect(str(suite.path), digest.hexdigest()))
+
+
+def _cache_file(digest: str) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "grader" / f"tests-{digest}.json"
 
 
 @functools.lru_cache(maxsize=64)
-def _collect(folder: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str, ...]:
+def _collect(folder: str, digest: str) -> tuple[str, ...]:
+    """pytest's collection of `folder`, kept on disk by the suite's content (a collection costs about
+    half a second: a pytest start), so that every grading of an unchanged suite reuses it."""
+    cache = _cache_file(digest)
+    try:
+        names = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return tuple(names)
+    except (OSError, ValueError):
+        pass
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
@@ -173,4 +192,12 @@ def _collect(folder: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str,
          "--rootdir", folder, folder], capture_output=True, text=True, env=env, cwd=folder, timeout=120)
     if done.returncode not in (0, 5):
         raise ExerciseError(f"the suite in {folder} cannot be collected:\n{done.stdout[-2000:]}")
-    return tuple(line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line)
+    found = tuple(line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_suffix(f".{os.getpid()}.partial")
+        temporary.write_text(json.dumps(list(found)), encoding="utf-8")
+        os.replace(temporary, cache)
+    except OSError:
+        pass  # no cache where the home folder is read-only: collect again next time
+    return found
