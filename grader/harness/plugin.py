@@ -223,6 +223,8 @@ def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
         record = harness.records.get(request.node.nodeid)
         harness.clean_up_after(client)
         text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
+        # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.
+        Path(client.output_path).unlink(missing_ok=True)
         if record is not None:
             record.output, record.output_cut = text, cut
 
