@@ -18,6 +18,7 @@ from grader.exercise import Exercise
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError, validate_student_id
+from grader.validate import read_capped
 
 
 @dataclass
@@ -74,7 +75,7 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             summary.problems.append((candidate.student, candidate.problem))
             continue
         try:
-            data = candidate.path.read_bytes()
+            data = read_capped(candidate.path, exercise.max_submission_bytes)
         except OSError as exc:
             summary.problems.append((candidate.student, f"cannot read {candidate.path}: {exc.strerror}"))
             continue

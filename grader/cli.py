@@ -25,6 +25,7 @@ from grader.sandbox.choose import SANDBOXES, choose_backend
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError
 from grader.terminal import print_summary
+from grader.validate import read_capped
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
 
@@ -33,21 +34,21 @@ class UsageError(Exception):
     pass
 
 
-def read_submission(path: str) -> bytes:
+def read_submission(path: str, max_bytes: int) -> bytes:
     file = Path(path)
     if not file.exists():
         raise UsageError(f"{path}: no such file")
     if not file.is_file():
         raise UsageError(f"{path}: not a file (submit the solution's .py file)")
     try:
-        return file.read_bytes()
+        return read_capped(file, max_bytes)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
-    data = read_submission(args.submission)
+    data = read_submission(args.submission, exercise.max_submission_bytes)
     backend, name = choose_backend(args.sandbox)
     if args.sandbox == "auto":
         console.print(Text(f"sandbox: {name} ({'Docker engine found' if name == 'docker' else 'no Docker engine reachable'})", style="dim"))
@@ -157,7 +158,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)
     exercise.suites_for(args.tier)
-    data = read_submission(args.submission)
+    data = read_submission(args.submission, exercise.max_submission_bytes)
     with open_store(args) as store:
         sha = hashlib.sha256(data).hexdigest()
         submission_id, new = store.add_submission(student, exercise.slug, args.tier, sha,

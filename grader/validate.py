@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class Rejected(Exception):
@@ -21,10 +22,17 @@ class Submission:
     sha256: str
 
 
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes, but never more than one byte past the limit: a huge file is refused for its
+    size without being read into memory."""
+    with open(path, "rb") as handle:
+        return handle.read(max_bytes + 1)
+
+
 def validate(data: bytes, filename: str, max_bytes: int) -> Submission:
     sha = hashlib.sha256(data).hexdigest()
     if len(data) > max_bytes:
-        raise Rejected(f"the file is {len(data):,} bytes; submissions are limited to {max_bytes:,} bytes")
+        raise Rejected(f"the file is larger than {max_bytes:,} bytes; submissions are limited to {max_bytes:,} bytes")
     if not data.strip():
         raise Rejected("the file is empty: submit your solution's Python source")
     if b"\x00" in data:
