@@ -20,7 +20,7 @@ from rich.text import Text
 
 from grader.exercise import TIERS, ExerciseError, load_exercise
 from grader.errors import GradingError
-from grader.grading import grade_bytes
+from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError
@@ -46,12 +46,19 @@ def read_submission(path: str, max_bytes: int) -> bytes:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
+def sandbox_for(choice: str, console: Console) -> tuple[Backend, str]:
+    """The backend to grade with; says which one `auto` chose, and shows the lines of a first image build."""
+    backend, name = choose_backend(choice, progress=lambda line: console.print(Text(line, style="dim")))
+    if choice == "auto":
+        why = "Docker engine found" if name == "docker" else "no Docker engine reachable"
+        console.print(Text(f"sandbox: {name} ({why})", style="dim"))
+    return backend, name
+
+
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
     data = read_submission(args.submission, exercise.max_submission_bytes)
-    backend, name = choose_backend(args.sandbox)
-    if args.sandbox == "auto":
-        console.print(Text(f"sandbox: {name} ({'Docker engine found' if name == 'docker' else 'no Docker engine reachable'})", style="dim"))
+    backend, name = sandbox_for(args.sandbox, console)
     card = grade_bytes(data, exercise, args.tier, backend, name)
     if args.json:
         card.write(args.json)
@@ -168,7 +175,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             console.print(Text(f"this exact file was already graded for {student} (submission {submission_id}); "
                                "showing that result", style="yellow"))
         else:
-            backend, name = choose_backend(args.sandbox)
+            backend, name = sandbox_for(args.sandbox, console)
             card = grade_bytes(data, exercise, args.tier, backend, name)
             store.save_scorecard(submission_id, card)
         print_summary(card, console)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from grader.errors import GradingError
 from grader.grading import Backend
 from grader.sandbox.local import run_local
@@ -9,7 +11,8 @@ from grader.sandbox.local import run_local
 SANDBOXES = ("auto", "docker", "local")
 
 
-def choose_backend(name: str) -> tuple[Backend, str]:
+def choose_backend(name: str, progress: Callable[[str], None] | None = None) -> tuple[Backend, str]:
+    """`progress` receives the lines of an image build, should the Docker backend need one."""
     if name not in SANDBOXES:
         raise GradingError(f"unknown sandbox {name!r}; choose one of {', '.join(SANDBOXES)}")
     if name == "local":
@@ -20,7 +23,7 @@ def choose_backend(name: str) -> tuple[Backend, str]:
     if client is not None:
         from grader.sandbox.docker_backend import DockerBackend
 
-        return DockerBackend(client), "docker"
+        return DockerBackend(client, progress=progress), "docker"
     if name == "docker":
         raise GradingError("--sandbox docker: no Docker engine is reachable (is dockerd running, and may this user "
                            "use /var/run/docker.sock?)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import docker
@@ -48,12 +49,13 @@ class DockerBackend:
     client: docker.DockerClient
     last_timings: DockerTimings = field(default_factory=DockerTimings)
     image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
+    progress: Callable[[str], None] | None = None  # where the lines of an image build go
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         timings = DockerTimings()
         started = time.monotonic()
         if self.image is None:
-            self.image = ensure_image(self.client)
+            self.image = ensure_image(self.client, self.progress)
         timings.image_s = time.monotonic() - started
         # Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
         # them: each concurrent grading gets a worker account of its own, so that one submission's fork
