@@ -41,7 +41,6 @@ class JobLayout:
     entries: list[Entry]
     job: Job
     nonce: str
-    job_file: str  # absolute, as the harness sees it
 
 
 def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, bytes]]:
@@ -105,7 +104,7 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
         worker_group=worker_group, limits=exercise.limits,
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
-    return JobLayout(entries, job, secrets.token_hex(16), posixpath.join(base, JOB_FILE))
+    return JobLayout(entries, job, secrets.token_hex(16))
 
 
 @dataclass
