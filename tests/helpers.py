@@ -10,6 +10,7 @@ from pathlib import Path
 
 from grader.harness.client import WorkerClient
 from grader.harness.limits import Limits
+from grader.sandbox.layout import harness_files
 from grader.sandbox.local import worker_account, worker_python
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,14 @@ def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClie
         scratch.mkdir()
         if uid is not None:
             os.chown(scratch, uid, gid)
-        client = WorkerClient(python=worker_python(uid), harness_root=str(PROJECT), submission=str(submission),
+        # The worker's user may not read the project (a private checkout): ship the harness code, as grading does.
+        code = base / "code"
+        for relative, data in harness_files():
+            (code / relative).parent.mkdir(parents=True, exist_ok=True)
+            (code / relative).write_bytes(data)
+        for path in [code, *code.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        client = WorkerClient(python=worker_python(uid), harness_root=str(code), submission=str(submission),
                               module="student", limits=limits or Limits(call_timeout_s=2, import_timeout_s=3),
                               cwd=str(scratch), output_path=str(base / "output.txt"), user=uid, group=gid)
         try:
