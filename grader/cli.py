@@ -22,6 +22,7 @@ from grader.exercise import TIERS, ExerciseError, load_exercise
 from grader.errors import GradingError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
+from grader.sandbox.local import UNSAFE_WARNING
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError
 from grader.terminal import print_summary
@@ -46,19 +47,23 @@ def read_submission(path: str, max_bytes: int) -> bytes:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
-def sandbox_for(choice: str, console: Console) -> tuple[Backend, str]:
-    """The backend to grade with; says which one `auto` chose, and shows the lines of a first image build."""
-    backend, name = choose_backend(choice, progress=lambda line: console.print(Text(line, style="dim")))
-    if choice == "auto":
-        why = "Docker engine found" if name == "docker" else "no Docker engine reachable"
+def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, str]:
+    """The backend to grade with; says which one `auto` chose, warns on every unprotected run, and shows
+    the lines of a first image build."""
+    unsafe = getattr(args, "unsafe_local", False)
+    backend, name, why = choose_backend(args.sandbox, progress=lambda line: console.print(Text(line, style="dim")),
+                                        unsafe_local=unsafe)
+    if args.sandbox == "auto":
         console.print(Text(f"sandbox: {name} ({why})", style="dim"))
+    if getattr(backend, "unsafe", False):
+        Console(stderr=True).print(Text(f"warning: {UNSAFE_WARNING}", style="red bold"))
     return backend, name
 
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
     data = read_submission(args.submission, exercise.max_submission_bytes)
-    backend, name = sandbox_for(args.sandbox, console)
+    backend, name = sandbox_for(args, console)
     card = grade_bytes(data, exercise, args.tier, backend, name)
     if args.json:
         card.write(args.json)
@@ -115,7 +120,7 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     from grader.audit import run_audit
 
     exercise = load_exercise(args.exercise)
-    backend, name = choose_backend(args.sandbox)
+    backend, name = sandbox_for(args, console)
     console.print(f"auditing {exercise.slug} on the {name} sandbox: reference, stub and {len(exercise.mutants)} mutants")
     audit = run_audit(exercise, backend, name,
                       on_row=lambda row: console.print(Text(f"  graded {row.label}: {row.card.score}/{row.card.max_score}", style="dim")))
@@ -175,7 +180,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             console.print(Text(f"this exact file was already graded for {student} (submission {submission_id}); "
                                "showing that result", style="yellow"))
         else:
-            backend, name = sandbox_for(args.sandbox, console)
+            backend, name = sandbox_for(args, console)
             card = grade_bytes(data, exercise, args.tier, backend, name)
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
@@ -196,14 +201,14 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     exercise.suites_for(args.tier)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    choose_backend(args.sandbox)  # fail now, not in every thread, when the sandbox is unavailable
+    sandbox_for(args, console)  # fail now, not in every thread, when the sandbox is unavailable
     candidates = discover(Path(args.folder), exercise)
     with open_store(args) as store, Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
                                              TimeElapsedColumn(), TextColumn("{task.description}"),
                                              console=console, transient=False) as progress:
         task = progress.add_task("", total=None)
         summary = run_batch(
-            store, exercise, args.tier, lambda: choose_backend(args.sandbox), candidates, jobs=args.jobs,
+            store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local)[:2], candidates, jobs=args.jobs,
             on_start=lambda total: progress.update(task, total=total),
             on_done=lambda student, card, problem: progress.update(
                 task, advance=1, description=f"{student}: {card.score}/{card.max_score}" if card else f"{student}: {problem}"),
@@ -244,12 +249,12 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_image_build(args: argparse.Namespace, console: Console) -> int:
-    from grader.sandbox.engine import engine_client
+    from grader.sandbox.engine import engine_status
     from grader.sandbox.image import build_image
 
-    client = engine_client()
+    client, why_not = engine_status()
     if client is None:
-        raise GradingError("no Docker engine is reachable; start one (for example with .ci/docker-up.sh)")
+        raise GradingError(f"{why_not}; start one (for example with .ci/docker-up.sh)")
     started = time.monotonic()
     tag = build_image(client, force=args.force, progress=lambda line: console.print(Text(line, style="dim")))
     console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
@@ -265,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--exercise", required=True, help="the exercise's name (slug) or folder")
     grade.add_argument("--tier", choices=TIERS, default="premium", help="free runs the visible suite only")
     grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
+    grade.add_argument("--unsafe-local", action="store_true",
+                       help="run the local sandbox without namespaces: only for your own trusted code")
     grade.add_argument("--json", metavar="F", help="write the scorecard JSON here")
     grade.add_argument("--html", metavar="F", help="write the HTML report here")
     grade.add_argument("--md", metavar="F", help="write the Markdown report here")
@@ -289,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--exercise", required=True)
     submit.add_argument("--tier", choices=TIERS, default="premium")
     submit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    submit.add_argument("--unsafe-local", action="store_true",
+                       help="run the local sandbox without namespaces: only for your own trusted code")
     submit.add_argument("--db", metavar="PATH", help=db_help)
     submit.set_defaults(run=command_submit)
 
@@ -298,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
     batch.add_argument("--tier", choices=TIERS, default="premium")
     batch.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    batch.add_argument("--unsafe-local", action="store_true",
+                       help="run the local sandbox without namespaces: only for your own trusted code")
     batch.add_argument("--gradebook", metavar="FILE", help="write the gradebook CSV here")
     batch.add_argument("--db", metavar="PATH", help=db_help)
     batch.set_defaults(run=command_batch)
@@ -319,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help="the exercise's name (slug) or folder")
     audit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    audit.add_argument("--unsafe-local", action="store_true",
+                       help="run the local sandbox without namespaces: only for your own trusted code")
     audit.set_defaults(run=command_audit)
     return parser
 

@@ -3,3 +3,7 @@
 
 class GradingError(Exception):
     """The grader cannot run: no such backend, Docker unreachable, image build failed, no interpreter."""
+
+
+class SandboxUnavailable(GradingError):
+    """The sandbox asked for cannot give untrusted code the isolation it promises on this machine."""

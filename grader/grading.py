@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import grader
 from grader.exercise import Exercise, list_tests
-from grader.harness.job import RESULTS_SCHEMA
+from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
 from grader.validate import Rejected, validate
@@ -59,13 +59,14 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", reason, 0, []
 
-    if raw.results is None:
+    printed = results_from_output(raw.output)
+    if printed is None:
         if raw.timed_out:
             return error(f"grading did not finish within {exercise.limits.total_timeout_s:g} s and was stopped")
         return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
                      f" (exit status {raw.exit_status})"))
     try:
-        results = json.loads(raw.results)
+        results = json.loads(printed)
         if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
             raise ValueError("unknown results format")
         if results.get("nonce") != raw.nonce:

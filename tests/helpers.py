@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from grader.harness.client import WorkerClient
+from grader.harness.confine import Confinement
+from grader.harness.contract import Job, worker_zip
 from grader.harness.limits import Limits
-from grader.sandbox.layout import harness_files
-from grader.sandbox.local import worker_account, worker_python
+from grader.sandbox.layout import HARNESS_PACKAGE
+from grader.sandbox.local import bwrap_path, isolation_problem, sandbox_python, worker_account, worker_python
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXERCISE = "continuous_batching"
@@ -22,32 +24,31 @@ ATTACKS = PROJECT / "tests" / "attacks"
 
 @contextlib.contextmanager
 def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClient]:
-    """A worker that imported `source` as module `student`, run as the grader would run it."""
+    """A worker that imported `source` as module `student`, confined as the grader would confine it
+    (namespaces where this machine has them, else a plain process as the worker account)."""
     with worker_account() as (uid, gid), tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
-        os.chmod(base, 0o755)
-        submission = base / "student.py"
-        submission.write_text(source, encoding="utf-8")
-        submission.chmod(0o644)
-        scratch = base / "scratch"
-        scratch.mkdir()
-        if uid is not None:
-            os.chown(scratch, uid, gid)
-        # The worker's user may not read the project (a private checkout): ship the harness code, as grading does.
-        code = base / "code"
-        for relative, data in harness_files():
-            (code / relative).parent.mkdir(parents=True, exist_ok=True)
-            (code / relative).write_bytes(data)
-        for path in [code, *code.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        client = WorkerClient(python=worker_python(uid), harness_root=str(code), submission=str(submission),
-                              module="student", limits=limits or Limits(call_timeout_s=2, import_timeout_s=3),
-                              cwd=str(scratch), output_path=str(base / "output.txt"), user=uid, group=gid)
+        os.chmod(base, 0o711)
+        for relative, data, mode in (("pub/student.py", source.encode(), 0o644),
+                                     ("pub/worker.zip", worker_zip(HARNESS_PACKAGE), 0o644)):
+            (base / relative).parent.mkdir(mode=0o755, exist_ok=True)
+            (base / relative).write_bytes(data)
+            (base / relative).chmod(mode)
+        (base / "private").mkdir(mode=0o700)
+        isolated = isolation_problem() is None
+        job = Job(submission="pub/student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
+                  worker_python=(sandbox_python() if isolated else worker_python(uid)) or "/usr/bin/python3",
+                  isolation="namespaces" if isolated else "none", private="private", worker_user=uid,
+                  worker_group=gid, bwrap=bwrap_path(), limits=limits or Limits(call_timeout_s=2, import_timeout_s=3))
+        confinement = Confinement(job, str(base), 1)
+        client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
+                              output_path=str(base / "private" / "output.txt"))
         try:
             client.wait_ready()
             yield client
         finally:
             client.close()
+            confinement.close()
 
 
 def exercise_copy(folder: Path, **limits: float) -> Path:

@@ -9,7 +9,6 @@ stays a proxy that only ever equals itself.
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import signal
 import subprocess
@@ -19,13 +18,8 @@ from typing import Any
 
 from grader.harness import protocol
 from grader.harness.limits import Limits
-from grader.harness.processes import kill_group
-from grader.harness.zygote import ForkedProcess, Zygote, ZygoteUnavailable
+from grader.harness.confine import Confinement, ForkedProcess, ZygoteUnavailable, private_file
 
-BOOTSTRAP = (
-    "import sys; sys.path.insert(0, {root!r}); "
-    "from grader.harness.worker import main; main()"
-)
 SIGNAL_CAUSES = {
     signal.SIGSEGV: "a segmentation fault (the Python interpreter crashed)",
     signal.SIGBUS: "a bus error (the Python interpreter crashed)",
@@ -60,6 +54,12 @@ class WorkerCrashed(GradingStop):
 
 
 class ProtocolViolation(GradingStop):
+    status = "error"
+
+
+class WorkerUnavailable(GradingStop):
+    """No worker could be started: a fault of the grader's, never of the submission's."""
+
     status = "error"
 
 
@@ -110,43 +110,27 @@ def describe_exit(returncode: int | None) -> str:
 class WorkerClient:
     """One worker process: one submission import, many calls, one test."""
 
-    def __init__(self, *, python: str, harness_root: str, submission: str, module: str,
-                 limits: Limits, cwd: str, output_path: str, user: int | None = None,
-                 group: int | None = None, env: dict[str, str] | None = None,
-                 zygote: Zygote | None = None) -> None:
+    def __init__(self, *, confinement: Confinement, module: str, limits: Limits, output_path: str,
+                 env: dict[str, str] | None = None) -> None:
         self.limits = limits
         self.output_path = output_path
-        self.cwd = cwd
         self.proxies: dict[int, RemoteObject] = {}
         self.types: dict[int, dict[str, Any]] = {}
         self.dead_reason: str | None = None
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        env = env if env is not None else {"PATH": "/usr/bin:/bin"}
-        self.process: subprocess.Popen[bytes] | ForkedProcess | None = None
-        with open(output_path, "ab") as output:
-            if zygote is not None:
-                try:
-                    self.process = zygote.fork(cwd=cwd, env=env, submission=submission, module=module,
-                                               fds=(to_worker_r, from_worker_w, output.fileno()))
-                except ZygoteUnavailable:
-                    self.process = None  # start an interpreter instead
-            if self.process is None:
-                config = {
-                    "submission": submission, "module": module, "limits": limits.for_worker(),
-                    "fd_in": to_worker_r, "fd_out": from_worker_w,
-                }
-                command = [python, "-I", "-u", "-X", "faulthandler", "-c", BOOTSTRAP.format(root=harness_root),
-                           json.dumps(config)]
-                privileges: dict[str, Any] = {}
-                if user is not None:
-                    privileges = {"user": user, "group": group, "extra_groups": []}
-                self.process = subprocess.Popen(
-                    command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                    pass_fds=(to_worker_r, from_worker_w), start_new_session=True, **privileges,
-                )
-        os.close(to_worker_r)
-        os.close(from_worker_w)
+        output = private_file(output_path)
+        try:
+            self.process: ForkedProcess = confinement.fork(
+                env=env if env is not None else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, module=module,
+                fds=(to_worker_r, from_worker_w, output))
+        except ZygoteUnavailable:
+            for fd in (to_worker_w, from_worker_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (to_worker_r, from_worker_w, output):
+                os.close(fd)
         self.fd_out, self.fd_in = to_worker_w, from_worker_r
         self.inbox = protocol.Inbox(from_worker_r)
         self.import_error: RemoteException | None = None
@@ -178,7 +162,7 @@ class WorkerClient:
         self.fd_in = self.fd_out = -1
 
     def _kill(self) -> None:
-        kill_group(self.process)
+        self.process.kill()
 
     def _violation(self, where: str, detail: str) -> None:
         self._kill()

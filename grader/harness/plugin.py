@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import json
 import os
-import shutil
 import signal
 import sys
 import time
@@ -24,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from grader.harness.client import GradingStop, RemoteException, WorkerClient
+from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerUnavailable
 from grader.harness.feedback import Feedback
-from grader.harness.job import RESULTS_SCHEMA, Job
+from grader.harness.confine import Confinement, ZygoteUnavailable
+from grader.harness.contract import RESULTS_SCHEMA, Job
 from grader.harness.processes import children_of
-from grader.harness.zygote import Zygote
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -52,69 +50,75 @@ class TestRecord:
 class HarnessState:
     """Everything the fixtures and hooks share during one grading run."""
 
-    def __init__(self, job: Job, nonce: str) -> None:
+    def __init__(self, job: Job, nonce: str, base: str) -> None:
         self.job = job
         self.nonce = nonce
+        self.base = base
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
         self.workers_started = 0
+        self.confinements_started = 0
         self.spare: WorkerClient | None = None  # the next test's worker, already starting
-        self._zygote: Zygote | None = None
-        self.zygote_failed = False
+        self._confinement: Confinement | None = None
         self.reference_module: ModuleType | None = None
+        self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
         _prctl(PR_SET_DUMPABLE, 0)
 
+    def path(self, relative: str) -> str:
+        return self.job.at(self.base, relative)
+
     def suite_of(self, path: Path) -> str:
         for suite in self.job.suites:
             try:
-                path.resolve().relative_to(Path(suite.path).resolve())
+                path.resolve().relative_to(Path(self.path(suite.path)).resolve())
                 return suite.name
             except ValueError:
                 continue
         return "unknown"
 
-    def worker_env(self, scratch: Path) -> dict[str, str]:
-        return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(scratch)}
+    def shows_details(self, suite: str) -> bool:
+        return any(s.show_details for s in self.job.suites if s.name == suite)
 
-    def zygote(self) -> Zygote | None:
-        """The run's fork server, started on first use; None once it is gone (workers then start slower)."""
-        if self._zygote is None and not self.zygote_failed:
-            job = self.job
-            try:
-                self._zygote = Zygote(python=job.python, harness_root=job.harness_root, limits=job.limits,
-                                      cwd=job.scratch, log_path=os.path.join(job.private, "zygote.log"),
-                                      user=job.worker_user, group=job.worker_group,
-                                      env=self.worker_env(Path(job.scratch)))
-            except OSError:
-                self.zygote_failed = True
-        if self._zygote is not None and self._zygote.broken:
-            self._zygote.close()
-            self._zygote, self.zygote_failed = None, True
-        return self._zygote
+    def confinement(self) -> Confinement:
+        """The worker's confinement with its zygote, started on first use and again after a breakdown."""
+        if self._confinement is not None and self._confinement.broken:
+            self.end_confinement()
+        if self._confinement is None:
+            self.confinements_started += 1
+            self._confinement = Confinement(self.job, self.base, self.confinements_started)
+        return self._confinement
+
+    def end_confinement(self) -> None:
+        """End the confinement and everything in it, the spare worker included."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        if self._confinement is not None:
+            self._confinement.close()
+            self._confinement = None
+        self.reap_strays()
 
     def spawn(self) -> WorkerClient:
         self.workers_started += 1
-        job = self.job
-        scratch = Path(job.scratch) / f"worker-{self.workers_started}"
-        scratch.mkdir(mode=0o700)
-        if job.worker_user is not None:
-            os.chown(scratch, job.worker_user, job.worker_group if job.worker_group is not None else -1)
-        return WorkerClient(
-            python=job.python, harness_root=job.harness_root, submission=job.submission,
-            module=job.module, limits=job.limits, cwd=str(scratch),
-            output_path=os.path.join(job.private, f"output-{self.workers_started}.txt"),
-            user=job.worker_user, group=job.worker_group, env=self.worker_env(scratch), zygote=self.zygote(),
-        )
+        output = os.path.join(self.path(self.job.private), f"output-{self.workers_started}.txt")
+        for attempt in range(2):  # a broken zygote is replaced once; a second failure is the run's problem
+            try:
+                return WorkerClient(confinement=self.confinement(), module=self.job.module, limits=self.job.limits,
+                                    output_path=output if attempt == 0 else output + ".again")
+            except ZygoteUnavailable:
+                self.end_confinement()
+        self.problems.append("the worker's sandbox could not be started (see the zygote logs)")
+        raise WorkerUnavailable("the grader could not start a worker for your code")
 
     def start_worker(self) -> WorkerClient:
         """A fresh worker with the submission imported, for one test.
 
-        The next test's worker is started now, while this test runs, so that its start-up (an
-        interpreter and the submission's import) is off the critical path. Each test still gets its
-        own process, folder and output file.
+        The next test's worker is started now, while this test runs, so that its start-up (a fork and
+        the submission's import) is off the critical path. Each test still gets its own process, folder
+        and output file.
         """
         if self.import_failure is not None:
             # The import already failed in this run (it is deterministic enough): fail at once
@@ -136,27 +140,28 @@ class HarnessState:
         return client
 
     def close_spare(self) -> None:
-        if self.spare is not None:
-            self.spare.close()
-            self.spare = None
-        if self._zygote is not None:
-            self._zygote.close()
-            self._zygote = None
-        self.reap_strays()
+        self.end_confinement()
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
+        confinement = self._confinement
+        if confinement is not None and confinement.namespaced:
+            keep = {self.spare.process.pid} if self.spare is not None else set()
+            if not confinement.sweep(keep):
+                self.end_confinement()
         self.reap_strays()
-        shutil.rmtree(client.cwd, ignore_errors=True)
 
     def reap_strays(self) -> None:
-        """Kill what a worker left behind: as a subreaper, its orphans became our children."""
+        """Kill what a worker left behind outside a PID namespace: as a subreaper, its orphans became
+        our children (and so does a namespace's init once its `bwrap` is gone)."""
         if not self.subreaper:
             return
         deadline = time.monotonic() + 5
-        keep = {self.spare.process.pid} if self.spare is not None and self.spare.process is not None else set()
-        if self._zygote is not None:
-            keep.add(self._zygote.process.pid)
+        keep = set()
+        if self._confinement is not None:
+            keep.add(self._confinement.process.pid)
+            if self.spare is not None and not self._confinement.namespaced:
+                keep.add(self.spare.process.pid)
         while time.monotonic() < deadline:
             strays = [pid for pid in children_of(os.getpid()) if pid not in keep]
             for pid in strays:
@@ -233,16 +238,20 @@ def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
 def reference() -> dict[str, Any]:
     """The reference solution's names: trusted code, imported into the harness itself."""
     harness = state()
-    if harness.job.reference is None:
-        raise RuntimeError("this suite needs the reference solution, and the job has none")
     if harness.reference_module is None:
-        spec = importlib.util.spec_from_file_location("_grader_reference", harness.job.reference)
+        raise RuntimeError("this suite needs the reference solution, and the job has none")
+    return vars(harness.reference_module)
+
+
+def load_reference(harness: HarnessState) -> None:
+    """Import the reference into the harness, before any worker exists."""
+    if harness.job.reference is not None:
+        spec = importlib.util.spec_from_file_location("_grader_reference", harness.path(harness.job.reference))
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # dataclasses look their module up here
         spec.loader.exec_module(module)
         harness.reference_module = module
-    return vars(harness.reference_module)
 
 
 @pytest.fixture
@@ -289,7 +298,7 @@ def assertion_message(exc: AssertionError, suite: str) -> str:
         head, explanation = "", text[len("assert "):]
     if head.strip():
         return head.strip()
-    if suite == "hidden":
+    if not state().shows_details(suite):
         return "a check of this test failed"
     return f"assert {explanation}".strip()
 
@@ -340,13 +349,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     harness.close_spare()
     if exitstatus not in (0, 1):
         harness.problems.append(f"pytest ended with exit status {exitstatus}")
-    results = {
+    harness.results = {
         "schema": RESULTS_SCHEMA,
         "nonce": harness.nonce,
         "problems": harness.problems,
         "tests": [vars(r) for r in harness.records.values()],
     }
-    target = Path(harness.job.results)
-    temporary = target.with_suffix(".partial")
-    temporary.write_text(json.dumps(results), encoding="utf-8")
-    os.replace(temporary, target)

@@ -21,16 +21,17 @@ from docker.types import LogConfig
 
 from grader.errors import GradingError
 from grader.exercise import Exercise
-from grader.harness.__main__ import BOOTSTRAP
+from grader.harness.contract import bootstrap
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
-from grader.sandbox.layout import RawRun, build_layout, harness_input, results_from_output
-from grader.sandbox.local import HARNESS_ENV, tail, worker_account
+from grader.sandbox.layout import RawRun, WorkerSettings, build_layout, harness_input
+from grader.sandbox.local import HARNESS_ENV, worker_account
 
 BASE = "/job"
 NOBODY = 65534
-# What the root harness keeps: switch to the worker's user, give it its folders, remove what it
-# wrote, and signal its processes. Everything else (network admin, mounts, ptrace...) is dropped.
-CAPABILITIES = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"]
+# What the root harness keeps: start the zygote as the worker's account (SETUID, SETGID) and end that
+# account's processes (KILL). Nothing else: every file of the job is the harness's own and workers make
+# their folders themselves, so no CHOWN, DAC_OVERRIDE or FOWNER; no network admin, mounts or ptrace.
+CAPABILITIES = ["SETUID", "SETGID", "KILL"]
 HARNESS_MEMORY_MB = 256  # on top of the worker's limit: pytest, the suites and the reference
 HARNESS_PROCESSES = 32  # on top of the worker's: the harness and the next test's worker
 LABEL = "org.grader.job"
@@ -50,6 +51,7 @@ class DockerBackend:
     last_timings: DockerTimings = field(default_factory=DockerTimings)
     image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
+    jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         timings = DockerTimings()
@@ -65,15 +67,15 @@ class DockerBackend:
 
     def _run(self, exercise: Exercise, source: bytes, tier: str, uid: int, gid: int, timings: DockerTimings,
              started: float) -> RawRun:
-        layout = build_layout(exercise, source, tier, base=BASE, python="/usr/bin/python3",
-                              harness_root=f"/{HARNESS_PREFIX}", worker_user=uid, worker_group=gid)
+        layout = build_layout(exercise, source, tier, WorkerSettings("container", "/usr/bin/python3", uid, gid))
         limits = exercise.limits
+        self.jobs.append(layout.name)
         container = None
         timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
         phase = time.monotonic()
         try:
             container = self.client.containers.create(
-                self.image, ["python3", "-I", "-c", BOOTSTRAP.format(root=f"/{HARNESS_PREFIX}"), BASE],
+                self.image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
                 user="0:0", working_dir="/tmp", environment=dict(HARNESS_ENV), network_mode="none",
                 read_only=True, tmpfs={BASE: f"rw,size={limits.disk_mb}m,mode=0711",
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},
@@ -81,7 +83,7 @@ class DockerBackend:
                 memswap_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
                 pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=int(limits.cpus * 1e9),
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"],
-                ipc_mode="private", stdin_open=True, labels={LABEL: exercise.slug},
+                ipc_mode="private", stdin_open=True, labels={LABEL: layout.name},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),
                 ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
             )
@@ -123,6 +125,5 @@ class DockerBackend:
         elif exit_status == 137 and not timed_out:
             detail = "the container was killed (exit status 137)"
         self.last_timings = timings
-        return RawRun(results=results_from_output(printed), nonce=layout.nonce, exit_status=exit_status,
-                      log_tail=tail(printed), timed_out=timed_out, duration_s=time.monotonic() - started,
-                      detail=detail)
+        return RawRun(output=printed, nonce=layout.nonce, exit_status=exit_status, timed_out=timed_out,
+                      duration_s=time.monotonic() - started, detail=detail)

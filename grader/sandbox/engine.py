@@ -1,6 +1,9 @@
-"""Finding a Docker engine: a connected client, or None when there is none to talk to."""
+"""Finding a Docker engine: a connected client, or the reason there is none to talk to."""
 
 from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
 
 import docker
 import requests
@@ -8,10 +11,11 @@ import requests
 #: The per-request timeout of the client handed out. `timeout` below only bounds the probe;
 #: long operations (image builds, imports, waiting for a container) set their own.
 REQUEST_TIMEOUT_S = 60.0
+DEFAULT_SOCKET = "/var/run/docker.sock"
 
 
-def engine_client(timeout: float = 5.0) -> docker.DockerClient | None:
-    """A client whose engine answered a ping within `timeout` seconds, or None.
+def engine_status(timeout: float = 5.0) -> tuple[docker.DockerClient | None, str]:
+    """(a client whose engine answered a ping within `timeout` seconds, "") or (None, why not).
 
     Honours DOCKER_HOST / DOCKER_TLS_VERIFY / DOCKER_CERT_PATH like the docker CLI. Never raises
     because no engine is reachable (no socket, permission denied on it, daemon not answering, a
@@ -23,12 +27,28 @@ def engine_client(timeout: float = 5.0) -> docker.DockerClient | None:
         client = docker.from_env(version="auto", timeout=max(0.1, float(timeout)))
         if not client.ping():
             raise docker.errors.DockerException("ping did not answer OK")
-    except (docker.errors.DockerException, requests.RequestException, OSError, ValueError):
+    except (docker.errors.DockerException, requests.RequestException, OSError, ValueError) as exc:
         if client is not None:
             try:
                 client.close()
             except Exception:  # noqa: BLE001 - closing a half-open client must not mask the answer
                 pass
-        return None
+        return None, _why(exc)
     client.api.timeout = REQUEST_TIMEOUT_S
-    return client
+    return client, ""
+
+
+def _why(exc: BaseException) -> str:
+    host = os.environ.get("DOCKER_HOST", "")
+    socket_path = urlparse(host).path if host.startswith("unix://") else (DEFAULT_SOCKET if not host else "")
+    if socket_path and os.path.exists(socket_path) and not os.access(socket_path, os.R_OK | os.W_OK):
+        return (f"the Docker socket {socket_path} exists but this user may not use it (permission denied; "
+                "join the docker group or grade as root)")
+    if socket_path and not os.path.exists(socket_path):
+        return f"no Docker engine is running (no socket at {socket_path})"
+    return f"the Docker engine did not answer ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
+
+
+def engine_client(timeout: float = 5.0) -> docker.DockerClient | None:
+    """A connected client, or None (see `engine_status` for the reason)."""
+    return engine_status(timeout)[0]

@@ -1,31 +1,33 @@
-"""The files of one grading job, with their owners and modes, for any backend.
+"""The files of one grading job, with their modes, for any backend; and the tar that carries them.
 
-Inside the sandbox, under a base folder:
-    secret/       0700 harness   job.json, the suites, the reference, results/, private/
-    pub/          0755 harness   the submission (0644) and, for the local backend, the harness code
-    scratch/      0700 worker    the worker's working folder
-The worker's user can read `pub/` and write `scratch/`, and nothing else of the job.
+Inside the sandbox, under the job's base folder:
+    secret/       0700   job.json, the suites, the reference, private/ (the harness's own files)
+    pub/          0755   the submission (0644) and the worker's code (worker.zip, 0644)
+Every entry belongs to the harness. Under the namespaces isolation the base folder is 0700 and a
+worker reaches `pub/` only through descriptors the harness hands it; in a container (or with no
+isolation) the base is 0711 so that the worker's account may pass through to `pub/`. Nothing in the
+job is writable by a worker.
+
+The suites and the reference of an exercise and tier are read once and reused by every grading of a
+process (a batch, a service) until their files change.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import functools
 import io
-import posixpath
 import secrets
 import tarfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import grader
 from grader.exercise import Exercise
-from grader.harness.__main__ import JOB_FILE, RESULTS_MARKER
-from grader.harness.job import Job, Suite
+from grader.harness.contract import JOB_FILE, Job, Suite, worker_zip
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
-Owner = Literal["harness", "worker"]
+WORKER_ZIP = "pub/worker.zip"
 
 
 @dataclass(frozen=True)
@@ -33,14 +35,34 @@ class Entry:
     path: str  # relative to the job's base folder, POSIX separators
     data: bytes | None  # None for a folder
     mode: int
-    owner: Owner = "harness"
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a backend runs workers: the contract's isolation, interpreter and account."""
+
+    isolation: str
+    python: str
+    user: int | None = None
+    group: int | None = None
+    bwrap: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedSuites:
+    """What every grading of one exercise and tier ships: the suites and, where used, the reference."""
+
+    entries: tuple[Entry, ...]
+    suites: tuple[Suite, ...]
+    reference: str | None
 
 
 @dataclass(frozen=True)
 class JobLayout:
     entries: list[Entry]
     job: Job
-    nonce: str
+    nonce: str  # authenticates the results; only the harness learns it
+    name: str  # names the job's processes and containers, for whoever cleans up or looks
 
 
 def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, bytes]]:
@@ -54,11 +76,6 @@ def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, byte
     return sorted(files.items())
 
 
-def _ancestors(relative: str) -> list[str]:
-    parts = relative.split("/")[:-1]
-    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-
-
 def _tree(source: Path, target: str) -> list[Entry]:
     entries = [Entry(target, None, 0o700)]
     for path in sorted(source.rglob("*")):
@@ -69,67 +86,79 @@ def _tree(source: Path, target: str) -> list[Entry]:
     return entries
 
 
-def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, python: str,
-                 harness_root: str | None, worker_user: int | None, worker_group: int | None) -> JobLayout:
-    """Everything a backend places in the sandbox. `harness_root` None means: ship the harness code."""
-    entries = [
-        # The job folder itself: others may pass through to pub/ and scratch/, never list it.
-        Entry(".", None, 0o711),
-        Entry("secret", None, 0o700), Entry("secret/private", None, 0o700), Entry("secret/results", None, 0o700),
-        Entry("pub", None, 0o755), Entry("pub/submission", None, 0o755),
-        Entry(f"pub/submission/{exercise.submission_file}", source, 0o644),
-        Entry("scratch", None, 0o700, owner="worker"),
-    ]
-    if harness_root is None:
-        harness_root = posixpath.join(base, "pub/code")
-        code = harness_files()
-        folders = {parent for relative, _ in code for parent in _ancestors(relative)}
-        entries += [Entry("pub/code", None, 0o755)] + [Entry(f"pub/code/{f}", None, 0o755) for f in sorted(folders)]
-        entries += [Entry(f"pub/code/{relative}", data, 0o644) for relative, data in code]
+def _fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """What tells a changed suite from an unchanged one without reading it: names, sizes, times."""
+    found = []
+    for path in paths:
+        for file in ([path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []):
+            stat = file.stat()
+            found.append((str(file), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
+_prepared: dict[tuple[str, str, str], tuple[tuple[tuple[str, int, int], ...], PreparedSuites]] = {}
+_prepared_lock = threading.Lock()
+
+
+def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
+    """The suites and the reference of a tier, read once per process while their files are unchanged."""
+    specs = exercise.suites_for(tier)
+    uses_reference = exercise.reference.is_file() and "hidden" in exercise.tiers[tier]
+    fingerprint = _fingerprint([s.path for s in specs] + ([exercise.reference] if uses_reference else []))
+    key = (str(exercise.root), exercise.slug, tier)
+    with _prepared_lock:
+        cached = _prepared.get(key)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+    entries = [Entry("secret/suites", None, 0o700)]
     suites = []
-    entries.append(Entry("secret/suites", None, 0o700))
-    for suite in exercise.suites_for(tier):
-        entries += _tree(suite.path, f"secret/suites/{suite.name}")
-        suites.append(Suite(suite.name, posixpath.join(base, "secret/suites", suite.name)))
+    for spec in specs:
+        entries += _tree(spec.path, f"secret/suites/{spec.name}")
+        suites.append(Suite(spec.name, f"secret/suites/{spec.name}", show_details=spec.name != "hidden"))
     reference = None
-    if exercise.reference.is_file() and "hidden" in exercise.tiers[tier]:
-        entries += [Entry("secret/reference", None, 0o700),
-                    Entry(f"secret/reference/{exercise.submission_file}", exercise.reference.read_bytes(), 0o600)]
-        reference = posixpath.join(base, "secret/reference", exercise.submission_file)
+    if uses_reference:
+        reference = f"secret/reference/{exercise.submission_file}"
+        entries += [Entry("secret/reference", None, 0o700), Entry(reference, exercise.reference.read_bytes(), 0o600)]
+    prepared = PreparedSuites(tuple(entries), tuple(suites), reference)
+    with _prepared_lock:
+        _prepared[key] = (fingerprint, prepared)
+    return prepared
+
+
+@functools.lru_cache(maxsize=1)
+def _worker_zip() -> bytes:
+    return worker_zip(HARNESS_PACKAGE)
+
+
+def build_layout(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings,
+                 seed: int | None = None) -> JobLayout:
+    """Everything a backend places in the sandbox for one submission."""
+    prepared = prepare_suites(exercise, tier)
+    submission = f"pub/submission/{exercise.submission_file}"
+    entries = [
+        Entry(".", None, 0o700 if settings.isolation == "namespaces" else 0o711),
+        Entry("secret", None, 0o700), Entry("secret/private", None, 0o700),
+        Entry("pub", None, 0o755), Entry("pub/submission", None, 0o755),
+        Entry(submission, source, 0o644), Entry(WORKER_ZIP, _worker_zip(), 0o644),
+        *prepared.entries,
+    ]
     job = Job(
-        submission=posixpath.join(base, "pub/submission", exercise.submission_file), module=exercise.module,
-        names=list(exercise.names), harness_root=harness_root, python=python, suites=suites,
-        results=posixpath.join(base, "secret/results/results.json"), private=posixpath.join(base, "secret/private"),
-        scratch=posixpath.join(base, "scratch"), reference=reference, worker_user=worker_user,
-        worker_group=worker_group, limits=exercise.limits,
+        submission=submission, module=exercise.module, names=list(exercise.names), suites=list(prepared.suites),
+        worker_code=WORKER_ZIP, worker_python=settings.python, isolation=settings.isolation,
+        reference=prepared.reference, worker_user=settings.user, worker_group=settings.group, bwrap=settings.bwrap,
+        seed=seed, limits=exercise.limits,
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
-    return JobLayout(entries, job, secrets.token_hex(16))
-
-
-@dataclass
-class RawRun:
-    """What a backend hands back: the harness's results file (or None) and what explains its absence."""
-
-    results: bytes | None
-    nonce: str
-    exit_status: int | None
-    log_tail: str
-    timed_out: bool
-    duration_s: float
-    detail: str = ""  # a backend's own explanation (out of memory, ...)
+    return JobLayout(entries, job, secrets.token_hex(16), f"job-{secrets.token_hex(8)}")
 
 
 def harness_input(layout: JobLayout) -> bytes:
-    """What the harness reads on standard input: the nonce line, then the job as a tar with owners."""
-    worker_uid = layout.job.worker_user if layout.job.worker_user is not None else 0
-    worker_gid = layout.job.worker_group if layout.job.worker_group is not None else worker_uid
+    """What the harness reads on standard input: the nonce line, then the job as a tar."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for entry in layout.entries:
             info = tarfile.TarInfo(entry.path)
             info.mode = entry.mode
-            info.uid, info.gid = (worker_uid, worker_gid) if entry.owner == "worker" else (0, 0)
             if entry.data is None:
                 info.type = tarfile.DIRTYPE
                 archive.addfile(info)
@@ -139,13 +168,18 @@ def harness_input(layout: JobLayout) -> bytes:
     return layout.nonce.encode() + b"\n" + buffer.getvalue()
 
 
-def results_from_output(output: bytes) -> bytes | None:
-    """The results document the harness printed last, or None when there is none."""
-    marker = RESULTS_MARKER.encode() + b" "
-    for line in reversed(output.splitlines()):
-        if line.startswith(marker):
-            try:
-                return base64.b64decode(line[len(marker):], validate=True)
-            except (binascii.Error, ValueError):
-                return None
-    return None
+@dataclass
+class RawRun:
+    """What a backend hands back: everything the harness printed and what explains a missing result."""
+
+    output: bytes
+    nonce: str
+    exit_status: int | None
+    timed_out: bool
+    duration_s: float
+    detail: str = ""  # a backend's own explanation (out of memory, ...)
+
+    @property
+    def log_tail(self) -> str:
+        return self.output[-4000:].decode("utf-8", errors="replace")
+

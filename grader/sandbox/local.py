@@ -1,30 +1,38 @@
-"""The local backend: the harness as a child process on this machine, in a private job folder.
+"""The local backend: the harness as a child process on this machine, the worker in namespaces.
 
-Isolation here comes from the worker: a separate process, as an unprivileged account of its own when
-the grader runs as root, under rlimits, with a scrubbed environment, in a job folder it can read only
-the public part of. It is the default where no Docker engine runs; Docker adds a container (no
-network, read-only root, cgroup limits) around the same harness.
+The harness (trusted) runs as the grading user in a private job folder. Its workers (untrusted) run
+under bubblewrap in mount, PID, network, IPC and UTS namespaces of their own, as an account of their
+own when the grader runs as root (see `harness.confine`). They see a read-only system, the submission
+and a private tmpfs: nothing of the project, the store, the batch folder or other jobs.
+
+Where bubblewrap cannot make namespaces (not installed, or user namespaces switched off), the local
+sandbox refuses untrusted code: `LocalBackend(unsafe=True)` (`--unsafe-local`) runs the worker as a
+plain process instead, and is meant only for one's own trusted code.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader.errors import GradingError
+from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
-from grader.harness.__main__ import BOOTSTRAP
-from grader.sandbox.layout import HARNESS_PACKAGE, RawRun, build_layout, harness_input, results_from_output
+from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
+from grader.harness.contract import bootstrap
+from grader.sandbox.layout import HARNESS_PACKAGE, RawRun, WorkerSettings, build_layout, harness_input
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -33,10 +41,33 @@ HARNESS_ENV = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
+def _worker_uids() -> range:
+    """The uids lent to gradings (GRADER_WORKER_UIDS="FIRST-LAST" moves them where they collide)."""
+    first, _, last = os.environ.get("GRADER_WORKER_UIDS", "61000-61063").partition("-")
+    return range(int(first), int(last) + 1)
 
 
-WORKER_UIDS = range(61000, 61064)  # one account per concurrent local grading; no real user has these
-LOCK_FOLDER = Path(tempfile.gettempdir()) / "grader-worker-accounts"
+WORKER_UIDS = _worker_uids()  # one account per concurrent grading; no real user has these
+UNSAFE_WARNING = ("--unsafe-local: the submission runs WITHOUT isolation, as a plain process that can read "
+                  "whatever its account can read. Use it only for your own trusted code.")
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a folder only this user may enter, made if missing; anything else there is refused."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise GradingError(f"{path} should be a folder private to this user (mode 0700), and it is not: "
+                           "remove it and grade again")
+    return path
+
+
+def jobs_root() -> Path:
+    """The private parent of every job folder and account lock of this user."""
+    return private_folder(Path(tempfile.gettempdir()) / f"grader-{os.geteuid()}")
 
 
 @contextlib.contextmanager
@@ -44,21 +75,22 @@ def worker_account() -> Iterator[tuple[int | None, int | None]]:
     """The uid/gid this grading's workers run as, held for the grading's whole duration.
 
     As root, every concurrent grading gets an account of its own from WORKER_UIDS (free in
-    /etc/passwd, claimed with a lock file), so that a submission that signals or starves "its own"
-    user's processes (`kill(-1, SIGKILL)`, a fork bomb against RLIMIT_NPROC) can only reach itself,
-    never another student's grading running beside it. Not as root: the current user.
+    /etc/passwd, claimed with a lock file), so that a submission that starves "its own" user's
+    processes (a fork bomb against RLIMIT_NPROC, which counts per user across the machine) can only
+    reach itself, never another student's grading running beside it. Not as root: the current user.
     """
     if os.geteuid() != 0:
         yield None, None
         return
-    LOCK_FOLDER.mkdir(mode=0o700, exist_ok=True)
+    locks = private_folder(jobs_root() / "accounts")
     for uid in WORKER_UIDS:
         try:
             pwd.getpwuid(uid)
             continue  # a real account: never borrow it
         except KeyError:
             pass
-        with open(LOCK_FOLDER / str(uid), "w") as lock:
+        fd = os.open(locks / str(uid), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -85,56 +117,113 @@ def worker_python(worker_uid: int | None) -> str:
                        "private folder and /usr/bin/python3 is missing")
 
 
-def protect_secrets(exercise: Exercise) -> None:
-    """Make the hidden suite and the solutions unreadable to other users before a worker runs.
-
-    The job gets private copies anyway, but a worker running as another user could otherwise read the
-    originals straight from the project folder. Git keeps no folder modes, so this changes no file.
-    """
-    for folder in (exercise.root / "hidden_tests", exercise.root / "solutions"):
-        if folder.is_dir() and folder.stat().st_mode & 0o077:
-            folder.chmod(0o700)
+def sandbox_python() -> str | None:
+    """An interpreter inside /usr, which is all of the system a namespaced worker sees."""
+    for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3"):
+        if candidate.startswith("/usr/") and os.access(candidate, os.X_OK) and usable_by_others(Path(candidate)):
+            return candidate
+    return None
 
 
-def tail(data: bytes, limit: int = 4000) -> str:
-    return data[-limit:].decode("utf-8", errors="replace")
+def bwrap_path() -> str | None:
+    """bubblewrap, or the stand-in GRADER_BWRAP names (tests use one that fails)."""
+    return os.environ.get("GRADER_BWRAP") or shutil.which("bwrap")
 
 
-def run_local(exercise: Exercise, source: bytes, tier: str) -> RawRun:
-    with worker_account() as worker:
-        try:
-            return _run_local(exercise, source, tier, worker)
-        finally:
-            if worker[0] is not None:
-                sweep_account(worker[0])
+@functools.lru_cache(maxsize=8)
+def namespaces_problem(bwrap: str | None, python: str | None, uid: int | None) -> str | None:
+    """Why workers cannot be put in namespaces here (None: they can). Checked once per process by
+    starting the worker's Python in the very sandbox it would get."""
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    if python is None:
+        return "no Python under /usr for the worker (Debian: apt-get install python3)"
+    read_code, write_code = os.pipe()
+    read_file, write_file = os.pipe()
+    for fd in (write_code, write_file):
+        os.close(fd)
+    command = bwrap_arguments(bwrap, "probe.py", read_code, read_file) + [python, "-I", "-S", "-c", "pass"]
+    privileges = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    try:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, env=dict(SANDBOX_ENV),
+                              pass_fds=(read_code, read_file), timeout=20, check=False, **privileges)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not be started ({exc})"
+    finally:
+        os.close(read_code)
+        os.close(read_file)
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap could not make namespaces ({said[-1] if said else f'exit status {done.returncode}'})"
+    return None
+
+
+def isolation_problem() -> str | None:
+    """Why the local sandbox cannot isolate untrusted code on this machine, or None."""
+    with worker_account() as (uid, _):
+        return namespaces_problem(bwrap_path(), sandbox_python(), uid)
+
+
+def refusal(problem: str) -> str:
+    return (f"the local sandbox cannot isolate untrusted code here: {problem}. Grade with --sandbox docker, "
+            "enable unprivileged user namespaces (sysctl user.max_user_namespaces, "
+            "kernel.unprivileged_userns_clone) or run as root where they are on, or pass --unsafe-local for "
+            "your own trusted code only")
+
+
+@dataclass
+class LocalBackend:
+    """Grades on this machine. `unsafe`: no namespaces, for one's own trusted code only."""
+
+    unsafe: bool = False
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
+        if not self.unsafe:
+            problem = isolation_problem()
+            if problem is not None:
+                raise SandboxUnavailable(refusal(problem))
+
+    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
+        self.check()
+        with worker_account() as (uid, gid):
+            if self.unsafe:
+                settings = WorkerSettings("none", worker_python(uid), uid, gid)
+            else:
+                python = sandbox_python()
+                assert python is not None  # check() made sure
+                settings = WorkerSettings("namespaces", python, uid, gid, bwrap_path())
+            try:
+                return run_harness(exercise, source, tier, settings)
+            finally:
+                if self.unsafe and uid is not None:
+                    sweep_account(uid)
+
+
+run_local = LocalBackend()
 
 
 def sweep_account(uid: int) -> None:
-    """Kill every process left running as this grading's own worker account.
-
-    The harness already kills each worker's group and, as a subreaper, whatever escaped it; this is
-    the last sweep, for anything that outlived the harness itself. It is safe only because the account
-    belongs to this grading alone (see `worker_account`): `kill(-1)` reaches that user's processes.
-    """
+    """Kill every process left running as this grading's own worker account (no namespaces only:
+    there, nothing else ends a worker that escaped its process group once the harness is gone)."""
     subprocess.run([worker_python(uid), "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
                    user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
 
 
-def _run_local(exercise: Exercise, source: bytes, tier: str, worker: tuple[int | None, int | None]) -> RawRun:
-    if worker[0] is not None:
-        protect_secrets(exercise)
+def run_harness(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings) -> RawRun:
+    """One run of the harness as a child process, in a fresh private job folder."""
     started = time.monotonic()
-    base = Path(tempfile.mkdtemp(prefix="grader-job-"))
-    os.chmod(base, 0o711)  # others may pass through to pub/ and scratch/, never list or read the rest
+    # Namespaced workers never see the job's folder, which sits in this user's private folder. Without
+    # namespaces the worker's account must pass through to pub/, so the job sits in the temporary folder.
+    private = settings.isolation == "namespaces" or settings.user is None
+    base = Path(tempfile.mkdtemp(prefix="grader-job-", dir=jobs_root() if private else None))
     try:
-        layout = build_layout(exercise, source, tier, base=str(base), python=worker_python(worker[0]), harness_root=None,
-                              worker_user=worker[0], worker_group=worker[1])
-        # The harness runs from this installation; the worker, which may not be able to read it (it can
-        # sit in root's home), gets the copy of the harness code that the job ships in pub/code.
-        command = [sys.executable, "-I", "-c", BOOTSTRAP.format(root=str(HARNESS_PACKAGE.parent)), str(base)]
+        layout = build_layout(exercise, source, tier, settings)
+        command = [sys.executable, "-I", "-c", bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main"),
+                   str(base)]
         timed_out = False
-        with tempfile.TemporaryFile() as output:
+        with tempfile.TemporaryFile(dir=base) as output:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
                                        cwd=base, env=HARNESS_ENV, start_new_session=True)
             try:
@@ -154,7 +243,8 @@ def _run_local(exercise: Exercise, source: bytes, tier: str, worker: tuple[int |
                 process.wait()
             output.seek(0)
             printed = output.read()
-        return RawRun(results=results_from_output(printed), nonce=layout.nonce, exit_status=process.returncode,
-                      log_tail=tail(printed), timed_out=timed_out, duration_s=time.monotonic() - started)
+        return RawRun(output=printed, nonce=layout.nonce, exit_status=process.returncode, timed_out=timed_out,
+                      duration_s=time.monotonic() - started)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+

@@ -1,0 +1,232 @@
+"""The harness's side of the worker's confinement: start it, fork workers in it, end it.
+
+One `Confinement` per grading run holds the zygote (see `zygote`) inside the isolation the job asks
+for (`contract.ISOLATIONS`):
+
+- namespaces: `bwrap` runs the zygote in mount, PID, network, IPC, UTS and cgroup namespaces of its
+  own, as the worker's user, with every capability dropped. It sees a read-only `/usr` (the Python it
+  needs and its libraries), a fresh `/proc` and `/dev`, a private tmpfs as `/tmp`, and two files
+  copied in from descriptors the harness opened: the worker's code and the submission. Nothing of the
+  host's folders, the project, the store, other jobs or the network. Pids inside are the namespace's:
+  the harness signals workers only through the zygote, or ends the namespace by killing `bwrap`.
+- container / none: the zygote is a plain process as the worker's account; the container (or, for
+  `none`, nothing) confines it, and the harness may signal its children directly.
+
+The trusted side never acts by path on anything a worker can write: each worker's folder is made and
+removed by the zygote (as the worker's user), and the files the harness hands a worker (its output
+file, the zygote's log) are created in the harness's own private folder with O_EXCL | O_NOFOLLOW.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.harness.contract import SANDBOX_CODE, SANDBOX_SUBMISSION_DIR, Job, bootstrap
+from grader.harness.processes import kill_group
+
+REPLY_TIMEOUT_S = 2.0
+SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+# The system folders a worker's Python may need, read-only. On a merged-/usr system the top-level ones
+# are symlinks into /usr and are recreated as such.
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class ZygoteUnavailable(Exception):
+    """The zygote did not answer: the confinement must be ended and started again."""
+
+
+def private_file(path: str, mode: int = 0o600) -> int:
+    """Create a new file in the harness's own folder, refusing to follow or reuse anything there."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
+def bwrap_arguments(bwrap: str, submission_name: str, code_fd: int, submission_fd: int) -> list[str]:
+    """The bubblewrap command line, up to the program it runs (see the module docstring)."""
+    arguments = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                 "--clearenv", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+    for top in SYSTEM_LINKS:
+        if os.path.islink(top):
+            arguments += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            arguments += ["--ro-bind", top, top]
+    for name, value in SANDBOX_ENV.items():
+        arguments += ["--setenv", name, value]
+    arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+                  "--ro-bind-data", str(code_fd), SANDBOX_CODE,
+                  "--ro-bind-data", str(submission_fd), f"{SANDBOX_SUBMISSION_DIR}/{submission_name}", "--"]
+    return arguments
+
+
+def _memory_file(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)  # inheritable on purpose: bwrap reads it
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class Confinement:
+    """The worker's confinement for one grading run, and the zygote inside it."""
+
+    def __init__(self, job: Job, base: str, number: int) -> None:
+        self.job = job
+        self.namespaced = job.isolation == "namespaces"
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        submission_name = os.path.basename(job.submission)
+        if self.namespaced:
+            code_root, submission = SANDBOX_CODE, f"{SANDBOX_SUBMISSION_DIR}/{submission_name}"
+        else:
+            code_root, submission = job.at(base, job.worker_code), job.at(base, job.submission)
+        self.submission = submission
+        config = {"fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
+                  "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
+        program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
+                   "-c", bootstrap(code_root, "grader.harness.zygote", "serve"), json.dumps(config)]
+        privileges: dict[str, Any] = {}
+        if job.worker_user is not None:
+            privileges = {"user": job.worker_user, "group": job.worker_group, "extra_groups": []}
+        passed = [theirs.fileno()]
+        if self.namespaced:
+            assert job.bwrap is not None
+            code_fd = _memory_file("worker.zip", Path(job.at(base, job.worker_code)).read_bytes())
+            submission_fd = _memory_file(submission_name, Path(job.at(base, job.submission)).read_bytes())
+            passed += [code_fd, submission_fd]
+            program = bwrap_arguments(job.bwrap, submission_name, code_fd, submission_fd) + program
+        log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
+        try:
+            self.process = subprocess.Popen(
+                program, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
+                env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True, **privileges)
+        finally:
+            os.close(log)
+            for fd in passed[1:]:
+                os.close(fd)
+            theirs.close()
+        self.channel = ours
+        self.exits: dict[int, int] = {}
+        self.broken = False
+
+    # -- requests ------------------------------------------------------------------------------------
+    def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> "ForkedProcess":
+        if self.broken:
+            raise ZygoteUnavailable("the zygote is gone")
+        request = {"op": "fork", "env": env, "submission": self.submission, "module": module}
+        try:
+            socket.send_fds(self.channel, [json.dumps(request).encode()], list(fds))
+            deadline = time.monotonic() + REPLY_TIMEOUT_S
+            while True:
+                message = self._next(deadline)
+                if "pid" in message:
+                    return ForkedProcess(self, int(message["pid"]))
+        except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable) as exc:
+            self.broken = True
+            raise ZygoteUnavailable(str(exc)) from None
+
+    def kill(self, pid: int) -> None:
+        """Kill one worker's group. Outside a PID namespace the harness does it itself as well."""
+        if not self.namespaced:
+            kill_group(_Pid(pid), timeout=0)
+        if not self.broken:
+            try:
+                self.channel.send(json.dumps({"op": "kill", "pid": pid}).encode())
+            except OSError:
+                self.broken = True
+
+    def sweep(self, keep: set[int]) -> bool:
+        """Kill whatever else runs in the namespace (leftovers of a finished worker). False when the
+        zygote does not answer: then only ending the whole confinement can clean up."""
+        if not self.namespaced or self.broken:
+            return not self.broken
+        try:
+            self.channel.send(json.dumps({"op": "sweep", "keep": sorted(keep)}).encode())
+            deadline = time.monotonic() + REPLY_TIMEOUT_S
+            while "swept" not in self._next(deadline):
+                pass
+            return True
+        except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable):
+            self.broken = True
+            return False
+
+    def _next(self, deadline: float) -> dict[str, Any]:
+        """The next message; exit notes are filed in `exits` and returned too."""
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self.channel], [], [], left)[0]:
+            raise ZygoteUnavailable("the zygote did not answer in time")
+        data = self.channel.recv(65536)
+        if not data:
+            raise ZygoteUnavailable("the zygote closed its socket")
+        message = json.loads(data)
+        if not isinstance(message, dict):
+            raise ValueError("a message that is not an object")
+        if "exit" in message:
+            self.exits[int(message["exit"])] = int(message["code"])
+        return message
+
+    def exit_code(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self.exits and not self.broken:
+            try:
+                self._next(deadline)
+            except (ZygoteUnavailable, OSError, ValueError, KeyError, TypeError):
+                if time.monotonic() >= deadline:
+                    return None
+                self.broken = True
+        return self.exits.get(pid)
+
+    def close(self) -> None:
+        """End the confinement: every process in it dies (under namespaces, with `bwrap` itself)."""
+        self.broken = True
+        try:
+            self.channel.close()
+        except OSError:
+            pass
+        kill_group(self.process)
+
+
+class _Pid:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def wait(self, timeout: float | None = None) -> None:
+        return None
+
+
+class ForkedProcess:
+    """A worker forked by the zygote, with the part of `subprocess.Popen`'s interface the client uses."""
+
+    def __init__(self, confinement: Confinement, pid: int) -> None:
+        self.confinement, self.pid = confinement, pid
+        self.returncode: int | None = None
+
+    def kill(self, timeout: float = 2.0) -> None:
+        """Kill the worker's group and wait for the zygote's note of its end. A zygote that does not
+        give it is no longer trusted to keep order: the confinement is marked broken, to be ended."""
+        if self.returncode is not None:
+            return
+        self.confinement.kill(self.pid)
+        try:
+            self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.confinement.broken = True
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.confinement.exit_code(self.pid, 0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self.confinement.exit_code(self.pid, timeout if timeout is not None else 3600)
+        if self.returncode is None:
+            if self.confinement.broken:
+                self.returncode = -signal.SIGKILL  # its note was lost with the zygote, which takes it along
+                return self.returncode
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
+        return self.returncode

@@ -1,0 +1,122 @@
+"""The contract between the host and the sandbox: the job, its limits, the results line, the bootstrap.
+
+Both sides import this one module and nothing else of each other: the host builds a `Job` and reads
+the results line; the harness inside the sandbox reads the `Job` and prints the results line. It
+depends on the standard library alone, so the host can import it without pytest and the sandbox can
+run it on Debian's Python.
+
+Isolation modes of the worker (the untrusted process), chosen by the host:
+    namespaces  bubblewrap: own mount, PID, network, IPC and UTS namespaces; a read-only system,
+                the submission and a private tmpfs, nothing else of the machine (the local sandbox)
+    container   the container is the namespace (the Docker sandbox); workers run as their own account
+    none        a plain process as the worker account: only for one's own trusted code (--unsafe-local)
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import posixpath
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.harness.limits import Limits
+
+RESULTS_SCHEMA = 1
+RESULTS_MARKER = "GRADER-RESULTS"
+JOB_FILE = "secret/job.json"
+ISOLATIONS = ("namespaces", "container", "none")
+# Where the worker finds its code and the submission inside a namespaced sandbox.
+SANDBOX_CODE = "/grader/worker.zip"
+SANDBOX_SUBMISSION_DIR = "/grader/submission"
+# The worker side of the harness: what a worker process imports, shipped to it as one zip.
+WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
+                  "harness/processes.py", "harness/worker.py", "harness/zygote.py")
+
+
+def bootstrap(root: str, module: str, function: str) -> str:
+    """The `python3 -I -c` program that puts `root` (a folder or zip holding `grader/`) first on the
+    path and calls `module.function()`. -I keeps the environment and the current folder out of it."""
+    return (f"import sys; sys.path.insert(0, {root!r}); "
+            f"from {module} import {function}; sys.exit({function}())")
+
+
+@dataclass
+class Suite:
+    name: str
+    path: str  # a folder of pytest files, relative to the job's base folder
+    show_details: bool = True  # whether failed assertions may show the test's own expression
+
+
+@dataclass
+class Job:
+    """Where everything is inside the sandbox (paths relative to the job's base folder) and how the
+    worker is confined. Written by the host into the job tar, read by the harness."""
+
+    submission: str  # the submission file
+    module: str  # the module name it is imported as (the exercise's file name without .py)
+    names: list[str]  # the names tests may ask `ns` for
+    suites: list[Suite]
+    worker_code: str  # the zip holding the worker side of the harness (see WORKER_MODULES)
+    worker_python: str  # the interpreter for workers
+    isolation: str  # one of ISOLATIONS
+    private: str = "secret/private"  # the harness's own folder: worker output files, logs
+    reference: str | None = None  # the reference solution, for suites that compare against it
+    worker_user: int | None = None  # run workers as this uid/gid when the harness is root
+    worker_group: int | None = None
+    bwrap: str | None = None  # the bubblewrap binary, for the namespaces isolation
+    seed: int | None = None  # the random workloads' seed for this submission
+    limits: Limits = field(default_factory=Limits)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        data: dict[str, Any] = json.loads(text)
+        data["suites"] = [Suite(**s) for s in data["suites"]]
+        data["limits"] = Limits(**data["limits"])
+        job = cls(**data)
+        if job.isolation not in ISOLATIONS:
+            raise ValueError(f"unknown isolation {job.isolation!r}")
+        return job
+
+    def at(self, base: str | Path, relative: str) -> str:
+        return posixpath.join(str(base), relative)
+
+
+def worker_files(package_dir: Path) -> list[tuple[str, bytes]]:
+    """The worker side of the harness as (path in the zip, bytes), from a `grader` package folder."""
+    return [(f"grader/{name}", (package_dir / name).read_bytes()) for name in WORKER_MODULES]
+
+
+def worker_zip(package_dir: Path) -> bytes:
+    """One zip of the worker's code, importable from `sys.path`; the same bytes for the same code."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in worker_files(package_dir):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+def results_line(results: dict[str, Any]) -> str:
+    """The harness's last line of output: the results document, which carries the run's nonce."""
+    return f"{RESULTS_MARKER} {base64.b64encode(json.dumps(results).encode()).decode()}"
+
+
+def results_from_output(output: bytes) -> bytes | None:
+    """The results document the harness printed last, or None when there is none."""
+    marker = RESULTS_MARKER.encode() + b" "
+    for line in reversed(output.splitlines()):
+        if line.startswith(marker):
+            try:
+                return base64.b64decode(line[len(marker):], validate=True)
+            except (binascii.Error, ValueError):
+                return None
+    return None

