@@ -1,10 +1,11 @@
 """Benchmark: the isolated harness against the same suites run in-process, side by side.
 
-Grades the reference N times through the local sandbox (job folder, harness process, a fresh
-worker per test, every call over the pipe) and runs the same test files N times in-process with
-the plain `grader.harness.inprocess` fixture (the submission imported into pytest itself). Both
-sides pay for one Python start-up and one pytest session per run, so the ratio is what isolation
-costs. Runs alternate so that a busy machine slows both alike.
+Grades the reference N times through the local sandbox (job folder, harness process, workers in
+namespaces of their own, a fresh worker per test, every call over the pipe), N times through the
+same sandbox without namespaces (`--unsafe-local`: what the namespaces cost), and runs the same test
+files N times in-process with the plain `grader.harness.inprocess` fixture (the submission imported
+into pytest itself). Every side pays for one Python start-up and one pytest session per run, so the
+ratios are what isolation costs. Runs alternate so that a busy machine slows all alike.
 
     python benchmarks/bench_harness.py [--runs 10] [--tier premium]
 """
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.exercise import load_exercise  # noqa: E402
 from grader.grading import grade_bytes  # noqa: E402
-from grader.sandbox.local import HARNESS_ENV, run_local  # noqa: E402
+from grader.sandbox.local import HARNESS_ENV, LocalBackend  # noqa: E402
 
 
 def in_process(exercise, tier: str) -> float:
@@ -41,10 +42,10 @@ def in_process(exercise, tier: str) -> float:
     return elapsed
 
 
-def isolated(exercise, tier: str) -> tuple[float, int]:
+def isolated(exercise, tier: str, backend: LocalBackend = LocalBackend()) -> tuple[float, int]:
     data = exercise.reference.read_bytes()
     started = time.perf_counter()
-    card = grade_bytes(data, exercise, tier, run_local, "local")
+    card = grade_bytes(data, exercise, tier, backend, "local")
     elapsed = time.perf_counter() - started
     if card.score != card.max_score:
         raise SystemExit(f"the reference did not get full marks through the harness: {card.reason}")
@@ -59,17 +60,22 @@ def main() -> None:
     args = parser.parse_args()
     exercise = load_exercise(args.exercise, ROOT)
     isolated(exercise, args.tier), in_process(exercise, args.tier)  # warm the file cache
-    harness_times, plain_times, tests = [], [], 0
+    unprotected = LocalBackend(unsafe=True)
+    isolated(exercise, args.tier, unprotected)
+    harness_times, bare_times, plain_times, tests = [], [], [], 0
     for _ in range(args.runs):
         elapsed, tests = isolated(exercise, args.tier)
         harness_times.append(elapsed)
+        bare_times.append(isolated(exercise, args.tier, unprotected)[0])
         plain_times.append(in_process(exercise, args.tier))
-    h, p = statistics.median(harness_times), statistics.median(plain_times)
+    h, b, p = (statistics.median(t) for t in (harness_times, bare_times, plain_times))
     print(f"exercise {exercise.slug}, tier {args.tier}, {tests} tests, {args.runs} runs each, alternating")
     print(f"  isolated harness (local sandbox): median {h:.3f} s  (min {min(harness_times):.3f}, max {max(harness_times):.3f})")
+    print(f"  local sandbox without namespaces: median {b:.3f} s  (min {min(bare_times):.3f}, max {max(bare_times):.3f})")
     print(f"  in-process, plain fixture:        median {p:.3f} s  (min {min(plain_times):.3f}, max {max(plain_times):.3f})")
     print(f"  ratio isolated / in-process: {h / p:.2f}x")
     print(f"  isolation cost per test: {(h - p) / tests * 1000:.1f} ms")
+    print(f"  namespaces cost per grading (isolated - without namespaces): {(h - b) * 1000:+.0f} ms")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ expect: failed
 
 Every probe has a short timeout and all run in parallel under a 2 s budget, so the call itself
 stays well inside its deadline. Reaching something is reported as "NETWORK-REACHED <probe>" in the
-exception message and the output; in the Docker backend none may appear (see network_docker.py for
+exception message and the output; in neither backend may any appear (see network_reached_crashes.py for
 the variant that turns a reach into a crash). The scheduler never answers.
 """
 

@@ -1,9 +1,9 @@
-"""Docker only: dies with exit status 0 if it can reach the network or a container-engine socket.
+"""Dies with exit status 0 if it can reach the network or a container-engine socket.
 expect: failed
-backend: docker
 
-In the Docker backend there is no network and no engine socket, so every probe fails fast and the
-call raises an ordinary exception (failed). If any probe succeeds, the worker calls os._exit(0),
+Neither sandbox has a network or an engine socket (the local one gives the worker a network namespace
+of its own, Docker no network at all), so every probe fails fast and the call raises an ordinary
+exception (failed). If any probe succeeds, the worker calls os._exit(0),
 which turns the breach into a `crashed` test that the expectation above rejects.
 """
 
