@@ -61,6 +61,7 @@ class HarnessState:
         self.confinements_started = 0
         self.spare: WorkerClient | None = None  # the next test's worker, already starting
         self._confinement: Confinement | None = None
+        self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
         self.reference_module: ModuleType | None = None
         self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -83,13 +84,21 @@ class HarnessState:
         return any(s.show_details for s in self.job.suites if s.name == suite)
 
     def confinement(self) -> Confinement:
-        """The worker's confinement with its zygote, started on first use and again after a breakdown."""
+        """The worker's confinement with its zygote, started on first use and again after a breakdown.
+
+        A broken confinement is retired, not ended: the worker of the test running now may live in it,
+        and only that test's end may take it away (see `clean_up_after`)."""
         if self._confinement is not None and self._confinement.broken:
-            self.end_confinement()
+            self.retired.append(self._confinement)
+            self._confinement = None
         if self._confinement is None:
             self.confinements_started += 1
             self._confinement = Confinement(self.job, self.base, self.confinements_started)
         return self._confinement
+
+    def end_retired(self) -> None:
+        while self.retired:
+            self.retired.pop().close()
 
     def end_confinement(self) -> None:
         """End the confinement and everything in it, the spare worker included."""
@@ -99,6 +108,7 @@ class HarnessState:
         if self._confinement is not None:
             self._confinement.close()
             self._confinement = None
+        self.end_retired()
         self.reap_strays()
 
     def spawn(self) -> WorkerClient:
@@ -109,7 +119,7 @@ class HarnessState:
                 return WorkerClient(confinement=self.confinement(), module=self.job.module, limits=self.job.limits,
                                     output_path=output if attempt == 0 else output + ".again")
             except ZygoteUnavailable:
-                self.end_confinement()
+                pass  # the confinement is marked broken: the next attempt starts a new one
         self.problems.append("the worker's sandbox could not be started (see the zygote logs)")
         raise WorkerUnavailable("the grader could not start a worker for your code")
 
@@ -144,6 +154,10 @@ class HarnessState:
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
+        if self.spare is not None and self.spare.process.confinement.broken:
+            self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
+            self.spare = None
+        self.end_retired()
         confinement = self._confinement
         if confinement is not None and confinement.namespaced:
             keep = {self.spare.process.pid} if self.spare is not None else set()

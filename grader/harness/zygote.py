@@ -142,7 +142,11 @@ def _become_worker(worker: Any, channel: socket.socket, wake: tuple[int, int], r
         os.dup2(to_worker_r, 3)
         os.dup2(from_worker_w, 4)
         os.closerange(5, 65536)
-        os.chdir(folder)
+        try:
+            os.chdir(folder)
+        except OSError:  # an earlier worker of the same submission moved it: its own loss, not a crash
+            folder = "/"
+            os.chdir(folder)
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ["HOME"] = folder

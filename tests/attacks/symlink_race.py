@@ -1,5 +1,5 @@
 """Races the trusted side: swaps every folder it can find for symlinks to the job's secrets, plants a fake reference.
-expect: failed
+expect: failed, crashed
 
 The attack the grader once lost: the root harness made each worker's folder inside a folder the
 worker could write and then changed its owner by path, so a worker that swapped the new folder for a
@@ -8,7 +8,8 @@ From its first import this submission runs a thread that, for as long as the gra
 every folder it may write near its own (its working folder's parent, /tmp, /job, the job's scratch)
 and puts symlinks to the secret folders in their place, and tries to write a "reference" that agrees
 with its own wrong answers wherever one could be read from. It also reports whatever secret file it
-manages to read in its answers. The scheduler itself does nothing useful: it must score 0.
+manages to read in its answers. The scheduler itself does nothing useful: it must score 0. (Its racing thread also moves the folders of
+its own later workers, which may then end before they answer: `crashed`.)
 """
 
 import os
