@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.exercise import load_exercise  # noqa: E402
 from grader.grading import grade_bytes  # noqa: E402
-from grader.sandbox.local import HARNESS_ENV, LocalBackend  # noqa: E402
+from grader.sandbox.local import HARNESS_ENV, LocalBackend, worker_account  # noqa: E402
 
 
 def in_process(exercise, tier: str) -> float:
@@ -52,6 +53,38 @@ def isolated(exercise, tier: str, backend: LocalBackend = LocalBackend()) -> tup
     return elapsed, len(card.tests)
 
 
+def confinement_start(isolation: str, uid: int | None) -> float:
+    """Seconds from nothing to a first worker that imported a submission, in a fresh confinement."""
+    from grader.harness.client import WorkerClient
+    from grader.harness.confine import Confinement
+    from grader.harness.contract import Job, worker_zip
+    from grader.harness.limits import Limits
+    from grader.sandbox.layout import HARNESS_PACKAGE
+    from grader.sandbox.local import bwrap_path, sandbox_python
+
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        os.chmod(base, 0o711)
+        (base / "pub").mkdir(mode=0o755)
+        (base / "pub" / "student.py").write_text("x = 1\n")
+        (base / "pub" / "worker.zip").write_bytes(worker_zip(HARNESS_PACKAGE))
+        for path in (base / "pub").iterdir():
+            path.chmod(0o644)
+        (base / "private").mkdir(mode=0o700)
+        job = Job(submission="pub/student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
+                  worker_python=sandbox_python() or "/usr/bin/python3", isolation=isolation, private="private",
+                  worker_user=uid, worker_group=uid, bwrap=bwrap_path(), limits=Limits())
+        started = time.perf_counter()
+        confinement = Confinement(job, str(base), 1)
+        client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
+                              output_path=str(base / "private" / "out"))
+        client.wait_ready()
+        elapsed = time.perf_counter() - started
+        client.close()
+        confinement.close()
+    return elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -76,6 +109,14 @@ def main() -> None:
     print(f"  ratio isolated / in-process: {h / p:.2f}x")
     print(f"  isolation cost per test: {(h - p) / tests * 1000:.1f} ms")
     print(f"  namespaces cost per grading (isolated - without namespaces): {(h - b) * 1000:+.0f} ms")
+    with worker_account() as (uid, _):
+        starts: dict[str, list[float]] = {"namespaces": [], "none": []}
+        for _ in range(args.runs * 3):
+            for isolation in starts:
+                starts[isolation].append(confinement_start(isolation, uid))
+    n, plain = statistics.median(starts["namespaces"]), statistics.median(starts["none"])
+    print(f"  a confinement's start to a first ready worker: bubblewrap namespaces {n * 1000:.1f} ms, "
+          f"a plain process {plain * 1000:.1f} ms: namespaces add {(n - plain) * 1000:+.1f} ms per grading")
 
 
 if __name__ == "__main__":
