@@ -37,6 +37,7 @@ class Job:
     worker_user: int | None = None  # run workers as this uid/gid when the harness is root
     worker_group: int | None = None
     limits: Limits = field(default_factory=Limits)
+    seed: int = 0  # what the suites' random workloads are drawn from (the host derives it: grader.seeding)
 
     def to_json(self) -> str:
         data = asdict(self)

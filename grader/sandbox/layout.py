@@ -23,6 +23,7 @@ import grader
 from grader.exercise import Exercise
 from grader.harness.__main__ import JOB_FILE, RESULTS_MARKER
 from grader.harness.job import Job, Suite
+from grader.seeding import seed_for_source
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
 Owner = Literal["harness", "worker"]
@@ -101,7 +102,7 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
         names=list(exercise.names), harness_root=harness_root, python=python, suites=suites,
         results=posixpath.join(base, "secret/results/results.json"), private=posixpath.join(base, "secret/private"),
         scratch=posixpath.join(base, "scratch"), reference=reference, worker_user=worker_user,
-        worker_group=worker_group, limits=exercise.limits,
+        worker_group=worker_group, limits=exercise.limits, seed=seed_for_source(source, exercise),
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
     return JobLayout(entries, job, secrets.token_hex(16))
