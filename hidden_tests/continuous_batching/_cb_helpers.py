@@ -54,14 +54,22 @@ class Scenario:
         lines = [f"Scheduler(token_budget={self.budget}, max_seqs={self.max_seqs}, "
                  f"kv_tokens={self.kv_tokens})"]
         for at in sorted({r.at for r in self.reqs}):
-            items = ", ".join(f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})"
-                              for r in self.arrivals(at))
+            arrivals = [f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})" for r in self.arrivals(at)]
+            if len(arrivals) > LONG:
+                arrivals = arrivals[:LONG // 2] + [f"… {len(arrivals) - LONG} more …"] + arrivals[-(LONG // 2):]
+            items = ", ".join(arrivals)
             lines.append(f"  added before step {at}: {items}")
         return "\n".join(lines)
 
 
+LONG = 24  # entries of a plan, or requests of a scenario, listed in full in a message
+
+
 def fmt_plan(plan: Plan) -> str:
-    return "[" + ", ".join(f"(r{rid}, {n})" for rid, n in plan) + "]"
+    items = [f"(r{rid}, {n})" for rid, n in plan]
+    if len(items) > LONG:  # a crowd: the explanation names the entry that matters
+        items = items[:10] + [f"… {len(items) - 20} more …"] + items[-10:]
+    return "[" + ", ".join(items) + "]"
 
 
 def _tokens(n: int) -> str:
@@ -69,7 +77,10 @@ def _tokens(n: int) -> str:
 
 
 def fmt_ids(ids: list[int]) -> str:
-    return "[" + ", ".join(f"r{rid}" for rid in ids) + "]"
+    items = [f"r{rid}" for rid in ids]
+    if len(items) > 2 * LONG:
+        items = items[:LONG] + [f"… {len(items) - 2 * LONG} more …"] + items[-LONG:]
+    return "[" + ", ".join(items) + "]"
 
 
 # ----------------------------------------------------------------------------------------- reference
@@ -358,14 +369,15 @@ def _state_problem(got: State | str, want: State, call: str) -> str | None:
 
 def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                    expected: list[Plan] | None = None, got: list[Plan] | None = None,
-                   steps_run: list[int] | None = None) -> None:
+                   work: list[int] | None = None) -> None:
     """Replay the scenario on the submission; raise Divergence at the first difference.
 
     Checked at every step: the documented state (waiting, running, reserved) after this step's add()
     calls, the plan, that schedule() changed no prefilled/generated, the state after schedule(), the
     ids complete() returns, every request's counts and the state after complete().
     `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises;
-    `steps_run[0]` counts the steps replayed (the shrinker's work bound).
+    `work[0]` counts the steps replayed times the requests of the scenario (the shrinker's work bound:
+    every call into the worker refreshes each request the test holds).
     """
     s = ns["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
     reqs: dict[int, Any] = {}  # rid -> the submission's request (kept alive, so id() stays unique)
@@ -379,8 +391,8 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
 
     for rs in ref:
         step = rs.step
-        if steps_run is not None:
-            steps_run[0] += 1
+        if work is not None:
+            work[0] += len(sc.reqs)
         arrivals = sc.arrivals(step)
         for spec in arrivals:
             r = ns["Req"](spec.rid, spec.prompt_len, spec.max_new)
@@ -469,12 +481,12 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
     if expect is not None:
         plans = [rs.plan for rs in ref[:-1]]
         assert plans == expect, f"suite bug: the reference took {plans}, the test expects {expect}"
-    _run_and_report(ns, reference, feedback, sc, ref, about, shrink=False)
+    _run_and_report(ns, reference, feedback, sc, ref, about, shrink=0)
     return ref
 
 
 def _run_and_report(ns: Any, reference: Any, feedback: Any, sc: Scenario, ref: list[RefStep],
-                    about: str, shrink: bool) -> None:
+                    about: str, shrink: int) -> None:
     expected: list[Plan] = []
     got: list[Plan] = []
     try:
@@ -491,7 +503,7 @@ def _run_and_report(ns: Any, reference: Any, feedback: Any, sc: Scenario, ref: l
     # Fail outside the except block, so that the report is not chained to the Divergence.
     note = ""
     if shrink:
-        small, d = _shrink(ns, reference, sc, d)
+        small, d = _shrink(ns, reference, sc, d, max_work=shrink)
         if small != sc:
             note = (f"(a generated workload of {len(sc.reqs)} requests failed; this is the smallest "
                     f"part of it that still fails)\n")
@@ -538,10 +550,11 @@ def random_scenario(seed: int | str, profile: str) -> Scenario:
 
 
 def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
-            max_runs: int = 40, max_steps: int = 1500) -> tuple[Scenario, Divergence]:
+            max_runs: int = 40, max_work: int = 20_000) -> tuple[Scenario, Divergence]:
     """Make a failing scenario smaller while it still fails; at most `max_runs` replays of the submission,
-    and at most `max_steps` steps replayed in all (a step is a handful of calls into the worker, so a
-    large workload cannot make shrinking slow; counting steps, not seconds, keeps a regrade identical).
+    and at most `max_work` request-steps replayed in all (each step is a handful of calls into the worker
+    that refresh every request the test holds, so a large workload cannot make shrinking slow; counting
+    work, not seconds, keeps a regrade identical).
 
     After every success, first drop the requests added after the failing step (they can hardly have
     caused it). Then drop runs of requests (halves, quarters, ..., single ones, latest first), then
@@ -549,13 +562,13 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
     Returns the smallest failing scenario found and its divergence.
     """
     runs = 0
-    steps_run = [0]
+    work = [0]
 
     def attempt(cand: Scenario) -> bool:
         nonlocal runs, sc, d
         runs += 1
         try:
-            run_submission(ns, cand, run_reference(reference, cand), steps_run=steps_run)
+            run_submission(ns, cand, run_reference(reference, cand), work=work)
         except Divergence as e:
             sc, d = cand, e
             trimmed = replace(cand, reqs=tuple(r for r in cand.reqs if r.at <= e.step))
@@ -567,7 +580,7 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
             # calling a submission that may be stuck or gone.
             runs = max_runs
         finally:
-            if steps_run[0] >= max_steps:
+            if work[0] >= max_work:
                 runs = max_runs
         return False
 
@@ -611,9 +624,11 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
     return sc, d
 
 
-def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "") -> None:
-    """Run a generated workload on both sides; on a divergence, shrink it and report the smallest."""
-    _run_and_report(ns, reference, feedback, sc, run_reference(reference, sc), about, shrink=True)
+def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
+                 shrink_work: int = 20_000) -> None:
+    """Run a generated workload on both sides; on a divergence, shrink it (at most `shrink_work`
+    request-steps replayed) and report the smallest part that still fails."""
+    _run_and_report(ns, reference, feedback, sc, run_reference(reference, sc), about, shrink=shrink_work)
 
 
 # ----------------------------------------------------------------------------------------- by hand

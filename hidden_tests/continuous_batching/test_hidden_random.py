@@ -43,7 +43,7 @@ def test_hundreds_of_running_requests_match_the_reference(ns, reference, feedbac
     """A generated crowd: hundreds of requests decoding at once under a large budget, step by step."""
     check_random(ns, reference, feedback, random_scenario(f"{seed}/crowd", "crowd"),
                  about="hundreds of requests running at once under a large budget, step by step against "
-                       "the rules")
+                       "the rules", shrink_work=3_000)
 
 
 def test_the_budget_holds_across_a_random_workload(ns, reference, seed):
