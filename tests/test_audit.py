@@ -14,6 +14,11 @@ def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants(capsys):
     assert "the suite is strong" in out
     caught, total = out.split(" mutants caught")[0].rsplit(" ", 1)[1].split("/")
     assert caught == total and int(total) >= 15
+    # Every tier the exercise declares gets its figure; the free tier's suite catches only some.
+    free = out.split("tier free (visible): its tests catch ")[1].split(" mutants")[0]
+    premium = out.split("tier premium (visible, hidden): its tests catch ")[1].split(" mutants")[0]
+    assert premium == f"{total} of {total}"
+    assert 0 < int(free.split(" of ")[0]) < int(total)
 
 
 def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
