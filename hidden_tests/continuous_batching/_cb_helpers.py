@@ -55,9 +55,9 @@ class Scenario:
                  f"kv_tokens={self.kv_tokens})"]
         for at in sorted({r.at for r in self.reqs}):
             arrivals = [f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})" for r in self.arrivals(at)]
-            if len(arrivals) > LONG:
-                arrivals = arrivals[:LONG // 2] + [f"… {len(arrivals) - LONG} more …"] + arrivals[-(LONG // 2):]
-            items = ", ".join(arrivals)
+            if len(self.reqs) > LONG and len(arrivals) > 4:  # a crowd: a few of each step's arrivals
+                arrivals = [f"{len(arrivals)} requests:", *arrivals[:3], "…", arrivals[-1]]
+            items = ", ".join(arrivals).replace(":,", ":")
             lines.append(f"  added before step {at}: {items}")
         return "\n".join(lines)
 
