@@ -643,6 +643,20 @@ def expect_progress(sc: Scenario, generated: dict[int, int], cap: int) -> None:
                                 f"arrived, or after {cap} steps): {shown}")
 
 
+def expect_steps(got: list[Any], want: list[Any], context: str, what: str = "plan", fmt: Any = None) -> None:
+    """Compare what the submission did step by step with what it should have done, and fail at the
+    first difference, saying nothing of the steps after it."""
+    fmt = fmt or fmt_plan
+    for i in range(max(len(got), len(want))):
+        have = got[i] if i < len(got) else None
+        should = want[i] if i < len(want) else None
+        if have != should:
+            shown = lambda v: "no step" if v is None else fmt(v)  # noqa: E731
+            agree = f" (steps 1-{i} agree)" if i > 1 else (" (step 1 agrees)" if i == 1 else "")
+            expect_that(False, f"{context}: at step {i + 1} the {what} should be {shown(should)}, but it was "
+                               f"{shown(have)}{agree}")
+
+
 def expect_that(ok: bool, message: str) -> None:
     """Fail with a plain sentence (no traceback of the suite's own code)."""
     if not ok:

@@ -11,7 +11,7 @@ import sys
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_plan  # noqa: E402
+from _cb_helpers import R, Scenario, Session, check, expect_steps, expect_that, fmt_plan  # noqa: E402
 
 
 def _run_to_the_end(s, steps=20):
@@ -34,10 +34,6 @@ def _refused(call, *args):
     return False
 
 
-def _fmt(plans):
-    return ", ".join(fmt_plan(p) for p in plans)
-
-
 def test_limits_of_zero_are_refused(ns):
     """Scheduler() raises ValueError for a token_budget, max_seqs or kv_tokens of 0; limits of 1 work."""
     for args in ((0, 4, 100), (8, 0, 100), (8, 4, 0)):
@@ -47,9 +43,8 @@ def test_limits_of_zero_are_refused(ns):
     s = Session(ns, 1, 1, 2)
     s.add(0, 1, 1)
     plans = _run_to_the_end(s)
-    expect_that(plans == [[(0, 1)], []], f"with token_budget=1, max_seqs=1, kv_tokens=2, r0 (prompt_len 1, "
-                                         f"max_new 1) runs in one step: expected the plans [(r0, 1)], [], got "
-                                         f"{_fmt(plans)}")
+    expect_steps(plans, [[(0, 1)], []], "with token_budget=1, max_seqs=1, kv_tokens=2, r0 (prompt_len 1, max_new 1) "
+                                        "runs in one step")
 
 
 def test_add_refuses_an_empty_prompt_or_no_output(ns):
@@ -63,8 +58,7 @@ def test_add_refuses_an_empty_prompt_or_no_output(ns):
     s.add(2, 3, 2)
     plans = _run_to_the_end(s)
     want = [[(2, 3)], [(2, 1)], []]
-    expect_that(plans == want, f"after refusing r0 and r1, the scheduler runs r2 only: expected the plans "
-                               f"{_fmt(want)}, got {_fmt(plans)}")
+    expect_steps(plans, want, "after refusing r0 and r1, the scheduler runs r2 (prompt_len 3, max_new 2) only")
 
 
 def test_add_refuses_a_live_duplicate_id_and_accepts_it_once_finished(ns):
@@ -80,14 +74,14 @@ def test_add_refuses_a_live_duplicate_id_and_accepts_it_once_finished(ns):
                                              "waiting or running is refused with ValueError")
     s.complete(raw)
     plans = _run_to_the_end(s)
-    expect_that(plans == [[(7, 1)], []], f"after the refused twin, r7 goes on alone: expected the plans "
-                                         f"[(r7, 1)], [], got {_fmt(plans)}")
+    expect_steps(plans, [[(7, 1)], []], "after the refused twin, r7 (prompt_len 4, max_new 2) goes on alone")
     s.add(70, 2, 1)  # a fresh id, then the old one again: both accepted now that r7 has finished
     again = s.new(7, 3, 1)
     expect_that(not _refused(s.sched.add, again), "add() refused r7 after the first r7 had finished: a "
                                                   "finished request's id may be used again")
     plans = _run_to_the_end(s)
-    expect_that(plans == [[(70, 2), (7, 3)], []], f"expected the plans [(r70, 2), (r7, 3)], [], got {_fmt(plans)}")
+    expect_steps(plans, [[(70, 2), (7, 3)], []], "then r70 (prompt_len 2, max_new 1) and a new r7 (prompt_len 3, "
+                                                 "max_new 1) run")
 
 
 def test_schedule_changes_no_counts_until_complete(ns, reference, feedback):
@@ -129,7 +123,7 @@ def test_complete_accepts_an_empty_plan(ns):
     expect_that(ids == [], f"complete([]) must return no ids, got {ids}")
     s.add(0, 2, 1)
     plans = _run_to_the_end(s)
-    expect_that(plans == [[(0, 2)], []], f"expected the plans [(r0, 2)], [], got {_fmt(plans)}")
+    expect_steps(plans, [[(0, 2)], []], "then r0 (prompt_len 2, max_new 1) runs")
 
 
 def test_complete_returns_every_emitting_request_once(ns, reference, feedback):
