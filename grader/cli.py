@@ -148,8 +148,12 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
             console.print(Text(f"{row.label}: {problem}", style="red bold"))
     verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
     caught = sum(1 for row in audit.mutants if row.caught_by)
+    for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
+        console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
+                      f"{figure.mutants} mutants; {figure.mutants - figure.caught} go unnoticed on this tier")
     console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
-                       f"stub {audit.stub.card.score}, {caught}/{len(audit.mutants)} mutants caught",
+                       f"stub {audit.stub.card.score}, {caught}/{len(audit.mutants)} mutants caught "
+                       f"on the {audit.tier} tier",
                        style="green bold" if audit.ok else "red bold"))
     return OK if audit.ok else UNVOUCHED
 

@@ -17,6 +17,7 @@ from grader.exercise import Exercise, list_tests
 from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
+from grader.seeding import seed_for_source
 from grader.validate import Rejected, validate
 
 Backend = Callable[[Exercise, bytes, str], RawRun]
@@ -37,6 +38,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str, backend: Backend, ba
         card.status, card.reason = "rejected", str(why)
     else:
         card.submission_sha256 = submission.sha256
+        card.seed = seed_for_source(submission.source, exercise)  # the same derivation as the job's (layout)
         judge(card, backend(exercise, submission.source, tier), exercise, tier)
     card.duration_s = round(time.monotonic() - started, 3)
     return card

@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 import grader
+from grader.grouping import coverage, failure_groups
 from grader.scorecard import Scorecard, TestResult
 
 MESSAGE_LIMIT = 4_000   # characters of a test's message shown
@@ -457,6 +458,8 @@ def _output_cut_note(chars: int, harness_bytes: int) -> str:
 def report_view(card: Scorecard) -> dict[str, Any]:
     """Everything both reports show, computed once from the scorecard."""
     tests = [result_view(t) for t in card.tests]
+    groups = failure_groups(tests)  # the failing ones by cause; marks repeats with `same_as`
+    covered = coverage(card)
     pct = percent(card.score, card.max_score)
     graded = card.status == "graded"
     suites = []
@@ -470,7 +473,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
     circumference = 2 * math.pi * ring_r
     if not graded:
         tone = "muted"
-    elif pct == 100:
+    elif pct == 100 and covered["complete"]:
         tone = "good"
     elif pct >= 50:
         tone = "fair"
@@ -494,6 +497,8 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "suites": suites,
         "tests": tests,
         "failing": [t for t in tests if not t["passed"]],
+        "groups": groups,
+        "coverage": covered,
         "counts": counts,
         "passed": counts["passed"],
         "total": len(tests),
@@ -503,6 +508,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "graded_at": when(card.graded_at),
         "duration": short_duration(card.duration_s) if card.duration_s else "",
         "sha": one_line(card.submission_sha256, 64),
+        "seed": card.seed,
         "grader_version": one_line(card.grader_version or grader.__version__, 40),
         "schema_version": card.schema_version,
         "limits": {"message": MESSAGE_LIMIT, "output": OUTPUT_LIMIT},

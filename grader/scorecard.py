@@ -60,6 +60,7 @@ class Scorecard:
     graded_at: str = ""
     duration_s: float = 0.0
     grader_version: str = ""
+    seed: int | None = None  # what random workloads were drawn from (grader.seeding); None: not run
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -19,7 +19,7 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.report import render_html
+from grader.report import render_html, report_view
 from grader.sandbox.local import run_local
 from grader.scorecard import Scorecard
 from tests.browser import Browser
@@ -57,7 +57,7 @@ def described_report_file(card: Scorecard, tmp_path_factory: pytest.TempPathFact
     return path
 
 
-def test_the_report_loads_with_no_request_and_no_error(browser: Browser, report_file: Path):
+def test_the_report_loads_with_no_request_and_no_error(browser: Browser, report_file: Path, card: Scorecard):
     browser.viewport(*DESKTOP)
     url = report_file.as_uri()
     browser.open(url)
@@ -65,8 +65,12 @@ def test_the_report_loads_with_no_request_and_no_error(browser: Browser, report_
     assert browser.problems() == []
     assert browser.evaluate("document.scripts.length") == 0
     assert browser.evaluate("document.title").startswith("One step of a continuous-batching scheduler")
-    # Failed tests are open, passed ones folded; the failing trace is drawn with its first difference.
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed:not([open])').length") == 0
+    # The first failed test of each cause is open, passed ones and repeats of a cause folded; the
+    # failing trace is drawn with its first difference.
+    groups = report_view(card)["groups"]
+    assert browser.evaluate("document.querySelectorAll('details.test.s-failed[open]').length") == len(groups)
+    assert browser.evaluate("document.querySelectorAll('details.test.s-failed:not([open])').length") == sum(
+        g["count"] - 1 for g in groups)
     assert browser.evaluate("document.querySelectorAll('details.test.s-passed[open]').length") == 0
     assert browser.evaluate("document.querySelectorAll('details.test.s-failed[open] .timeline .diff-band').length") >= 1
     assert browser.evaluate("document.querySelectorAll('tr.first[data-first-difference]').length") >= 1

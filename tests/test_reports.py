@@ -17,7 +17,8 @@ from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.harness.feedback import Feedback
 from grader.report import (MESSAGE_LIMIT, OUTPUT_LIMIT, clip, clip_tail, md_cell, md_code, md_fence, md_text,
-                           printable, render_html, render_markdown, squeeze_blank_lines, timeline, trace_rows)
+                           printable, render_html, render_markdown, report_view, squeeze_blank_lines, timeline,
+                           trace_rows)
 from grader.sandbox.local import run_local
 from grader.scorecard import LockedTest, Scorecard
 from grader.scorecard import TestResult as Result
@@ -157,25 +158,38 @@ def test_the_reference_report_shows_full_marks_with_every_test_folded(cards, ren
     assert f"| **Total** | **{len(card.tests)}/{len(card.tests)}** | **{card.score}/{card.max_score}** |" in md
 
 
-def test_the_stub_report_opens_every_failing_test_with_its_message_and_traceback(cards, rendered):
+def test_the_stub_report_groups_its_failures_under_their_one_reason(cards, rendered):
     card, (page, md) = cards["stub"], rendered["stub"]
     assert card.score == 0 and all(t.status == "failed" for t in card.tests)
-    assert page.count('<details class="test s-failed"') == page.count(" open>") == len(card.tests)
+    # Every test keeps its details (message and the student's traceback); one reason, said once, opened once.
+    assert page.count('<details class="test s-failed"') == len(card.tests)
+    assert page.count(" open>") == 1
     assert page.count("schedule() is not implemented yet (NotImplementedError") >= len(card.tests)
     assert NOT_IMPLEMENTED in html.unescape(page)  # the student's own traceback line
-    assert f"### What went wrong ({len(card.tests)})" in md
-    assert md.count("```text\nschedule() is not implemented yet") >= len(card.tests)
+    assert f"To fix ({len(card.tests)} tests, 1 reason)" in page
+    assert f"One reason, {len(card.tests)} tests:" in page
+    assert page.count("Fails for the same reason as") == len(card.tests) - 1
+    # Markdown: the reason in full once, every other test named once.
+    assert f"### What went wrong ({len(card.tests)} tests, 1 reason)" in md
+    assert md.count("```text\nschedule() is not implemented yet") == 1
+    assert f"*The same reason fails {len(card.tests) - 1} more tests:*" in md
+    for test in card.tests[1:]:
+        assert md.count(f"`{test.name}` ({test.score}/{test.max_score})") == 1
 
 
 def test_a_failing_trace_shows_its_first_difference_in_the_table_and_the_timeline(cards, rendered):
     card, (page, md) = cards["mutant"], rendered["mutant"]
     traces = [a for t in card.tests for a in t.artifacts if a["kind"] == "trace"]
     assert traces and all(a["first_difference"] is not None for a in traces)
-    for artifact in traces:
-        step = artifact["first_difference"] + 1
-        assert f'data-first-difference="{step}"' in page
-        assert f">first difference: step {step}</text>" in page
-        assert re.search(rf"\| \*\*{step}\*\* \|[^\n]*\| ⬅️ \*\*first difference\*\* \|", md)
+    # Markdown shows the first test of each cause in full (the others are named under it).
+    leads = {g["lead"]["name"] for g in report_view(card)["groups"]}
+    for test in card.tests:
+        for artifact in (a for a in test.artifacts if a["kind"] == "trace"):
+            step = artifact["first_difference"] + 1
+            assert f'data-first-difference="{step}"' in page
+            assert f">first difference: step {step}</text>" in page
+            if test.name in leads:
+                assert re.search(rf"\| \*\*{step}\*\* \|[^\n]*\| ⬅️ \*\*first difference\*\* \|", md)
     # One marker per trace in the drawing and in the table, no more.
     assert page.count('class="diff-band"') == page.count("data-first-difference=") == len(traces)
     assert page.count('<span class="flag">first difference</span>') == len(traces)
@@ -197,9 +211,10 @@ def test_a_timeout_is_explained_with_what_to_look_for(cards, rendered):
     card, (page, md) = cards["timeout"], rendered["timeout"]
     assert [t.status for t in card.tests] == ["timeout", "timeout"]
     assert "within 1 s" in card.tests[0].message
-    assert page.count('<details class="test s-timeout"') == 2 and page.count(" open>") == 2
+    # Two timeouts with one message: one reason, opened once, both tests named under it.
+    assert page.count('<details class="test s-timeout"') == 2 and page.count(" open>") == 1
     assert "Your code ran out of time" in page and "endless loop" in page and "slow algorithm" in page
-    assert md.count("#### ⏱️") == 2 and "endless loop" in md
+    assert md.count("#### ⏱️") == 1 and "*The same reason fails 1 more test:*" in md and "endless loop" in md
 
 
 def test_the_free_tier_names_the_premium_tests_it_did_not_run(cards, rendered):

@@ -3,7 +3,7 @@
 It imports the submission into the test process itself, which is exactly what the isolated harness
 exists to avoid: a submission can patch pytest from here. Use it to run a suite against trusted code:
 
-    GRADER_SUBMISSION=solutions/x/mod.py GRADER_REFERENCE=solutions/x/mod.py \
+    GRADER_SUBMISSION=solutions/x/mod.py GRADER_REFERENCE=solutions/x/mod.py [GRADER_SEED=n] \
         pytest -p grader.harness.inprocess exercises/x/tests hidden_tests/x
 """
 
@@ -38,6 +38,12 @@ def ns() -> dict[str, object]:
 @pytest.fixture
 def reference() -> dict[str, object]:
     return vars(load_module(os.environ["GRADER_REFERENCE"], "_reference"))
+
+
+@pytest.fixture
+def seed() -> int:
+    """GRADER_SEED, or 0: replay a graded run's random workloads with the seed its scorecard records."""
+    return int(os.environ.get("GRADER_SEED", "0"))
 
 
 @pytest.fixture

@@ -269,6 +269,12 @@ def load_reference(harness: HarnessState) -> None:
 
 
 @pytest.fixture
+def seed() -> int:
+    """The run's seed for random workloads: per submission, the same on a regrade (grader.seeding)."""
+    return state().job.seed
+
+
+@pytest.fixture
 def feedback(request: pytest.FixtureRequest) -> Feedback:
     recorder = Feedback()
     request.node.stash[FEEDBACK] = recorder

@@ -25,6 +25,7 @@ from pathlib import Path
 import grader
 from grader.exercise import Exercise
 from grader.harness.contract import JOB_FILE, Job, Suite, worker_zip
+from grader.seeding import KEY_FILE, seed_for_source
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
 WORKER_ZIP = "pub/worker.zip"
@@ -79,8 +80,8 @@ def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, byte
 def _tree(source: Path, target: str) -> list[Entry]:
     entries = [Entry(target, None, 0o700)]
     for path in sorted(source.rglob("*")):
-        if "__pycache__" in path.parts or path.suffix == ".pyc":
-            continue
+        if "__pycache__" in path.parts or path.suffix == ".pyc" or path.name == KEY_FILE:
+            continue  # the seed's key stays on the host: the seed itself travels in the job
         relative = f"{target}/{path.relative_to(source).as_posix()}"
         entries.append(Entry(relative, None, 0o700) if path.is_dir() else Entry(relative, path.read_bytes(), 0o600))
     return entries
@@ -130,8 +131,7 @@ def _worker_zip() -> bytes:
     return worker_zip(HARNESS_PACKAGE)
 
 
-def build_layout(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings,
-                 seed: int | None = None) -> JobLayout:
+def build_layout(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings) -> JobLayout:
     """Everything a backend places in the sandbox for one submission."""
     prepared = prepare_suites(exercise, tier)
     submission = f"pub/submission/{exercise.submission_file}"
@@ -146,7 +146,7 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, settings: WorkerS
         submission=submission, module=exercise.module, names=list(exercise.names), suites=list(prepared.suites),
         worker_code=WORKER_ZIP, worker_python=settings.python, isolation=settings.isolation,
         reference=prepared.reference, worker_user=settings.user, worker_group=settings.group, bwrap=settings.bwrap,
-        seed=seed, limits=exercise.limits,
+        seed=seed_for_source(source, exercise), limits=exercise.limits,
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
     return JobLayout(entries, job, secrets.token_hex(16), f"job-{secrets.token_hex(8)}")

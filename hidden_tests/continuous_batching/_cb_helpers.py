@@ -13,6 +13,7 @@ returns is converted to plain data (and sanity-checked) before being compared.
 
 from __future__ import annotations
 
+import collections
 import random
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 Plan = list[tuple[int, int]]  # [(rid, n_tokens), ...]
+State = tuple[list[int], list[int], int]  # the documented attributes: waiting, running (rids, in order), reserved
 
 
 # ----------------------------------------------------------------------------------------- scenarios
@@ -52,14 +54,22 @@ class Scenario:
         lines = [f"Scheduler(token_budget={self.budget}, max_seqs={self.max_seqs}, "
                  f"kv_tokens={self.kv_tokens})"]
         for at in sorted({r.at for r in self.reqs}):
-            items = ", ".join(f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})"
-                              for r in self.arrivals(at))
+            arrivals = [f"r{r.rid} (prompt_len {r.prompt_len}, max_new {r.max_new})" for r in self.arrivals(at)]
+            if len(self.reqs) > LONG and len(arrivals) > 4:  # a crowd: a few of each step's arrivals
+                arrivals = [f"{len(arrivals)} requests:", *arrivals[:3], "…", arrivals[-1]]
+            items = ", ".join(arrivals).replace(":,", ":")
             lines.append(f"  added before step {at}: {items}")
         return "\n".join(lines)
 
 
+LONG = 24  # entries of a plan, or requests of a scenario, listed in full in a message
+
+
 def fmt_plan(plan: Plan) -> str:
-    return "[" + ", ".join(f"(r{rid}, {n})" for rid, n in plan) + "]"
+    items = [f"(r{rid}, {n})" for rid, n in plan]
+    if len(items) > LONG:  # a crowd: the explanation names the entry that matters
+        items = items[:10] + [f"… {len(items) - 20} more …"] + items[-10:]
+    return "[" + ", ".join(items) + "]"
 
 
 def _tokens(n: int) -> str:
@@ -67,7 +77,10 @@ def _tokens(n: int) -> str:
 
 
 def fmt_ids(ids: list[int]) -> str:
-    return "[" + ", ".join(f"r{rid}" for rid in ids) + "]"
+    items = [f"r{rid}" for rid in ids]
+    if len(items) > 2 * LONG:
+        items = items[:LONG] + [f"… {len(items) - 2 * LONG} more …"] + items[-LONG:]
+    return "[" + ", ".join(items) + "]"
 
 
 # ----------------------------------------------------------------------------------------- reference
@@ -85,6 +98,17 @@ class RefStep:
     plan: Plan
     emitted: list[int] | None  # sorted; None for the final step, where complete() is not called
     after: dict[int, tuple[int, int]] = field(default_factory=dict)  # rid -> (prefilled, generated)
+    scheduled: State | None = None  # waiting, running, reserved right after schedule()
+    completed: State | None = None  # and right after complete()
+
+    @property
+    def before(self) -> State:
+        """The documented state right before schedule(), after this step's add() calls."""
+        return [r[0] for r in self.waiting], [r[0] for r in self.running], self.reserved
+
+
+def state_of(sched: Any) -> State:
+    return [r.rid for r in sched.waiting], [r.rid for r in sched.running], sched.reserved
 
 
 def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000) -> list[RefStep]:
@@ -108,10 +132,12 @@ def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000) -> list[R
         steps.append(rec)
         plan = s.schedule()
         rec.plan = [(r.rid, n) for r, n in plan]
+        rec.scheduled = state_of(s)
         if done:
             return steps
         in_step = {r.rid: r for r in s.running}
         rec.emitted = sorted(s.complete(plan))
+        rec.completed = state_of(s)
         still = {r.rid for r in s.running}
         released = [(rid, r.prompt_len + r.max_new) for rid, r in in_step.items() if rid not in still]
         finished |= {rid for rid, _ in released}
@@ -300,23 +326,81 @@ def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> li
                            f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
 
 
+# What each call does to the documented attributes, said when one of them is wrong after it.
+STATE_RULES = {
+    "add()": "add() appends the request to waiting; running and reserved do not change",
+    "schedule()": ("an admitted request leaves the head of waiting, goes to the end of running and takes "
+                   "its reservation (prompt_len + max_new) at once"),
+    "complete()": ("a request that has emitted max_new tokens leaves running and its reservation "
+                   "(prompt_len + max_new) is released at once; waiting does not change"),
+}
+
+
+def _plain_state(sched: Any, ids: dict[int, int]) -> State | str:
+    """The submission's waiting, running and reserved as plain data, or a sentence saying what is wrong.
+
+    Two proxy round trips (waiting and running); reserved is a scalar, read from the local snapshot."""
+    lists = []
+    for name in ("waiting", "running"):
+        raw = getattr(sched, name, None)
+        if not isinstance(raw, (list, tuple, collections.deque)):
+            return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
+        if any(id(r) not in ids for r in raw):
+            return f"{name} holds something else than the Req objects passed to add()"
+        lists.append([ids[id(r)] for r in raw])
+    reserved = getattr(sched, "reserved", None)
+    if not isinstance(reserved, int) or isinstance(reserved, bool):
+        return f"reserved must be an int, but it is a {type(reserved).__name__}"
+    return lists[0], lists[1], reserved
+
+
+def _state_problem(got: State | str, want: State, call: str) -> str | None:
+    if isinstance(got, str):
+        return f"after {call}, {got}"
+    for i, name in enumerate(("waiting", "running")):
+        if got[i] != want[i]:
+            return (f"after {call}, {name} is {fmt_ids(got[i])} but should be {fmt_ids(want[i])} "
+                    f"({STATE_RULES[call]})")
+    if got[2] != want[2]:
+        return (f"after {call}, reserved is {got[2]} but should be {want[2]}: the sum of prompt_len + max_new "
+                f"over the running requests ({STATE_RULES[call]})")
+    return None
+
+
 def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
-                   expected: list[Plan] | None = None, got: list[Plan] | None = None) -> None:
+                   expected: list[Plan] | None = None, got: list[Plan] | None = None,
+                   work: list[int] | None = None) -> None:
     """Replay the scenario on the submission; raise Divergence at the first difference.
 
-    `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises.
+    Checked at every step: the documented state (waiting, running, reserved) after this step's add()
+    calls, the plan, that schedule() changed no prefilled/generated, the state after schedule(), the
+    ids complete() returns, every request's counts and the state after complete().
+    `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises;
+    `work[0]` counts the steps replayed times the requests of the scenario (the shrinker's work bound:
+    every call into the worker refreshes each request the test holds).
     """
     s = ns["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
     reqs: dict[int, Any] = {}  # rid -> the submission's request (kept alive, so id() stays unique)
     ids: dict[int, int] = {}  # id(request object) -> rid
+    counts: dict[int, tuple[int, int]] = {}  # rid -> (prefilled, generated) after the last complete()
     expected = [] if expected is None else expected
     got = [] if got is None else got
+
+    def diverge(step: int, message: str) -> Divergence:
+        return Divergence(step, f"step {step}: {message}", expected, got)
+
     for rs in ref:
         step = rs.step
-        for spec in sc.arrivals(step):
+        if work is not None:
+            work[0] += len(sc.reqs)
+        arrivals = sc.arrivals(step)
+        for spec in arrivals:
             r = ns["Req"](spec.rid, spec.prompt_len, spec.max_new)
             s.add(r)
             reqs[spec.rid], ids[id(r)] = r, spec.rid
+            counts[spec.rid] = (0, 0)
+        if arrivals and (problem := _state_problem(_plain_state(s, ids), rs.before, "add()")):
+            raise diverge(step, problem)
         expected.append(rs.plan)
         raw = s.schedule()
         plan = _plain_plan(raw, ids, step, expected, got)
@@ -331,6 +415,15 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                 msg = (f"step {step}: expected plan {fmt_plan(rs.plan)} but your schedule() returned "
                        f"{fmt_plan(plan)}: {explain_plan(rs, sc, plan)}")
             raise Divergence(step, msg, expected, got)
+        for rid, r in reqs.items():
+            have = (r.prefilled, r.generated)
+            if have != counts[rid]:
+                raise diverge(step, f"schedule() changed r{rid} from prefilled={counts[rid][0]}, generated="
+                                    f"{counts[rid][1]} to prefilled={have[0]}, generated={have[1]}: schedule() "
+                                    f"only plans the step, complete() applies it once the step has run")
+        assert rs.scheduled is not None
+        if problem := _state_problem(_plain_state(s, ids), rs.scheduled, "schedule()"):
+            raise diverge(step, problem)
         if rs.emitted is None:
             return
         emitted = _plain_ids(s.complete(raw), step, expected, got)
@@ -353,6 +446,10 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                 raise Divergence(step, f"step {step}: after complete(), r{rid} has prefilled={have[0]}, "
                                        f"generated={have[1]}, but expected prefilled={want[0]}, "
                                        f"generated={want[1]}{hint}", expected, got)
+        counts = dict(rs.after)
+        assert rs.completed is not None
+        if problem := _state_problem(_plain_state(s, ids), rs.completed, "complete()"):
+            raise diverge(step, problem)
 
 
 def sc_req(sc: Scenario, rid: int) -> R:
@@ -384,12 +481,12 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
     if expect is not None:
         plans = [rs.plan for rs in ref[:-1]]
         assert plans == expect, f"suite bug: the reference took {plans}, the test expects {expect}"
-    _run_and_report(ns, reference, feedback, sc, ref, about, shrink=False)
+    _run_and_report(ns, reference, feedback, sc, ref, about, shrink=0)
     return ref
 
 
 def _run_and_report(ns: Any, reference: Any, feedback: Any, sc: Scenario, ref: list[RefStep],
-                    about: str, shrink: bool) -> None:
+                    about: str, shrink: int) -> None:
     expected: list[Plan] = []
     got: list[Plan] = []
     try:
@@ -406,7 +503,7 @@ def _run_and_report(ns: Any, reference: Any, feedback: Any, sc: Scenario, ref: l
     # Fail outside the except block, so that the report is not chained to the Divergence.
     note = ""
     if shrink:
-        small, d = _shrink(ns, reference, sc, d)
+        small, d = _shrink(ns, reference, sc, d, max_work=shrink)
         if small != sc:
             note = (f"(a generated workload of {len(sc.reqs)} requests failed; this is the smallest "
                     f"part of it that still fails)\n")
@@ -427,10 +524,16 @@ PROFILES: dict[str, dict[str, Any]] = {
                         new=(1, 6), window=10, exact_fits=False),
     "tiny_budget": dict(budget=(1, 5), seats=(2, 5), kv=(24, 40), n=(12, 16), prompt=(1, 10),
                         new=(1, 4), window=20, exact_fits=True),
+    # hundreds of requests decoding at once under a large budget (more than 64, more than 128, ...);
+    # short prompts so that everyone is decoding after a few steps, and about 60 steps in all
+    "crowd": dict(budget=(1024, 4096), seats=(200, 400), kv=(8000, 12000), n=(250, 350), prompt=(1, 24),
+                  new=(8, 48), window=4, exact_fits=False),
 }
 
 
-def random_scenario(seed: int, profile: str) -> Scenario:
+def random_scenario(seed: int | str, profile: str) -> Scenario:
+    """A generated workload. `seed` is the run's seed (the `seed` fixture: derived from the submission
+    and a key the student never sees), optionally with a suffix to draw several workloads from it."""
     cfg = PROFILES[profile]
     rng = random.Random(f"{profile}:{seed}")
     kv = rng.randint(*cfg["kv"])
@@ -447,8 +550,11 @@ def random_scenario(seed: int, profile: str) -> Scenario:
 
 
 def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
-            max_runs: int = 40) -> tuple[Scenario, Divergence]:
-    """Make a failing scenario smaller while it still fails; at most `max_runs` replays of the submission.
+            max_runs: int = 40, max_work: int = 20_000) -> tuple[Scenario, Divergence]:
+    """Make a failing scenario smaller while it still fails; at most `max_runs` replays of the submission,
+    and at most `max_work` request-steps replayed in all (each step is a handful of calls into the worker
+    that refresh every request the test holds, so a large workload cannot make shrinking slow; counting
+    work, not seconds, keeps a regrade identical).
 
     After every success, first drop the requests added after the failing step (they can hardly have
     caused it). Then drop runs of requests (halves, quarters, ..., single ones, latest first), then
@@ -456,12 +562,13 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
     Returns the smallest failing scenario found and its divergence.
     """
     runs = 0
+    work = [0]
 
     def attempt(cand: Scenario) -> bool:
         nonlocal runs, sc, d
         runs += 1
         try:
-            run_submission(ns, cand, run_reference(reference, cand))
+            run_submission(ns, cand, run_reference(reference, cand), work=work)
         except Divergence as e:
             sc, d = cand, e
             trimmed = replace(cand, reqs=tuple(r for r in cand.reqs if r.at <= e.step))
@@ -472,6 +579,9 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
             # The submission raised on the smaller scenario: keep the divergence we have, and stop
             # calling a submission that may be stuck or gone.
             runs = max_runs
+        finally:
+            if work[0] >= max_work:
+                runs = max_runs
         return False
 
     def drop(chunk: int) -> bool:
@@ -514,12 +624,38 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
     return sc, d
 
 
-def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "") -> None:
-    """Run a generated workload on both sides; on a divergence, shrink it and report the smallest."""
-    _run_and_report(ns, reference, feedback, sc, run_reference(reference, sc), about, shrink=True)
+def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
+                 shrink_work: int = 20_000) -> None:
+    """Run a generated workload on both sides; on a divergence, shrink it (at most `shrink_work`
+    request-steps replayed) and report the smallest part that still fails."""
+    _run_and_report(ns, reference, feedback, sc, run_reference(reference, sc), about, shrink=shrink_work)
 
 
 # ----------------------------------------------------------------------------------------- by hand
+
+def expect_progress(sc: Scenario, generated: dict[int, int], cap: int) -> None:
+    """Every request of the scenario emitted all its max_new tokens within `cap` steps."""
+    unfinished = [f"r{r.rid} ({generated.get(r.rid, 0)} of {r.max_new})" for r in sc.reqs
+                  if generated.get(r.rid, 0) != r.max_new]
+    shown = ", ".join(unfinished[:8]) + (f" and {len(unfinished) - 8} more" if len(unfinished) > 8 else "")
+    expect_that(not unfinished, f"{len(unfinished)} of {len(sc.reqs)} requests never emitted all their max_new "
+                                f"tokens (the run stops when schedule() plans nothing once every request has "
+                                f"arrived, or after {cap} steps): {shown}")
+
+
+def expect_steps(got: list[Any], want: list[Any], context: str, what: str = "plan", fmt: Any = None) -> None:
+    """Compare what the submission did step by step with what it should have done, and fail at the
+    first difference, saying nothing of the steps after it."""
+    fmt = fmt or fmt_plan
+    for i in range(max(len(got), len(want))):
+        have = got[i] if i < len(got) else None
+        should = want[i] if i < len(want) else None
+        if have != should:
+            shown = lambda v: "no step" if v is None else fmt(v)  # noqa: E731
+            agree = f" (steps 1-{i} agree)" if i > 1 else (" (step 1 agrees)" if i == 1 else "")
+            expect_that(False, f"{context}: at step {i + 1} the {what} should be {shown(should)}, but it was "
+                               f"{shown(have)}{agree}")
+
 
 def expect_that(ok: bool, message: str) -> None:
     """Fail with a plain sentence (no traceback of the suite's own code)."""

@@ -13,7 +13,7 @@ import pytest
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_plan  # noqa: E402
+from _cb_helpers import R, Scenario, Session, check, expect_steps, expect_that, fmt_ids  # noqa: E402
 
 
 # --- the statement's worked example ---------------------------------------------------------------
@@ -190,8 +190,8 @@ def test_add_rejects_a_request_that_can_never_fit(ns):
             break
         s.complete(raw)
     want = [[(0, 10), (2, 3)], [(0, 1)], []]
-    expect_that(plans == want, f"after rejecting r1, the scheduler goes on with r0 and r2 only: expected the "
-                               f"plans {_fmt(want)}, got {_fmt(plans)}")
+    expect_steps(plans, want, "after rejecting r1, the scheduler goes on with r0 (prompt_len 10, max_new 2) and r2 "
+                              "(prompt_len 3, max_new 1) only")
 
 
 def test_add_accepts_an_exact_kv_fit_and_runs_it(ns):
@@ -212,11 +212,7 @@ def test_add_accepts_an_exact_kv_fit_and_runs_it(ns):
             break
         emitted.append(s.complete(raw))
     want = [[(0, 16)], [(0, 16)], [(0, 12)]] + [[(0, 1)]] * 5 + [[]]
-    expect_that(plans == want, f"a request that fills the KV cache exactly must run: expected the plans "
-                               f"{_fmt(want)}, got {_fmt(plans)}")
-    expect_that(emitted == [[], [], [0]] + [[0]] * 5,
-                f"complete() should return the ids [], [], [0], then [0] five times; got {emitted}")
+    expect_steps(plans, want, "a request that fills the KV cache exactly must run (token_budget 16)")
+    expect_steps(emitted, [[], [], [0]] + [[0]] * 5, "r0 emits its first token when its prompt completes",
+                 what="list of ids complete() returns", fmt=fmt_ids)
 
-
-def _fmt(plans):
-    return ", ".join(fmt_plan(p) for p in plans)

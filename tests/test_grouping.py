@@ -1,0 +1,75 @@
+"""Failures grouped by cause, and what a run covered, in the reports (hand-made scorecards: no grading)."""
+
+from __future__ import annotations
+
+from grader.grouping import cause_key, coverage, failure_groups
+from grader.report import render_html, render_markdown, report_view
+from grader.scorecard import LockedTest, Scorecard
+from grader.scorecard import TestResult as Result
+
+DECODE = ("step {step}: expected plan [(r0, 1), (r{rid}, 1)] but your schedule() returned [(r0, 1), (r{rid}, 2)]: "
+          "a decode gets exactly 1 token, but r{rid} (prompt fully prefilled) got 2.\nScenario:\n{scenario}")
+
+
+def failed(name: str, message: str) -> Result:
+    return Result(f"h::{name}", name, "hidden", "failed", 0, 2, message=message)
+
+
+def card_with(tests: list[Result], tier: str = "premium", locked: list[LockedTest] | None = None) -> Scorecard:
+    score = sum(t.score for t in tests)
+    return Scorecard("continuous_batching", tier, "ab" * 32, "graded", score, sum(t.max_score for t in tests),
+                     tests=tests, locked=locked or [], title="Scheduler")
+
+
+def test_failures_with_one_cause_in_different_scenarios_are_one_group():
+    tests = [
+        failed("test_a", DECODE.format(step=3, rid=4, scenario="Scheduler(8, 2, 100)")),
+        failed("test_b", "step 1: after add(), waiting is [] but should be [r0]"),
+        failed("test_c", DECODE.format(step=12, rid=17, scenario="Scheduler(64, 9, 1000)")),
+        Result("h::ok", "test_ok", "hidden", "passed", 2, 2),
+        failed("test_d", DECODE.format(step=5, rid=2, scenario="another")),
+    ]
+    view = report_view(card_with(tests))
+    groups = view["groups"]
+    assert [[t["name"] for t in g["tests"]] for g in groups] == [["test_a", "test_c", "test_d"], ["test_b"]]
+    assert groups[0]["cause"].startswith("step 3: expected plan")  # the first test's own words
+    assert [t["same_as"] and t["same_as"]["name"] for t in view["tests"]] == [None, None, "test_a", None, "test_a"]
+
+
+def test_different_rules_or_statuses_are_different_causes():
+    decode = {"message": "step 2: a decode gets exactly 1 token, but r3 got 2", "status": "failed"}
+    budget = {"message": "step 2: the plan spends 9 tokens but token_budget is 8", "status": "failed"}
+    assert cause_key(decode) == cause_key({**decode, "message": "step 40: a decode gets exactly 1 token, but r77 got 2"})
+    assert cause_key(decode) != cause_key(budget)
+    assert cause_key(decode) != cause_key({**decode, "status": "timeout"})
+    # Tests without a message are never merged.
+    views = [{"name": "x", "anchor": "t-x", "passed": False, "message": ""},
+             {"name": "y", "anchor": "t-y", "passed": False, "message": ""}]
+    assert len(failure_groups(views)) == 2
+
+
+def test_grouped_failures_name_each_test_once_in_both_reports():
+    tests = [failed(f"test_{i}", DECODE.format(step=i + 1, rid=i + 5, scenario=f"s{i}")) for i in range(16)]
+    card = card_with(tests)
+    page, md = render_html(card), render_markdown(card)
+    assert "To fix (16 tests, 1 reason)" in page and "One reason, 16 tests:" in page
+    assert page.count(" open>") == 1 and page.count("Fails for the same reason as") == 15
+    assert "### What went wrong (16 tests, 1 reason)" in md
+    assert md.count("#### ") == 1 and "*The same reason fails 15 more tests:*" in md
+    wrong = md.split("### What went wrong")[1]  # the table of all tests above lists each test too
+    for test in tests:
+        assert wrong.count(f"`{test.name}`") == 1
+
+
+def test_a_free_run_that_passes_says_what_it_did_not_check_and_never_well_done():
+    passed = [Result(f"v::t{i}", f"test_{i}", "visible", "passed", 5, 5) for i in range(2)]
+    locked = [LockedTest(f"test_hidden_{i}", "hidden", 2) for i in range(33)]
+    free = card_with(passed, tier="free", locked=locked)
+    page, md = render_html(free), render_markdown(free)
+    for text in (page, md.replace("\\", "")):
+        assert "well done" not in text
+        assert "33 more tests (hidden, 66 points) did not run: 33 behaviours this report did not check" in text
+    assert report_view(free)["tone"] != "good"
+    full = card_with(passed)  # nothing locked: a full pass may be called one
+    assert coverage(full)["complete"] and "well done" in render_html(full)
+    assert report_view(full)["tone"] == "good"
