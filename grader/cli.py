@@ -159,6 +159,16 @@ def report_path(store_path: Path, student: str, exercise: str, submission_id: in
     return store_path.parent / "reports" / student / f"{exercise}-{submission_id}.html"
 
 
+def store_report(store_path: Path, student: str, exercise: str, submission_id: int, card: Scorecard) -> Path:
+    """The HTML report kept beside the store: owner-only, like the store (only `publish` is for others)."""
+    from grader.db.engine import make_private_folder, write_private
+    from grader.report import render_html
+
+    report = report_path(store_path, student, exercise, submission_id)
+    make_private_folder(report.parent)
+    return write_private(report, render_html(card))
+
+
 def command_submit(args: argparse.Namespace, console: Console) -> int:
     from grader.store import validate_student_id
 
@@ -179,9 +189,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             card = grade_bytes(data, exercise, args.tier, backend, name)
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
-        report = report_path(store.path, student, exercise.slug, submission_id)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        write_reports(card, str(report), None)
+        report = store_report(store.path, student, exercise.slug, submission_id, card)
         console.print(f"submission {submission_id} stored in {store.path}; report: {report}")
     return OK if card.status in ("graded", "rejected") else UNVOUCHED
 
@@ -190,6 +198,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.batch import discover, run_batch
+    from grader.db.engine import write_private
     from grader.gradebook import to_csv
 
     exercise = load_exercise(args.exercise)
@@ -219,7 +228,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
 
         chosen = pick(store_submissions(args, exercise.slug), "latest")
         entries = [(student, sub.card) for (student, _), sub in chosen.items() if sub.tier == args.tier and sub.card]
-        Path(args.gradebook).write_text(to_csv(entries), encoding="utf-8")
+        write_private(Path(args.gradebook), to_csv(entries))  # names and scores: owner-only
         console.print(Text(f"gradebook: {args.gradebook}", style="dim"))
     if summary.interrupted:
         console.print(Text("interrupted: what was graded is saved; run the same command again to resume",
