@@ -8,6 +8,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 # The reports' policy: nothing fetched, no script; `form-action 'self'` lets the service's own forms post.
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'self'; frame-ancestors 'none'")
+DRAIN_FACTOR = 8
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -30,6 +31,8 @@ class Guard:
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            if declared.isdigit() and int(declared) <= self.max_bytes * DRAIN_FACTOR:
+                await self.drain(receive)
             await self.refuse(send)
             return
         # Read the whole body first (it is small by construction), so an oversize one is refused
@@ -44,6 +47,8 @@ class Guard:
             chunks.append(message.get("body", b""))
             seen += len(chunks[-1])
             if seen > self.max_bytes:
+                if message.get("more_body", False):
+                    await self.drain(receive, seen)
                 await self.refuse(send)
                 return
             more = message.get("more_body", False)
@@ -64,6 +69,17 @@ class Guard:
             await send(message)
 
         await self.app(scope, replay, guarded_send)
+
+    async def drain(self, receive: Receive, seen: int = 0) -> None:
+        """Read and drop the rest of a somewhat oversize body, so the client, still sending, gets the
+        413 instead of a reset connection; past DRAIN_FACTOR times the cap the connection is just closed."""
+        while seen <= self.max_bytes * DRAIN_FACTOR:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            seen += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     async def refuse(self, send: Send) -> None:
         body = f"Request too large: at most {self.max_bytes // 1024} KiB.\n".encode()
