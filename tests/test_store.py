@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 import stat
 
+import pytest
+
 from grader.cli import main
 from grader.scorecard import Scorecard
 from grader.store import SCHEMA_VERSION, Store
@@ -74,8 +76,19 @@ def test_a_store_from_before_alembic_is_upgraded_in_place_keeping_its_rows(tmp_p
         assert store.setting("pseudonym_key") == "feedfeedfeedfeedfeedfeedfeedfeed"
 
 
-def test_a_regrade_keeps_the_old_scorecard_and_the_newest_is_current(tmp_path):
-    with Store(tmp_path / "s.db") as store:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path):
+    """The same schema and migrations on both databases: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    from tests.servers import fresh_database
+
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+def test_a_regrade_keeps_the_old_scorecard_and_the_newest_is_current(location):
+    with Store(location) as store:
+        assert store.version == SCHEMA_VERSION
         sid, new = store.add_submission("alice", EXERCISE, "free", "abc", "scheduler.py", b"x = 1\n")
         assert new
         store.save_scorecard(sid, small_card(3))

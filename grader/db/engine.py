@@ -60,7 +60,10 @@ def write_private(path: Path, text: str) -> Path:
 def make_engine(location: str | Path) -> Engine:
     path = sqlite_path(location)
     if path is None:
-        return create_engine(str(location), pool_pre_ping=True, pool_size=5, max_overflow=10)
+        url = make_url(str(location))
+        if url.drivername == "postgresql":  # psycopg 3 is the driver this project installs
+            url = url.set(drivername="postgresql+psycopg")
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     create_private_file(path)
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 30, "check_same_thread": False})
 
