@@ -3,12 +3,14 @@ process, and a signed-in httpx client."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +74,17 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+@contextlib.contextmanager
+def local_server(folder: Path, *args: str, cwd: Path = PROJECT) -> Iterator[Server]:
+    """`grader serve` on the local sandbox with its store in `folder`, stopped afterwards."""
+    server = Server.start(folder / "serve.log", "--db", str(folder / "class.db"), "--sandbox", "local", *args,
+                          cwd=cwd)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def csrf_of(page: httpx.Response) -> str:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
-from tests.service import Server, csrf_of, import_roster, signed_in, wait_graded
+from tests.service import import_roster, local_server, signed_in, wait_graded
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 ROSTER = "id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\n"
@@ -21,13 +21,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("serve")
-    server = Server.start(folder / "serve.log", "--db", str(folder / "class.db"), "--sandbox", "local",
-                          "--workers", "2", "--max-request-kb", "512")
-    try:
+    with local_server(tmp_path_factory.mktemp("serve"), "--workers", "2", "--max-request-kb", "512") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

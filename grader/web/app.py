@@ -351,8 +351,13 @@ def site_file(service: Service, request: Request, who: accounts.Session | None, 
     return Response(files[name], media_type=MEDIA.get(kind, "text/plain"), headers=headers)
 
 
+async def favicon(request: Request) -> Response:
+    return Response(status_code=204)  # browsers ask for one; there is none, and that is no error
+
+
 def create_app(service: Service) -> Guard:
     routes = [
+        Route("/favicon.ico", favicon),
         route("/")(home),
         route("/signin/{token}")(signin),
         route("/signout", ("POST",), role="any")(signout),

@@ -84,7 +84,7 @@ def solution_rule_text(rule: str) -> str:
 def statement_html(exercise: Exercise) -> str:
     """The README rendered as Markdown with raw HTML off (escaped), so it carries no markup of its own."""
     text = (exercise.folder / "README.md").read_text(encoding="utf-8")
-    return MarkdownIt("commonmark", {"html": False}).render(text)
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
 
 
 def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
