@@ -1,6 +1,9 @@
-"""Grading scaled out: `grader serve --broker` in front of a real Redis (RQ) and two `grader worker`
-processes sharing a real PostgreSQL store. One worker is killed with SIGKILL in the middle of a
-grading and Redis restarts empty; every submission is still graded, and stored exactly once."""
+"""The store is the truth: nothing is lost when a part of the service dies.
+
+Scaled out: `grader serve --broker` in front of a real Redis (RQ) and two `grader worker` processes
+sharing a real PostgreSQL store; one worker is killed with SIGKILL in the middle of a grading and
+Redis restarts empty. Embedded: `grader serve` killed with submissions waiting, then started again.
+Every submission is still graded, and stored exactly once."""
 
 from __future__ import annotations
 
@@ -99,3 +102,37 @@ def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submissio
         for log in logs:
             log.close()
         server.stop()
+
+
+def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_path):
+    """The embedded default: the store (SQLite) is the truth for the grading threads too."""
+    db = tmp_path / "class.db"
+    args = ("--db", str(db), "--sandbox", "local", "--workers", "1", "--lease", "4")
+    server = Server.start(tmp_path / "first.log", *args)
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        links = import_roster(server, instructor, csrf, "id\n" + "".join(f"w{n}\n" for n in range(4)))
+        for n in range(4):
+            client, token = signed_in(server, links[f"w{n}"])
+            client.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "1"})
+            client.post(f"/exercises/{EXERCISE}/submit",
+                        data={"csrf": token, "code": REFERENCE.read_text() + f"\n# {n}\n"})
+    finally:
+        os.killpg(server.process.pid, signal.SIGKILL)  # no goodbye: whatever was under way is cut off
+        server.process.wait()
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        assert len(rows(engine, "SELECT id FROM submissions")) == 4
+        waiting = len(rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"))
+        assert waiting > 0, "the server was killed before it could grade everything"
+        again = Server.start(tmp_path / "second.log", *args)
+        try:
+            wait_until(lambda: not rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"), 240,
+                       "everything graded after the restart")
+        finally:
+            again.stop()
+        counts = dict(rows(engine, "SELECT submission_id, count(*) FROM scorecards GROUP BY submission_id"))
+        assert len(counts) == 4 and set(counts.values()) == {1}
+        assert {s for (s,) in rows(engine, "SELECT status FROM scorecards")} == {"graded"}
+    finally:
+        engine.dispose()

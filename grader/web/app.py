@@ -238,8 +238,17 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     submission_id, new = jobs.submit(service.store, who.student, exercise.slug, who.tier,
                                      exercise.submission_file, content)
     if new:
-        service.dispatcher.enqueue(submission_id)
+        enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def enqueue(service: Service, submission_id: int) -> None:
+    """Tell the graders; if the queue is away, the submission is stored as queued all the same and
+    the queue's watcher sends it once the queue is back."""
+    try:
+        service.dispatcher.enqueue(submission_id)
+    except Exception:
+        log.exception("submission %s stored but not sent to the queue yet", submission_id)
 
 
 def solution(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -333,7 +342,7 @@ def regrade(service: Service, request: Request, who: accounts.Session | None, fo
     exercise = exercise_of(service, request.path_params["slug"])
     ids = [s.id for s in service.store.submissions(exercise.slug)]
     for submission_id in jobs.requeue(service.store, ids):
-        service.dispatcher.enqueue(submission_id)
+        enqueue(service, submission_id)
     return dashboard(service, request, who, form, notice=f"{len(ids)} submission(s) of {exercise.slug} queued "
                                                          "for regrading; earlier scorecards are kept.")
 
