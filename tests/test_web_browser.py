@@ -121,3 +121,25 @@ def test_a_student_predicts_submits_a_wrong_scheduler_then_the_reference(browser
     assert browser.problems() == []
     outside = [u for u in browser.requests() if not u.startswith(server.url + "/")]
     assert outside == [], "nothing is fetched from anywhere else"
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_the_instructor_dashboard_and_overview_load_clean(browser, server, instructor, width):
+    w, h, mobile = WIDTHS[width]
+    client, _ = instructor
+    browser.viewport(w, h, mobile=mobile)
+    browser.page("Network.clearBrowserCookies")
+    browser.page("Network.setCookie", name="grader_session", value=client.cookies["grader_session"],
+                 url=server.url + "/", httpOnly=True, sameSite="Lax")
+    browser.open(f"{server.url}/instructor")
+    assert browser.evaluate("document.querySelector('h1').innerText") == "Dashboard"
+    assert browser.evaluate("document.querySelectorAll('form input[name=csrf]').length") >= 3
+    assert fits(browser, w)
+    browser.screenshot(SHOTS / f"instructor-{width}.png")
+    browser.open(f"{server.url}/instructor/site/index.html")
+    assert browser.evaluate("document.title") == "Class overview"
+    assert fits(browser, w)
+    browser.screenshot(SHOTS / f"overview-{width}.png")
+    assert browser.problems() == []
+    assert [u for u in browser.requests() if not u.startswith(server.url + "/")] == []
+    browser.page("Network.clearBrowserCookies")
