@@ -80,11 +80,10 @@ def redis_connection(url: str):  # type: ignore[no-untyped-def]
 class RQDispatcher:
     """Sends "grade submission n" to the RQ queue on Redis; `grader worker` processes take them."""
 
-    def __init__(self, store: Store, broker_url: str, db_url: str, sandbox: str = "auto",
-                 lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
+    def __init__(self, store: Store, broker_url: str, lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
         from rq import Queue
 
-        self.store, self.db_url, self.sandbox, self.lease_s = store, db_url, sandbox, lease_s
+        self.store, self.lease_s = store, lease_s
         self.queue = Queue(QUEUE_NAME, connection=redis_connection(broker_url))
         self.stopping = threading.Event()
         self.watcher = threading.Thread(target=self.watch, name="queue-watch", daemon=True)
@@ -95,8 +94,7 @@ class RQDispatcher:
     def enqueue(self, submission_id: int) -> None:
         import secrets
 
-        self.queue.enqueue_call("grader.service.worker.grade", args=(submission_id, self.db_url, self.sandbox,
-                                                                     self.lease_s),
+        self.queue.enqueue_call("grader.service.worker.grade", args=(submission_id,),
                                 job_id=f"submission-{submission_id}-{secrets.token_hex(4)}",
                                 timeout=JOB_TIMEOUT_S, result_ttl=600, failure_ttl=24 * 3600)
 
