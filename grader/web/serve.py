@@ -62,8 +62,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     port = listener.getsockname()[1]
     url = base_url(options.host, port)
     if options.broker:
-        dispatcher: ThreadDispatcher | RQDispatcher = RQDispatcher(store, options.broker, options.db,
-                                                                   options.sandbox, options.lease_s)
+        dispatcher: ThreadDispatcher | RQDispatcher = RQDispatcher(store, options.broker, options.lease_s)
         how = f"queue {options.broker.split('@')[-1]} (start graders with `grader worker`)"
     else:
         name = choose_backend(options.sandbox)[1]
