@@ -1,4 +1,5 @@
-"""`grader roster import`: students from a CSV, each new one with a personal sign-in link."""
+"""Accounts: `grader roster import` (students from a CSV, each new one with a personal sign-in link)
+and the instructor's one-time link."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ def test_a_roster_with_a_bad_line_is_refused_whole(tmp_path, capsys):
     roster.write_text("name\nno id column\n")
     assert main(["roster", "import", str(roster), "--db", db]) == 2
     assert "'id' column" in capsys.readouterr().err
+
+
+def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_path):
+    with Store(tmp_path / "class.db") as store:
+        first = accounts.new_link(store, "instructor")
+        second = accounts.new_link(store, "instructor")
+        assert accounts.sign_in(store, first) is None  # printed by an earlier start: no longer valid
+        session = accounts.sign_in(store, second)
+        assert session and accounts.session(store, session).is_instructor
+        assert accounts.sign_in(store, second) is None

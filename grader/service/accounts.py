@@ -121,7 +121,11 @@ def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
 def new_link(store: Store, role: str, student_id: str | None = None) -> str:
     """A fresh sign-in token (the secret part of the link); only its hash is stored."""
     token = secrets.token_urlsafe(24)
+    ln = schema.links
     with store.transaction() as db:
+        if role == "instructor":  # a new instructor link replaces any earlier one not used yet
+            db.execute(update(ln).where(and_(ln.c.role == "instructor", ln.c.used_at.is_(None),
+                                             ln.c.revoked_at.is_(None))).values(revoked_at=now()))
         db.execute(insert(schema.links).values(token_sha256=digest(token), role=role, student_id=student_id,
                                                one_time=role == "instructor", created_at=now()))
     return token
@@ -154,6 +158,7 @@ def sign_in(store: Store, token: str) -> str | None:
                 return None
         session = secrets.token_urlsafe(32)
         moment = time.time()
+        db.execute(delete(schema.sessions).where(schema.sessions.c.expires_at < moment))
         db.execute(insert(schema.sessions).values(token_sha256=digest(session), link_id=link.id,
                                                   csrf=secrets.token_urlsafe(24), created_at=moment,
                                                   expires_at=moment + SESSION_SECONDS))
