@@ -159,13 +159,21 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    from grader.store import default_db_path
-
-    return Store(default_db_path(args.db))
+    return Store(store_location(args.db))
 
 
 def report_path(store_path: Path, student: str, exercise: str, submission_id: int) -> Path:
     return store_path.parent / "reports" / student / f"{exercise}-{submission_id}.html"
+
+
+def store_report(store_path: Path, student: str, exercise: str, submission_id: int, card: Scorecard) -> Path:
+    """The HTML report kept beside the store: owner-only, like the store (only `publish` is for others)."""
+    from grader.db.engine import make_private_folder, write_private
+    from grader.report import render_html
+
+    report = report_path(store_path, student, exercise, submission_id)
+    make_private_folder(report.parent)
+    return write_private(report, render_html(card))
 
 
 def command_submit(args: argparse.Namespace, console: Console) -> int:
@@ -188,9 +196,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             card = grade_bytes(data, exercise, args.tier, backend, name)
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
-        report = report_path(store.path, student, exercise.slug, submission_id)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        write_reports(card, str(report), None)
+        report = store_report(store.path, student, exercise.slug, submission_id, card)
         console.print(f"submission {submission_id} stored in {store.path}; report: {report}")
     return OK if card.status in ("graded", "rejected") else UNVOUCHED
 
@@ -199,6 +205,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.batch import discover, run_batch
+    from grader.db.engine import write_private
     from grader.gradebook import to_csv
 
     exercise = load_exercise(args.exercise)
@@ -228,7 +235,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
 
         chosen = pick(store_submissions(args, exercise.slug), "latest")
         entries = [(student, sub.card) for (student, _), sub in chosen.items() if sub.tier == args.tier and sub.card]
-        Path(args.gradebook).write_text(to_csv(entries), encoding="utf-8")
+        write_private(Path(args.gradebook), to_csv(entries))  # names and scores: owner-only
         console.print(Text(f"gradebook: {args.gradebook}", style="dim"))
     if summary.interrupted:
         console.print(Text("interrupted: what was graded is saved; run the same command again to resume",
@@ -262,6 +269,52 @@ def command_image_build(args: argparse.Namespace, console: Console) -> int:
     started = time.monotonic()
     tag = build_image(client, force=args.force, progress=lambda line: console.print(Text(line, style="dim")))
     console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
+    return OK
+
+
+def store_location(explicit: str | None) -> str:
+    """A database URL as given, else the SQLite path of --db / $GRADER_DB / ./grader.db."""
+    from grader.store import default_db_path
+
+    return explicit if explicit and "://" in explicit else str(default_db_path(explicit))
+
+
+def command_serve(args: argparse.Namespace, console: Console) -> int:
+    from grader.web.serve import ServeOptions, serve
+
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.broker and "://" not in (args.db or ""):
+        raise UsageError("--broker needs --db with a database URL that the workers share (postgresql://...)")
+    serve(ServeOptions(host=args.host, port=args.port, db=store_location(args.db), broker=args.broker,
+                       workers=args.workers, sandbox=args.sandbox, submission_interval_s=args.interval,
+                       max_request_kb=args.max_request_kb, lease_s=args.lease))
+    return OK
+
+
+def command_worker(args: argparse.Namespace, console: Console) -> int:
+    from grader.service.worker import run_worker
+
+    console.print(f"grader worker: taking submissions from {args.broker.split('@')[-1]}", style="dim")
+    run_worker(args.broker, store_location(args.db), args.sandbox, args.lease, burst=args.burst)
+    return OK
+
+
+def command_roster_import(args: argparse.Namespace, console: Console) -> int:
+    from grader.service.accounts import import_roster
+    from grader.web.serve import base_url
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.file}: cannot be read ({exc})") from None
+    with Store(store_location(args.db)) as store:
+        made = import_roster(store, text)
+    url = args.base_url or base_url("127.0.0.1", 8000)
+    for student, token in made:
+        console.print(f"{student}: " + (f"{url.rstrip('/')}/signin/{token}" if token else "has an active link (kept)"),
+                      soft_wrap=True)
+    console.print(f"{len(made)} student(s) imported", style="dim")
     return OK
 
 
@@ -330,6 +383,39 @@ def build_parser() -> argparse.ArgumentParser:
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
     image_build.add_argument("--force", action="store_true", help="bootstrap the Debian base again too")
     image_build.set_defaults(run=command_image_build)
+
+    serve = commands.add_parser("serve", help="the web service: students submit, instructors follow the class")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db", metavar="PATH|URL", help=db_help + "; a postgresql:// URL with --broker")
+    serve.add_argument("--broker", metavar="URL", help="a Redis URL: queue gradings for `grader worker` processes")
+    serve.add_argument("--workers", type=int, default=2, help="grading threads in this process (without --broker)")
+    serve.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    serve.add_argument("--interval", type=float, default=30.0, metavar="S",
+                       help="least seconds between two submissions of a student to an exercise (an exercise's "
+                            "[web] submission_interval_s wins)")
+    serve.add_argument("--max-request-kb", type=int, default=1024, help="the largest request body accepted")
+    serve.add_argument("--lease", type=float, default=60.0, metavar="S",
+                       help="a grading whose grader is silent this long is given to another")
+    serve.set_defaults(run=command_serve)
+
+    worker = commands.add_parser("worker", help="grade submissions queued by `grader serve --broker`")
+    worker.add_argument("--broker", required=True, metavar="URL", help="the Redis URL given to `grader serve`")
+    worker.add_argument("--db", required=True, metavar="URL", help="the store given to `grader serve`")
+    worker.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    worker.add_argument("--lease", type=float, default=60.0, metavar="S")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    worker.set_defaults(run=command_worker)
+
+    roster = commands.add_parser("roster", help="the class roster of the web service")
+    roster_commands = roster.add_subparsers(dest="roster_command", required=True)
+    roster_import = roster_commands.add_parser("import", help="add students from a CSV (id,name,tier) and print "
+                                                              "each new student's sign-in link")
+    roster_import.add_argument("file", help="roster.csv")
+    roster_import.add_argument("--db", metavar="PATH|URL", help=db_help)
+    roster_import.add_argument("--base-url", metavar="URL", help="the address of `grader serve` "
+                                                                  "(default http://127.0.0.1:8000)")
+    roster_import.set_defaults(run=command_roster_import)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help="the exercise's name (slug) or folder")

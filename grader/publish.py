@@ -88,7 +88,9 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     }
 
 
-def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
+def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False) -> dict[str, str]:
+    """Every file of the site, by its relative path (`index.html`, `students/<name>.html`, gradebooks):
+    what `publish` writes to disk and what `grader serve` shows its instructors."""
     submissions = [s for s in store.submissions() if s.card is not None]
     key = store.setting("pseudonym_key")
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
@@ -103,22 +105,18 @@ def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool 
         by_exercise[exercise].append((name_of(student), sub))
 
     env = _environment(str(templates_folder()))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "students").mkdir(exist_ok=True)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     common = {"generated": generated, "policy": policy, "pseudonymous": pseudonymous,
               "grader_version": grader.__version__}
-    pages = []
+    files: dict[str, str] = {}
     views = []
     for exercise, counted in sorted(by_exercise.items()):
         view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
         views.append(view)
         entries: list[tuple[str, Scorecard]] = [(n, s.card) for n, s in counted if s.card is not None]
-        (out / view["csv"]).write_text(to_csv(entries), encoding="utf-8")
-        (out / view["json"]).write_text(to_json(entries), encoding="utf-8")
-    index = out / "index.html"
-    index.write_text(env.get_template("site_index.html.j2").render(exercises=views, **common), encoding="utf-8")
-    pages.append(index)
+        files[view["csv"]] = to_csv(entries)
+        files[view["json"]] = to_json(entries)
+    files["index.html"] = env.get_template("site_index.html.j2").render(exercises=views, **common)
     for student, subs in sorted(history.items()):
         counted_ids = {chosen[(s.student, s.exercise)].id for s in subs if (s.student, s.exercise) in chosen}
         reports = [{"exercise": s.exercise, "r": report_view(s.card)} for s in subs
@@ -126,9 +124,19 @@ def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool 
         rows = [{"id": s.id, "exercise": s.exercise, "tier": s.tier, "submitted_at": s.submitted_at,
                  "score": s.card.score if s.card else 0, "max_score": s.card.max_score if s.card else 0,
                  "status": s.card.status if s.card else "", "counted": s.id in counted_ids} for s in subs]
-        page = out / "students" / f"{student}.html"
-        page.write_text(env.get_template("site_student.html.j2").render(student=student, history=rows,
-                                                                         reports=reports, **common),
-                        encoding="utf-8")
-        pages.append(page)
-    return Site(out=out, pages=pages, students=len(history), exercises=len(views))
+        files[f"students/{student}.html"] = env.get_template("site_student.html.j2").render(
+            student=student, history=rows, reports=reports, **common)
+    return files
+
+
+def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
+    files = build_site(store, policy, pseudonymous)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "students").mkdir(exist_ok=True)
+    pages = []
+    for relative, content in files.items():
+        (out / relative).write_text(content, encoding="utf-8")
+        if relative.endswith(".html"):
+            pages.append(out / relative)
+    return Site(out=out, pages=pages, students=sum(1 for p in files if p.startswith("students/")),
+                exercises=sum(1 for p in files if p.endswith(".csv")))

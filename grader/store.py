@@ -1,8 +1,14 @@
-"""The submissions store: students, submissions and their scorecards in one SQLite file.
+"""The submissions store: students, submissions and their scorecards, in SQLite or PostgreSQL.
 
-Every write is a transaction, so a crash or Ctrl-C in the middle of a batch keeps everything graded
-before it and leaves no half-written row. The schema carries a version (`PRAGMA user_version`) and
-upgrades itself through `MIGRATIONS`, in order, each in its own transaction.
+`Store(path)` opens (or creates) an SQLite file; `Store("postgresql://...")` a shared PostgreSQL
+database, with the same schema. Every write is a transaction, so a crash or Ctrl-C in the middle of a
+batch keeps everything graded before it and leaves no half-written row. The schema is built and
+upgraded by Alembic migrations (`grader/db/migrations/versions/`), each in its own transaction; a
+store made by a newer grader is refused. An SQLite store made before the migrations moved to Alembic
+(its version in `PRAGMA user_version`) is recognised and upgraded in place.
+
+The SQLite file (and SQLite's -wal and -shm files beside it) is created readable by its owner only:
+it holds every student's code and results.
 """
 
 from __future__ import annotations
@@ -11,52 +17,22 @@ import contextlib
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sqlalchemy import Connection, and_, func, insert, select, text, update
+from sqlalchemy.exc import DatabaseError, IntegrityError
+
+from grader.db import schema
+from grader.db.engine import is_url, make_engine, sqlite_path
 from grader.scorecard import Scorecard
 
 DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
-
-MIGRATIONS: list[str] = [
-    # 1: the first schema.
-    """
-    CREATE TABLE students (
-        id TEXT PRIMARY KEY,
-        created_at TEXT NOT NULL
-    );
-    CREATE TABLE submissions (
-        id INTEGER PRIMARY KEY,
-        student_id TEXT NOT NULL REFERENCES students(id),
-        exercise TEXT NOT NULL,
-        tier TEXT NOT NULL,
-        sha256 TEXT NOT NULL,
-        filename TEXT NOT NULL,
-        content BLOB NOT NULL,
-        submitted_at TEXT NOT NULL,
-        UNIQUE (student_id, exercise, tier, sha256)
-    );
-    CREATE TABLE scorecards (
-        submission_id INTEGER PRIMARY KEY REFERENCES submissions(id),
-        status TEXT NOT NULL,
-        score INTEGER NOT NULL,
-        max_score INTEGER NOT NULL,
-        scorecard TEXT NOT NULL,
-        graded_at TEXT NOT NULL
-    );
-    CREATE INDEX submissions_by_exercise ON submissions (exercise, student_id);
-    """,
-    # 2: a per-store secret for pseudonyms that stay stable from one publication to the next.
-    """
-    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    INSERT INTO settings (key, value) VALUES ('pseudonym_key', lower(hex(randomblob(16))));
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
+SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
 
 
 class StoreError(Exception):
@@ -88,21 +64,41 @@ class StoredSubmission:
     filename: str
     submitted_at: str
     card: Scorecard | None
+    state: str = "graded"
+
+
+def _card(raw: str | None) -> Scorecard | None:
+    return Scorecard.from_dict(json.loads(raw)) if raw else None
+
+
+def newest_scorecards():  # type: ignore[no-untyped-def]
+    """A subquery: the id of each submission's newest scorecard (its current one)."""
+    return (select(schema.scorecards.c.submission_id, func.max(schema.scorecards.c.id).label("card_id"))
+            .group_by(schema.scorecards.c.submission_id).subquery())
 
 
 class Store:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, location: str | Path) -> None:
+        self.location = str(location)
+        file = sqlite_path(location)
+        # `path` is where files that belong with the store go (stored reports): beside an SQLite file,
+        # in the current folder for a database server.
+        self.path = file if file is not None else Path.cwd() / "grader-store"
+        self.is_sqlite = file is not None
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA foreign_keys = ON")
+            self.engine = make_engine(location)
             self.migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not a usable grader store ({exc})") from None
+        except DatabaseError as exc:
+            raise StoreError(f"{self.describe()}: not a usable grader store ({exc.orig})") from None
+
+    def describe(self) -> str:
+        """The store's location for messages, without a password."""
+        if not is_url(self.location):
+            return self.location
+        return self.engine.url.render_as_string(hide_password=True) if hasattr(self, "engine") else "the database"
 
     def close(self) -> None:
-        self.db.close()
+        self.engine.dispose()
 
     def __enter__(self) -> "Store":
         return self
@@ -111,77 +107,162 @@ class Store:
         self.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """One write transaction: all of it lands, or (on any error, Ctrl-C included) none of it."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(write=True)
+            with connection.begin():
+                yield connection
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    # -- the schema ------------------------------------------------------------------------------
     @property
     def version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        with self.engine.connect() as connection:
+            return self._revision(connection)
+
+    @staticmethod
+    def _revision(connection: Connection) -> int:
+        from alembic.runtime.migration import MigrationContext
+
+        current = MigrationContext.configure(connection).get_current_revision()
+        return int(current) if current and current.isdigit() else 0
 
     def migrate(self) -> None:
-        version = self.version
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} has schema version {version}, newer than this grader's "
-                             f"{SCHEMA_VERSION}; upgrade grader")
-        for number in range(version, SCHEMA_VERSION):
-            with self.transaction() as db:
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute(f"PRAGMA user_version = {number + 1}")
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_FOLDER))
+        with self.engine.connect() as connection:
+            legacy = 0
+            if self.is_sqlite:
+                legacy = int(connection.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+                connection.commit()
+                if legacy > SCHEMA_VERSION:
+                    raise StoreError(f"{self.describe()} has schema version {legacy}, newer than this grader's "
+                                     f"{SCHEMA_VERSION}; upgrade grader")
+            current = self._revision(connection)
+            connection.commit()
+            if current > SCHEMA_VERSION or (current == 0 and legacy == 0 and self._has_unknown_revision(connection)):
+                raise StoreError(f"{self.describe()} has a schema newer than this grader's {SCHEMA_VERSION}; "
+                                 "upgrade grader")
+            config.attributes["connection"] = connection
+            if current == 0 and legacy:  # made by a grader that counted versions in PRAGMA user_version
+                command.stamp(config, f"{legacy:04d}")
+                connection.commit()
+            if current < SCHEMA_VERSION:
+                command.upgrade(config, "head")
+                connection.commit()
+            if self.is_sqlite:
+                connection.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                connection.commit()
+
+    @staticmethod
+    def _has_unknown_revision(connection: Connection) -> bool:
+        from sqlalchemy import inspect
+
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+        connection.commit()
+        return any(not str(r[0]).isdigit() for r in rows)
 
     # -- writing ---------------------------------------------------------------------------------
+    def ensure_student(self, db: Connection, student: str) -> None:
+        exists = db.execute(select(schema.students.c.id).where(schema.students.c.id == student)).first()
+        if exists is None:
+            db.execute(insert(schema.students).values(id=student, created_at=now()))
+
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
-                       content: bytes) -> tuple[int, bool]:
+                       content: bytes, state: str = "stored") -> tuple[int, bool]:
         """(submission id, whether it is new). The same content again is the same submission."""
         validate_student_id(student)
-        with self.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO students (id, created_at) VALUES (?, ?)", (student, now()))
-            row = db.execute(
-                "SELECT id FROM submissions WHERE student_id = ? AND exercise = ? AND tier = ? AND sha256 = ?",
-                (student, exercise, tier, sha256)).fetchone()
-            if row:
-                return int(row[0]), False
-            cursor = db.execute(
-                "INSERT INTO submissions (student_id, exercise, tier, sha256, filename, content, submitted_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (student, exercise, tier, sha256, filename, content, now()))
-            return int(cursor.lastrowid), True
+        s = schema.submissions
+        for attempt in range(2):  # a concurrent insert of the same row is found on the second look
+            try:
+                with self.transaction() as db:
+                    self.ensure_student(db, student)
+                    row = db.execute(select(s.c.id).where(and_(
+                        s.c.student_id == student, s.c.exercise == exercise, s.c.tier == tier,
+                        s.c.sha256 == sha256))).first()
+                    if row:
+                        return int(row[0]), False
+                    new_id = db.execute(insert(s).values(
+                        student_id=student, exercise=exercise, tier=tier, sha256=sha256, filename=filename,
+                        content=content, submitted_at=now(), state=state)).inserted_primary_key[0]
+                    return int(new_id), True
+            except IntegrityError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def save_scorecard(self, submission_id: int, card: Scorecard) -> None:
+        """Add a scorecard to the submission; it becomes the current one (earlier ones are kept)."""
         with self.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO scorecards (submission_id, status, score, max_score, scorecard, graded_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (submission_id, card.status, card.score, card.max_score, card.to_json(), now()))
+            self.insert_scorecard(db, submission_id, card)
+
+    @staticmethod
+    def insert_scorecard(db: Connection, submission_id: int, card: Scorecard) -> None:
+        db.execute(insert(schema.scorecards).values(
+            submission_id=submission_id, status=card.status, score=card.score, max_score=card.max_score,
+            scorecard=card.to_json(), graded_at=now()))
+        db.execute(update(schema.submissions).where(schema.submissions.c.id == submission_id)
+                   .values(state="graded", claim=None, lease_until=None))
 
     # -- reading ---------------------------------------------------------------------------------
     def scorecard(self, submission_id: int) -> Scorecard | None:
-        row = self.db.execute("SELECT scorecard FROM scorecards WHERE submission_id = ?", (submission_id,)).fetchone()
-        return Scorecard.from_dict(json.loads(row[0])) if row else None
+        """The current (newest) scorecard of a submission."""
+        c = schema.scorecards
+        with self.reading() as db:
+            raw = db.execute(select(c.c.scorecard).where(c.c.submission_id == submission_id)
+                             .order_by(c.c.id.desc()).limit(1)).scalar()
+        return _card(raw)
 
-    def submissions(self, exercise: str | None = None, student: str | None = None) -> list[StoredSubmission]:
-        query = ("SELECT s.id, s.student_id, s.exercise, s.tier, s.sha256, s.filename, s.submitted_at, c.scorecard "
-                 "FROM submissions s LEFT JOIN scorecards c ON c.submission_id = s.id WHERE 1 = 1")
-        args: list[str] = []
+    def scorecards(self, submission_id: int) -> list[Scorecard]:
+        """Every scorecard of a submission, oldest first."""
+        c = schema.scorecards
+        with self.reading() as db:
+            rows = db.execute(select(c.c.scorecard).where(c.c.submission_id == submission_id).order_by(c.c.id))
+            return [card for (raw,) in rows if (card := _card(raw)) is not None]
+
+    def submissions(self, exercise: str | None = None, student: str | None = None,
+                    ids: list[int] | None = None) -> list[StoredSubmission]:
+        s, c, newest = schema.submissions, schema.scorecards, newest_scorecards()
+        query = (select(s.c.id, s.c.student_id, s.c.exercise, s.c.tier, s.c.sha256, s.c.filename,
+                        s.c.submitted_at, c.c.scorecard, s.c.state)
+                 .select_from(s.outerjoin(newest, newest.c.submission_id == s.c.id)
+                              .outerjoin(c, c.c.id == newest.c.card_id)))
         if exercise:
-            query += " AND s.exercise = ?"
-            args.append(exercise)
+            query = query.where(s.c.exercise == exercise)
         if student:
-            query += " AND s.student_id = ?"
-            args.append(student)
-        rows = self.db.execute(query + " ORDER BY s.id", args).fetchall()
-        return [StoredSubmission(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
-                                 Scorecard.from_dict(json.loads(r[7])) if r[7] else None) for r in rows]
+            query = query.where(s.c.student_id == student)
+        if ids is not None:
+            query = query.where(s.c.id.in_(ids))
+        with self.reading() as db:
+            rows = db.execute(query.order_by(s.c.id)).all()
+        return [StoredSubmission(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _card(r[7]), r[8]) for r in rows]
+
+    def submission(self, submission_id: int) -> StoredSubmission | None:
+        found = self.submissions(ids=[submission_id])
+        return found[0] if found else None
+
+    def content(self, submission_id: int) -> bytes | None:
+        with self.reading() as db:
+            return db.execute(select(schema.submissions.c.content)
+                              .where(schema.submissions.c.id == submission_id)).scalar()
 
     def setting(self, key: str) -> str:
-        row = self.db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            raise StoreError(f"{self.path}: setting {key!r} is missing")
-        return str(row[0])
+        with self.reading() as db:
+            value = db.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).scalar()
+        if value is None:
+            raise StoreError(f"{self.describe()}: setting {key!r} is missing")
+        return str(value)
+
+    def ping(self) -> None:
+        with self.reading() as db:
+            db.execute(text("SELECT 1"))

@@ -66,3 +66,35 @@ def browser(chromium_session: Browser) -> Browser:
     """The shared Chromium, with the events (requests, console messages) of earlier tests forgotten."""
     chromium_session.events.clear()
     return chromium_session
+
+
+def _required(message: str) -> None:
+    """Skip the test, except under CI=true, where .ci/run installs what it needs: there it fails."""
+    if _ci():
+        pytest.fail(f"CI=true but {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on loopback (Debian's redis-server package)."""
+    from tests.servers import Redis, redis_binary
+
+    if redis_binary() is None:
+        _required("redis-server is not installed (Debian: apt-get install -y redis-server)")
+    server = Redis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """The URL of a fresh PostgreSQL cluster on loopback (Debian's postgresql package)."""
+    from tests.servers import postgres, postgres_bin
+
+    if postgres_bin() is None:
+        _required("PostgreSQL is not installed (Debian: apt-get install -y postgresql)")
+    with postgres() as url:
+        yield url

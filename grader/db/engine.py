@@ -1,0 +1,84 @@
+"""An SQLAlchemy engine for a store given as a path (SQLite) or a URL (sqlite:///..., postgresql://...).
+
+SQLite: WAL mode, foreign keys on, a busy timeout, and write transactions that take the write lock
+up front (`BEGIN IMMEDIATE`) so two writers never deadlock half-way. The file is created owner-only
+(0600) before SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
+
+
+def is_url(location: str | Path) -> bool:
+    return "://" in str(location)
+
+
+def sqlite_path(location: str | Path) -> Path | None:
+    """The file of an SQLite store, None for another database."""
+    if not is_url(location):
+        return Path(location)
+    url = make_url(str(location))
+    return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` with mode 0600 unless it exists (an existing file keeps the mode its owner gave it)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except FileExistsError:
+        pass
+
+
+def make_private_folder(path: Path) -> Path:
+    """Create `path` (and missing parents) owner-only; an existing folder is left as it is."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_FOLDER)
+        except FileExistsError:
+            continue
+        folder.chmod(PRIVATE_FOLDER)  # mkdir's mode is cut by the umask; say it exactly
+    return path
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write a file that only its owner may read (a stored report, a gradebook)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
+    return path
+
+
+def make_engine(location: str | Path) -> Engine:
+    path = sqlite_path(location)
+    if path is None:
+        url = make_url(str(location))
+        if url.drivername == "postgresql":  # psycopg 3 is the driver this project installs
+            url = url.set(drivername="postgresql+psycopg")
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    create_private_file(path)
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 30, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None  # let the "begin" hook below say how a transaction starts
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(connection) -> None:  # type: ignore[no-untyped-def]
+        immediate = connection.get_execution_options().get("write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine

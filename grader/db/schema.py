@@ -1,0 +1,89 @@
+"""The tables, as SQLAlchemy Core sees them at the newest migration.
+
+The migrations in `migrations/versions/` are what creates them (on SQLite and PostgreSQL alike); this
+module only describes the result, for queries. A change of schema is a new migration plus a change here.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (Boolean, Column, Float, ForeignKey, Integer, LargeBinary, MetaData, String, Table, Text,
+                        UniqueConstraint)
+
+metadata = MetaData()
+
+students = Table(
+    "students", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("created_at", Text, nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("tier", String(16), nullable=False, server_default="free"),
+)
+
+# A submission's `state` follows stored -> queued -> grading -> graded. The store is the truth: a
+# submission is written before it is queued, and a grading counts only if it still holds the claim.
+submissions = Table(
+    "submissions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("student_id", String(64), ForeignKey("students.id"), nullable=False),
+    Column("exercise", Text, nullable=False),
+    Column("tier", String(16), nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("filename", Text, nullable=False),
+    Column("content", LargeBinary, nullable=False),
+    Column("submitted_at", Text, nullable=False),
+    Column("state", String(16), nullable=False, server_default="stored"),
+    Column("queued_at", Float, nullable=True),     # epoch seconds: the order of the queue
+    Column("claim", String(64), nullable=True),    # who grades it now (random per attempt)
+    Column("lease_until", Float, nullable=True),   # epoch seconds; renewed while grading
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    UniqueConstraint("student_id", "exercise", "tier", "sha256"),
+)
+
+# Every grading of a submission is kept (a regrade adds one); the newest is the current scorecard.
+scorecards = Table(
+    "scorecards", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("score", Integer, nullable=False),
+    Column("max_score", Integer, nullable=False),
+    Column("scorecard", Text, nullable=False),
+    Column("graded_at", Text, nullable=False),
+)
+
+settings = Table(
+    "settings", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+# Sign-in links: only a hash of the token is kept, so the store alone cannot sign anyone in.
+links = Table(
+    "links", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("token_sha256", String(64), nullable=False, unique=True),
+    Column("role", String(16), nullable=False),  # instructor | student
+    Column("student_id", String(64), ForeignKey("students.id"), nullable=True),
+    Column("one_time", Boolean, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("used_at", Text, nullable=True),
+    Column("revoked_at", Text, nullable=True),
+)
+
+sessions = Table(
+    "sessions", metadata,
+    Column("token_sha256", String(64), primary_key=True),
+    Column("link_id", Integer, ForeignKey("links.id"), nullable=False),
+    Column("csrf", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
+predictions = Table(
+    "predictions", metadata,
+    Column("student_id", String(64), ForeignKey("students.id"), primary_key=True),
+    Column("exercise", String(64), primary_key=True),
+    Column("choice", Text, nullable=False),
+    Column("correct", Boolean, nullable=False),
+    Column("answered_at", Text, nullable=False),
+)

@@ -1,0 +1,203 @@
+"""Students, tiers, sign-in links and sessions, kept in the store.
+
+A sign-in link carries a random token; the store keeps only its SHA-256, so a copy of the store
+cannot sign anyone in. The instructor's link works once; a student's works until it is revoked, and
+revoking it also ends every session it opened.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import secrets
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import and_, delete, insert, select, update
+
+from grader.db import schema
+from grader.exercise import TIERS
+from grader.store import Store, StoreError, now, validate_student_id
+
+SESSION_SECONDS = 7 * 24 * 3600
+NAME_LIMIT = 120
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str
+    tier: str
+    link_active: bool
+
+
+@dataclass(frozen=True)
+class Session:
+    role: str  # instructor | student
+    student: str | None
+    tier: str
+    csrf: str
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == "instructor"
+
+    def csrf_ok(self, sent: str | None) -> bool:
+        return bool(sent) and hmac.compare_digest(self.csrf.encode(), str(sent).encode())
+
+
+def add_student(store: Store, student: str, name: str = "", tier: str = "free") -> None:
+    validate_student_id(student)
+    if tier not in TIERS:
+        raise StoreError(f"unknown tier {tier!r} for {student}: use {' or '.join(TIERS)}")
+    with store.transaction() as db:
+        store.ensure_student(db, student)
+        db.execute(update(schema.students).where(schema.students.c.id == student)
+                   .values(name=name.strip()[:NAME_LIMIT], tier=tier))
+
+
+def set_tier(store: Store, student: str, tier: str) -> None:
+    if tier not in TIERS:
+        raise StoreError(f"unknown tier {tier!r}: use {' or '.join(TIERS)}")
+    with store.transaction() as db:
+        done = db.execute(update(schema.students).where(schema.students.c.id == student).values(tier=tier))
+        if done.rowcount != 1:
+            raise StoreError(f"no student {student!r}")
+
+
+def students(store: Store) -> list[Student]:
+    st, ln = schema.students, schema.links
+    with store.reading() as db:
+        active = {r[0] for r in db.execute(select(ln.c.student_id).where(and_(
+            ln.c.role == "student", ln.c.revoked_at.is_(None))))}
+        rows = db.execute(select(st.c.id, st.c.name, st.c.tier).order_by(st.c.id)).all()
+    return [Student(r[0], r[1], r[2], r[0] in active) for r in rows]
+
+
+def student(store: Store, student_id: str) -> Student | None:
+    return next((s for s in students(store) if s.id == student_id), None)
+
+
+def parse_roster(text: str) -> list[tuple[str, str, str]]:
+    """(id, name, tier) rows of a roster CSV with a header: `id` required, `name` and `tier` optional."""
+    reader = csv.DictReader(io.StringIO(text))
+    fields = [f.strip().lower() for f in reader.fieldnames or []]
+    if "id" not in fields:
+        raise StoreError("the roster needs a header line with an 'id' column (and optionally 'name', 'tier')")
+    reader.fieldnames = fields
+    rows = []
+    for number, row in enumerate(reader, start=2):
+        student_id = (row.get("id") or "").strip()
+        if not student_id:
+            continue
+        tier = (row.get("tier") or "free").strip().lower() or "free"
+        try:
+            validate_student_id(student_id)
+        except StoreError as exc:
+            raise StoreError(f"roster line {number}: {exc}") from None
+        if tier not in TIERS:
+            raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(TIERS)}")
+        rows.append((student_id, (row.get("name") or "").strip(), tier))
+    return rows
+
+
+def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
+    """Add or update every student of the roster; (id, new link token or None when one is active)."""
+    rows = parse_roster(text)
+    active = {s.id for s in students(store) if s.link_active}
+    out = []
+    for student_id, name, tier in rows:
+        add_student(store, student_id, name, tier)
+        out.append((student_id, None if student_id in active else new_link(store, "student", student_id)))
+    return out
+
+
+def new_link(store: Store, role: str, student_id: str | None = None) -> str:
+    """A fresh sign-in token (the secret part of the link); only its hash is stored."""
+    token = secrets.token_urlsafe(24)
+    ln = schema.links
+    with store.transaction() as db:
+        if role == "instructor":  # a new instructor link replaces any earlier one not used yet
+            db.execute(update(ln).where(and_(ln.c.role == "instructor", ln.c.used_at.is_(None),
+                                             ln.c.revoked_at.is_(None))).values(revoked_at=now()))
+        db.execute(insert(schema.links).values(token_sha256=digest(token), role=role, student_id=student_id,
+                                               one_time=role == "instructor", created_at=now()))
+    return token
+
+
+def revoke_links(store: Store, student_id: str) -> int:
+    """Revoke every link of a student and end the sessions they opened; returns how many links."""
+    ln, se = schema.links, schema.sessions
+    with store.transaction() as db:
+        ids = [r[0] for r in db.execute(select(ln.c.id).where(and_(ln.c.student_id == student_id,
+                                                                    ln.c.revoked_at.is_(None))))]
+        if ids:
+            db.execute(update(ln).where(ln.c.id.in_(ids)).values(revoked_at=now()))
+            db.execute(delete(se).where(se.c.link_id.in_(ids)))
+    return len(ids)
+
+
+def sign_in(store: Store, token: str) -> str | None:
+    """A new session's token for a valid link (a one-time link is used up), else None."""
+    ln = schema.links
+    with store.transaction() as db:
+        link = db.execute(select(ln.c.id, ln.c.one_time).where(and_(
+            ln.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
+        if link is None:
+            return None
+        if link.one_time:
+            used = db.execute(update(ln).where(and_(ln.c.id == link.id, ln.c.used_at.is_(None)))
+                              .values(used_at=now()))
+            if used.rowcount != 1:
+                return None
+        session = secrets.token_urlsafe(32)
+        moment = time.time()
+        db.execute(delete(schema.sessions).where(schema.sessions.c.expires_at < moment))
+        db.execute(insert(schema.sessions).values(token_sha256=digest(session), link_id=link.id,
+                                                  csrf=secrets.token_urlsafe(24), created_at=moment,
+                                                  expires_at=moment + SESSION_SECONDS))
+    return session
+
+
+def session(store: Store, token: str | None) -> Session | None:
+    if not token or len(token) > 128:
+        return None
+    se, ln, st = schema.sessions, schema.links, schema.students
+    with store.reading() as db:
+        row = db.execute(
+            select(ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier)
+            .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id))
+            .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
+    if row is None or row.expires_at < time.time():
+        return None
+    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf)
+
+
+def sign_out(store: Store, token: str | None) -> None:
+    if token:
+        with store.transaction() as db:
+            db.execute(delete(schema.sessions).where(schema.sessions.c.token_sha256 == digest(token)))
+
+
+def record_prediction(store: Store, student_id: str, exercise: str, choice: str, correct: bool) -> None:
+    """The first answer counts: answering again changes nothing."""
+    pr = schema.predictions
+    with store.transaction() as db:
+        if db.execute(select(pr.c.choice).where(and_(pr.c.student_id == student_id,
+                                                     pr.c.exercise == exercise))).first() is None:
+            db.execute(insert(pr).values(student_id=student_id, exercise=exercise, choice=choice,
+                                         correct=correct, answered_at=now()))
+
+
+def prediction(store: Store, student_id: str, exercise: str) -> tuple[str, bool] | None:
+    pr = schema.predictions
+    with store.reading() as db:
+        row = db.execute(select(pr.c.choice, pr.c.correct).where(and_(
+            pr.c.student_id == student_id, pr.c.exercise == exercise))).first()
+    return (row[0], bool(row[1])) if row else None

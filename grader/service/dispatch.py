@@ -1,0 +1,122 @@
+"""Running the gradings: threads inside `grader serve`, or RQ workers on Redis (`--broker`).
+
+Both read the same store and use the same claim-and-lease steps (jobs.py); the queue only says
+"look at submission n". Either can lose a message (a restart, a dead worker) without losing a
+submission: a watcher puts back whatever the store says is waiting and is on no queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable
+
+from grader.grading import Backend
+from grader.service import jobs
+from grader.store import Store
+
+log = logging.getLogger("grader.service")
+QUEUE_NAME = "grader"
+JOB_ID = re.compile(r"^submission-(\d+)-")
+LOST_AFTER_S = 10.0  # a queued submission on no queue for this long was lost by the broker: send it again
+JOB_TIMEOUT_S = 1800  # RQ's own limit per job; the sandbox's limits end a grading long before
+
+
+class ThreadDispatcher:
+    """`workers` threads grading from an in-process queue, each with its own sandbox backend."""
+
+    def __init__(self, store: Store, make_backend: Callable[[], tuple[Backend, str]], workers: int = 2,
+                 lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
+        self.store, self.make_backend, self.lease_s = store, make_backend, lease_s
+        self.pending: queue.Queue[int | None] = queue.Queue()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.work, name=f"grade-{n}", daemon=True) for n in range(workers)]
+        self.threads.append(threading.Thread(target=self.watch, name="grade-watch", daemon=True))
+
+    def start(self) -> None:
+        # The store is the truth: whatever a previous run left queued or half-graded is graded now.
+        for submission_id in jobs.queued_ids(self.store):
+            self.pending.put(submission_id)
+        for thread in self.threads:
+            thread.start()
+
+    def enqueue(self, submission_id: int) -> None:
+        self.pending.put(submission_id)
+
+    def work(self) -> None:
+        backend = self.make_backend()
+        while not self.stopping.is_set():
+            submission_id = self.pending.get()
+            if submission_id is None:
+                return
+            try:
+                jobs.grade_submission(self.store, submission_id, backend, self.lease_s)
+            except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
+                log.exception("grading submission %s failed", submission_id)
+
+    def watch(self) -> None:
+        while not self.stopping.wait(max(1.0, self.lease_s / 3)):
+            try:
+                for submission_id in jobs.recover(self.store):
+                    self.pending.put(submission_id)
+            except Exception:
+                log.exception("recovering stale gradings failed")
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for _ in self.threads:
+            self.pending.put(None)
+
+
+def redis_connection(url: str):  # type: ignore[no-untyped-def]
+    from redis import Redis
+
+    return Redis.from_url(url)
+
+
+class RQDispatcher:
+    """Sends "grade submission n" to the RQ queue on Redis; `grader worker` processes take them."""
+
+    def __init__(self, store: Store, broker_url: str, lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
+        from rq import Queue
+
+        self.store, self.lease_s = store, lease_s
+        self.queue = Queue(QUEUE_NAME, connection=redis_connection(broker_url))
+        self.stopping = threading.Event()
+        self.watcher = threading.Thread(target=self.watch, name="queue-watch", daemon=True)
+
+    def start(self) -> None:
+        self.watcher.start()
+
+    def enqueue(self, submission_id: int) -> None:
+        import secrets
+
+        self.queue.enqueue_call("grader.service.worker.grade", args=(submission_id,),
+                                job_id=f"submission-{submission_id}-{secrets.token_hex(4)}",
+                                timeout=JOB_TIMEOUT_S, result_ttl=600, failure_ttl=24 * 3600)
+
+    def resend_lost(self) -> list[int]:
+        """Queued in the store, on no queue in Redis (Redis restarted, or a send failed): send again."""
+        on_queue = {int(m.group(1)) for j in self.queue.get_job_ids() if (m := JOB_ID.match(j))}
+        sent = []
+        cutoff = time.time() - LOST_AFTER_S
+        for sub in jobs.queued_since(self.store, before=cutoff):
+            if sub not in on_queue:
+                self.enqueue(sub)
+                sent.append(sub)
+        return sent
+
+    def watch(self) -> None:
+        while not self.stopping.wait(max(1.0, self.lease_s / 3)):
+            try:
+                for submission_id in jobs.recover(self.store):
+                    self.enqueue(submission_id)
+                self.resend_lost()
+            except Exception:  # Redis or the store is away for a moment: try again at the next beat
+                log.exception("watching the queue failed")
+
+    def stop(self) -> None:
+        self.stopping.set()

@@ -1,0 +1,197 @@
+"""The life of a submission in the service: stored and queued, claimed, graded, stored once.
+
+The store is the truth. A submission is written (state `queued`) before anything is put on a queue;
+a grader claims it with a random claim and a lease that it renews while it grades; its scorecard is
+saved only if it still holds the claim when it finishes. A grader that dies lets its lease run out and
+`recover` puts the submission back in the queue; a late result of that dead grader no longer holds the
+claim and is dropped. So every submission ends with exactly one scorecard per grading asked for, however
+many graders die, restart or receive the same job twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import and_, func, or_, select, update
+
+import grader
+from grader.db import schema
+from grader.exercise import Exercise, load_exercise
+from grader.grading import Backend, grade_bytes
+from grader.scorecard import Scorecard
+from grader.store import Store
+
+DEFAULT_LEASE_S = 60.0
+MAX_ATTEMPTS = 3  # gradings lost to dead graders before the submission gets an error scorecard
+
+
+@dataclass(frozen=True)
+class Queued:
+    id: int
+    state: str
+    place: int | None  # 1 = next to be graded; None unless queued
+
+
+def submit(store: Store, student: str, exercise: str, tier: str, filename: str, content: bytes) -> tuple[int, bool]:
+    """Store a submission as queued (before any queue hears of it). (id, new); the same content again
+    is the same submission and is not queued twice."""
+    sha = hashlib.sha256(content).hexdigest()
+    submission_id, new = store.add_submission(student, exercise, tier, sha, filename, content, state="queued")
+    if new:
+        with store.transaction() as db:
+            db.execute(update(schema.submissions).where(schema.submissions.c.id == submission_id)
+                       .values(queued_at=time.time()))
+    return submission_id, new
+
+
+def requeue(store: Store, submission_ids: list[int]) -> list[int]:
+    """Ask for a new grading of these submissions (a regrade); their scorecards so far are kept."""
+    s = schema.submissions
+    done = []
+    with store.transaction() as db:
+        for submission_id in submission_ids:
+            changed = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.state != "queued"))
+                                 .values(state="queued", queued_at=time.time(), claim=None, lease_until=None,
+                                         attempts=0))
+            if changed.rowcount == 1:
+                done.append(submission_id)
+    return done
+
+
+def status(store: Store, submission_id: int) -> Queued | None:
+    s = schema.submissions
+    with store.reading() as db:
+        row = db.execute(select(s.c.state, s.c.queued_at).where(s.c.id == submission_id)).first()
+        if row is None:
+            return None
+        place = None
+        if row.state == "queued":
+            ahead = db.execute(select(func.count()).select_from(s).where(and_(s.c.state == "queued", or_(
+                s.c.queued_at < row.queued_at, and_(s.c.queued_at == row.queued_at, s.c.id < submission_id)))))
+            place = int(ahead.scalar() or 0) + 1
+    return Queued(submission_id, row.state, place)
+
+
+def queued_ids(store: Store) -> list[int]:
+    s = schema.submissions
+    with store.reading() as db:
+        return [r[0] for r in db.execute(select(s.c.id).where(s.c.state == "queued")
+                                         .order_by(s.c.queued_at, s.c.id))]
+
+
+def claim(store: Store, submission_id: int, lease_s: float) -> str | None:
+    """Take a queued submission for grading; None when it is not queued (graded already, or taken)."""
+    token = secrets.token_hex(16)
+    s = schema.submissions
+    with store.transaction() as db:
+        taken = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.state == "queued"))
+                           .values(state="grading", claim=token, lease_until=time.time() + lease_s))
+    return token if taken.rowcount == 1 else None
+
+
+def renew(store: Store, submission_id: int, token: str, lease_s: float) -> bool:
+    s = schema.submissions
+    with store.transaction() as db:
+        kept = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.claim == token))
+                          .values(lease_until=time.time() + lease_s))
+    return kept.rowcount == 1
+
+
+def finish(store: Store, submission_id: int, token: str, card: Scorecard) -> bool:
+    """Save the scorecard if this grader still holds the claim; False (nothing saved) otherwise."""
+    s = schema.submissions
+    with store.transaction() as db:
+        held = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.claim == token, s.c.state == "grading"))
+                          .values(state="graded", claim=None, lease_until=None))
+        if held.rowcount != 1:
+            return False
+        store.insert_scorecard(db, submission_id, card)
+    return True
+
+
+def error_card(store: Store, submission_id: int, reason: str) -> Scorecard:
+    sub = store.submission(submission_id)
+    assert sub is not None
+    return Scorecard(exercise=sub.exercise, tier=sub.tier, submission_sha256=sub.sha256, status="error", score=0,
+                     max_score=0, reason=reason, grader_version=grader.__version__,
+                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def recover(store: Store) -> list[int]:
+    """Put back in the queue every submission whose grader's lease ran out (it died, or its machine
+    did); one whose gradings died too often gets an error scorecard instead. Returns the ids requeued."""
+    s = schema.submissions
+    moment = time.time()
+    back = []
+    with store.reading() as db:
+        stale = db.execute(select(s.c.id, s.c.claim, s.c.attempts).where(and_(
+            s.c.state == "grading", s.c.lease_until < moment))).all()
+    for row in stale:
+        if row.attempts + 1 >= MAX_ATTEMPTS:
+            card = error_card(store, row.id, f"grading stopped {MAX_ATTEMPTS} times without a result "
+                                             "(the grader running it died); submit again or ask your instructor")
+            finish(store, row.id, row.claim, card)
+            continue
+        with store.transaction() as db:
+            moved = db.execute(update(s).where(and_(s.c.id == row.id, s.c.claim == row.claim,
+                                                    s.c.state == "grading"))
+                               .values(state="queued", claim=None, lease_until=None, attempts=s.c.attempts + 1))
+        if moved.rowcount == 1:
+            back.append(row.id)
+    return back
+
+
+class Lease:
+    """Renews a claim's lease from a thread while the grading runs."""
+
+    def __init__(self, store: Store, submission_id: int, token: str, lease_s: float) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, args=(store, submission_id, token, lease_s), daemon=True)
+        self.thread.start()
+
+    def run(self, store: Store, submission_id: int, token: str, lease_s: float) -> None:
+        while not self.stop.wait(lease_s / 3):
+            try:
+                if not renew(store, submission_id, token, lease_s):
+                    return
+            except Exception:  # a store hiccup: try again at the next beat; the lease has margin
+                continue
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def grade_submission(store: Store, submission_id: int, backend: tuple[Backend, str],
+                     lease_s: float = DEFAULT_LEASE_S,
+                     exercises: Callable[[str], Exercise] = load_exercise) -> bool:
+    """Claim, grade and store one submission. False when another grader has it or it is done."""
+    token = claim(store, submission_id, lease_s)
+    if token is None:
+        return False
+    lease = Lease(store, submission_id, token, lease_s)
+    try:
+        sub = store.submission(submission_id)
+        content = store.content(submission_id)
+        assert sub is not None and content is not None
+        try:
+            card = grade_bytes(content, exercises(sub.exercise), sub.tier, *backend)
+        except Exception as exc:  # fail closed: the grader could not vouch for a result
+            card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
+    finally:
+        lease.close()
+    return finish(store, submission_id, token, card)
+
+
+def queued_since(store: Store, before: float) -> list[int]:
+    """Submissions queued before `before` (epoch seconds) and still waiting."""
+    s = schema.submissions
+    with store.reading() as db:
+        return [r[0] for r in db.execute(select(s.c.id).where(and_(s.c.state == "queued", s.c.queued_at < before))
+                                         .order_by(s.c.queued_at, s.c.id))]

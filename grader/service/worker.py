@@ -1,0 +1,57 @@
+"""`grader worker --broker URL --db URL`: an RQ worker that grades submissions from the shared store.
+
+RQ (on Redis) carries only "grade submission n"; the submission, its claim and its scorecard live in
+the store (PostgreSQL when workers run on several machines). A `SimpleWorker` runs the jobs in its
+own process, so one store connection pool and one sandbox backend serve every job it takes, and each
+worker grades with its own --sandbox and --lease whatever the web server was started with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader.sandbox.choose import choose_backend
+from grader.service import jobs
+from grader.service.dispatch import QUEUE_NAME, RQDispatcher, redis_connection
+from grader.store import Store
+
+
+@dataclass
+class WorkerConfig:
+    """What this worker process grades with: its own store URL, sandbox and lease (set by run_worker)."""
+    db_url: str
+    sandbox: str
+    lease_s: float
+    store: Store
+    backend: tuple
+
+
+_config: WorkerConfig | None = None
+
+
+def grade(submission_id: int) -> bool:
+    """The RQ job: claim, grade and store one submission (a no-op if it is taken or done). It runs in
+    the worker's own process (SimpleWorker), with the store and sandbox that `run_worker` set up."""
+    if _config is None:
+        raise RuntimeError("grader.service.worker.grade runs inside `grader worker` only")
+    return jobs.grade_submission(_config.store, submission_id, _config.backend, _config.lease_s)
+
+
+def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: float = jobs.DEFAULT_LEASE_S,
+               burst: bool = False) -> None:
+    from rq import Queue, SimpleWorker
+
+    global _config
+    store = Store(db_url)
+    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once.
+    _config = WorkerConfig(db_url, sandbox, lease_s, store, choose_backend(sandbox))
+    connection = redis_connection(broker_url)
+    # This worker also watches for gradings that died elsewhere, so nothing waits for a web server.
+    watcher = RQDispatcher(store, broker_url, lease_s)
+    watcher.start()
+    try:
+        SimpleWorker([Queue(QUEUE_NAME, connection=connection)], connection=connection).work(
+            burst=burst, logging_level="WARNING")
+    finally:
+        watcher.stop()
+        store.close()

@@ -1,0 +1,389 @@
+"""The web application: routes, sign-in, the student's and the instructor's pages.
+
+Every page is rendered on the server from Jinja templates (autoescaped), with no script; every form
+carries the session's CSRF token; the session cookie is HttpOnly and SameSite=Lax. Nothing a request
+sends is ever used as a path on disk: exercises are looked up by name in the list loaded at start,
+submissions and students by their id in the store, the instructor's site files by name in the site
+built in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+import grader
+from grader.exercise import Exercise
+from grader.service import accounts, jobs
+from grader.store import Store, StoreError, StoredSubmission
+from grader.web import exercise_page
+from grader.web.security import Guard
+
+log = logging.getLogger("grader.web")
+COOKIE = "grader_session"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+DEFAULT_INTERVAL_S = 30.0
+DEFAULT_MAX_REQUEST = 1024 * 1024
+MEDIA = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+class Dispatcher(Protocol):
+    def enqueue(self, submission_id: int) -> None: ...
+
+
+@dataclass
+class Service:
+    store: Store
+    dispatcher: Dispatcher
+    exercises: dict[str, Exercise]
+    base_url: str
+    submission_interval_s: float = DEFAULT_INTERVAL_S
+    max_request_bytes: int = DEFAULT_MAX_REQUEST
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+
+    def link(self, token: str) -> str:
+        return f"{self.base_url.rstrip('/')}/signin/{token}"
+
+    def interval(self, exercise: Exercise) -> float:
+        own = exercise_page.settings(exercise).submission_interval_s
+        return self.submission_interval_s if own is None else own
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["grader_version"] = grader.__version__
+    return env
+
+
+class Page(Exception):
+    """Stop handling and answer with a message page (a refusal, a problem with the form...)."""
+
+    def __init__(self, status: int, title: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.title, self.message = status, title, message
+
+
+def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(environment().get_template(name).render(**context), status_code=status)
+
+
+def message_page(who: accounts.Session | None, status: int, title: str, message: str) -> HTMLResponse:
+    return render("message.html.j2", status=status, who=who, title=title, message=message)
+
+
+# -- plumbing: every handler runs in a thread (the store is synchronous) with the session ------------------
+
+Handler = Callable[[Service, Request, accounts.Session | None, FormData | None], Response]
+
+
+def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None) -> Callable[[Handler], Route]:
+    """A route whose handler gets the session (None when signed out); `role` restricts it; POSTs
+    need the session's CSRF token."""
+    def wrap(handler: Handler) -> Route:
+        async def endpoint(request: Request) -> Response:
+            service: Service = request.app.state.service
+            form = await request.form(max_files=2, max_fields=50) if request.method == "POST" else None
+            try:
+                return await run_in_threadpool(call, service, request, form)
+            finally:
+                if form is not None:
+                    await form.close()
+
+        def call(service: Service, request: Request, form: FormData | None) -> Response:
+            who = accounts.session(service.store, request.cookies.get(COOKIE))
+            try:
+                if role and (who is None or (role == "instructor" and not who.is_instructor)
+                             or (role == "student" and who.student is None)):
+                    raise Page(403 if who else 401, "Not for you",
+                               "Sign in with your personal link to see this page." if who is None
+                               else "This page is not part of your account.")
+                if form is not None and (who is None or not who.csrf_ok(form.get("csrf"))):  # type: ignore[arg-type]
+                    raise Page(403, "Form expired", "This form is out of date or did not come from this site. "
+                                                     "Go back, reload the page and try again.")
+                return handler(service, request, who, form)
+            except Page as page:
+                return message_page(who, page.status, page.title, page.message)
+            except StoreError as exc:
+                return message_page(who, 400, "Not possible", str(exc))
+
+        return Route(path, endpoint, methods=list(methods))
+    return wrap
+
+
+def exercise_of(service: Service, slug: str) -> Exercise:
+    exercise = service.exercises.get(slug)
+    if exercise is None:
+        raise Page(404, "No such exercise", "There is no exercise with that name.")
+    return exercise
+
+
+def submission_for(service: Service, who: accounts.Session, raw_id: str) -> StoredSubmission:
+    """A submission the signed-in person may see: their own, or any for an instructor."""
+    sub = service.store.submission(int(raw_id)) if raw_id.isdigit() and len(raw_id) < 12 else None
+    if sub is None or (not who.is_instructor and sub.student != who.student):
+        raise Page(404, "No such submission", "There is no submission of yours with that number.")
+    return sub
+
+
+# -- signing in and out --------------------------------------------------------------------------------
+
+def signin(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    token = request.path_params["token"]
+    session = accounts.sign_in(service.store, token) if len(token) < 100 else None
+    if session is None:
+        raise Page(403, "Link not valid", "This sign-in link is not valid: it was revoked, or it could be used "
+                                         "only once. Ask your instructor for a new one.")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, session, max_age=accounts.SESSION_SECONDS, httponly=True, samesite="lax",
+                        secure=service.base_url.startswith("https:"), path="/")
+    return response
+
+
+def signout(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    accounts.sign_out(service.store, request.cookies.get(COOKIE))
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+# -- students ---------------------------------------------------------------------------------------------
+
+def home(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    if who is None:
+        return render("signed_out.html.j2", status=401, who=None)
+    if who.is_instructor:
+        return RedirectResponse("/instructor", status_code=303)
+    history = service.store.submissions(student=who.student)
+    return render("home.html.j2", who=who, exercises=list(service.exercises.values()),
+                  history=list(reversed(history)))
+
+
+def exercise_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
+                  problem: str = "", status: int = 200) -> Response:
+    assert who is not None
+    exercise = exercise_of(service, request.path_params["slug"])
+    question = exercise_page.prediction(exercise)
+    answered = accounts.prediction(service.store, who.student, exercise.slug) if who.student else None
+    mine = service.store.submissions(exercise.slug, who.student) if who.student else []
+    web = exercise_page.settings(exercise)
+    return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
+                  answered=answered, statement=exercise_page.statement_html(exercise),
+                  visible=exercise_page.visible_tests(exercise), stub=exercise.stub.read_text(encoding="utf-8"),
+                  history=list(reversed(mine)), problem=problem,
+                  solution_rule=exercise_page.solution_rule_text(web.solution),
+                  solution_open=solution_allowed(service, who, exercise, mine),
+                  editor_open=who.student is not None and (question is None or answered is not None),
+                  max_kb=exercise.max_submission_bytes // 1024)
+
+
+def solution_allowed(service: Service, who: accounts.Session, exercise: Exercise,
+                     mine: list[StoredSubmission]) -> bool:
+    if who.is_instructor:
+        return True
+    if who.tier != "premium":
+        return False
+    cards = [s.card for s in mine if s.card is not None and s.card.status == "graded"]
+    return exercise_page.solution_open(exercise_page.settings(exercise).solution, bool(cards),
+                                       any(c.max_score and c.score == c.max_score for c in cards))
+
+
+def predict(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert who is not None and form is not None and who.student
+    exercise = exercise_of(service, request.path_params["slug"])
+    question = exercise_page.prediction(exercise)
+    choice = str(form.get("choice", ""))
+    if question is None or not choice.isdigit() or not 0 <= int(choice) < len(question.choices):
+        raise Page(400, "Pick an answer", "Choose one of the answers before you go on.")
+    accounts.record_prediction(service.store, who.student, exercise.slug, question.choices[int(choice)],
+                               int(choice) == question.answer)
+    return RedirectResponse(f"/exercises/{exercise.slug}#editor", status_code=303)
+
+
+def submit(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert who is not None and form is not None and who.student
+    exercise = exercise_of(service, request.path_params["slug"])
+    if exercise_page.prediction(exercise) and accounts.prediction(service.store, who.student, exercise.slug) is None:
+        raise Page(400, "Before you code", "Answer the exercise's question first.")
+    upload = form.get("upload")
+    if isinstance(upload, UploadFile) and upload.filename:
+        content = upload.file.read(exercise.max_submission_bytes + 1)
+    else:
+        # A textarea comes back with CRLF line ends: keep the file as the student sees it.
+        content = str(form.get("code", "")).replace("\r\n", "\n").encode("utf-8")
+    if not content.strip():
+        return exercise_view(service, request, who, None, "The submission is empty: paste your code or choose a file.", 400)
+    mine = service.store.submissions(exercise.slug, who.student)
+    if mine:
+        last = datetime.fromisoformat(mine[-1].submitted_at)
+        ready = last + timedelta(seconds=service.interval(exercise))
+        if service.clock() < ready:
+            return exercise_view(service, request, who, None,
+                                 f"You submitted less than {service.interval(exercise):g} s ago: next submission "
+                                 f"possible at {ready.strftime('%H:%M:%S')} UTC.", 429)
+    submission_id, new = jobs.submit(service.store, who.student, exercise.slug, who.tier,
+                                     exercise.submission_file, content)
+    if new:
+        enqueue(service, submission_id)
+    return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def enqueue(service: Service, submission_id: int) -> None:
+    """Tell the graders; if the queue is away, the submission is stored as queued all the same and
+    the queue's watcher sends it once the queue is back."""
+    try:
+        service.dispatcher.enqueue(submission_id)
+    except Exception:
+        log.exception("submission %s stored but not sent to the queue yet", submission_id)
+
+
+def solution(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert who is not None
+    exercise = exercise_of(service, request.path_params["slug"])
+    mine = service.store.submissions(exercise.slug, who.student) if who.student else []
+    if not solution_allowed(service, who, exercise, mine):
+        rule = exercise_page.solution_rule_text(exercise_page.settings(exercise).solution)
+        raise Page(403, "Premium", "The reference solution is part of Premium" +
+                   (f"; it {rule}." if who.tier == "premium" else "."))
+    return render("solution.html.j2", who=who, exercise=exercise,
+                  source=exercise.reference.read_text(encoding="utf-8"))
+
+
+def submission_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert who is not None
+    sub = submission_for(service, who, request.path_params["id"])
+    state = jobs.status(service.store, sub.id)
+    return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
+                  title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
+
+
+def report(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    from grader.report import render_html
+
+    assert who is not None
+    sub = submission_for(service, who, request.path_params["id"])
+    if sub.card is None:
+        return RedirectResponse(f"/submissions/{sub.id}", status_code=303)
+    return HTMLResponse(render_html(sub.card))
+
+
+def history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert who is not None and who.student
+    return render("history.html.j2", who=who, student=who.student,
+                  history=list(reversed(service.store.submissions(student=who.student))))
+
+
+# -- instructors ----------------------------------------------------------------------------------------
+
+def dashboard(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
+              new_links: list[tuple[str, str]] | None = None, notice: str = "") -> Response:
+    subs = service.store.submissions()
+    counts: dict[str, int] = {}
+    for sub in subs:
+        counts[sub.state] = counts.get(sub.state, 0) + 1
+    return render("instructor.html.j2", who=who, students=accounts.students(service.store),
+                  exercises=list(service.exercises.values()), counts=counts, total=len(subs),
+                  new_links=new_links or [], notice=notice)
+
+
+def roster(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert form is not None
+    upload = form.get("file")
+    text = upload.file.read().decode("utf-8", "replace") if isinstance(upload, UploadFile) and upload.filename \
+        else str(form.get("csv", ""))
+    made = accounts.import_roster(service.store, text)
+    links = [(sid, service.link(token)) for sid, token in made if token]
+    return dashboard(service, request, who, form, links, f"{len(made)} student(s) imported.")
+
+
+def student_action(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    assert form is not None
+    student_id = request.path_params["student"]
+    if accounts.student(service.store, student_id) is None:
+        raise Page(404, "No such student", "There is no student with that id.")
+    action = request.path_params["action"]
+    if action == "tier":
+        accounts.set_tier(service.store, student_id, str(form.get("tier", "")))
+        return dashboard(service, request, who, form, notice=f"{student_id} is now {form.get('tier')}.")
+    if action == "link":
+        accounts.revoke_links(service.store, student_id)
+        token = accounts.new_link(service.store, "student", student_id)
+        return dashboard(service, request, who, form, [(student_id, service.link(token))],
+                         f"New sign-in link for {student_id}; the old one no longer works.")
+    if action == "revoke":
+        count = accounts.revoke_links(service.store, student_id)
+        return dashboard(service, request, who, form, notice=f"{count} link(s) of {student_id} revoked.")
+    raise Page(404, "No such action", "Unknown action.")
+
+
+def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    student_id = request.path_params["student"]
+    if accounts.student(service.store, student_id) is None:
+        raise Page(404, "No such student", "There is no student with that id.")
+    return render("history.html.j2", who=who, student=student_id,
+                  history=list(reversed(service.store.submissions(student=student_id))))
+
+
+def regrade(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    exercise = exercise_of(service, request.path_params["slug"])
+    ids = [s.id for s in service.store.submissions(exercise.slug)]
+    for submission_id in jobs.requeue(service.store, ids):
+        enqueue(service, submission_id)
+    return dashboard(service, request, who, form, notice=f"{len(ids)} submission(s) of {exercise.slug} queued "
+                                                         "for regrading; earlier scorecards are kept.")
+
+
+def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    from grader.publish import build_site
+
+    policy = request.query_params.get("policy", "latest")
+    files = build_site(service.store, policy if policy in ("latest", "best") else "latest")
+    name = request.path_params["name"]
+    if name not in files:  # a name in the site built in memory, never a path on disk
+        raise Page(404, "No such page", "The class overview has no such page.")
+    kind = name.rsplit(".", 1)[-1]
+    headers = {} if kind == "html" else {"content-disposition": f'attachment; filename="{name.rsplit("/", 1)[-1]}"'}
+    return Response(files[name], media_type=MEDIA.get(kind, "text/plain"), headers=headers)
+
+
+async def favicon(request: Request) -> Response:
+    return Response(status_code=204)  # browsers ask for one; there is none, and that is no error
+
+
+def create_app(service: Service) -> Guard:
+    routes = [
+        Route("/favicon.ico", favicon),
+        route("/")(home),
+        route("/signin/{token}")(signin),
+        route("/signout", ("POST",), role="any")(signout),
+        route("/history", role="student")(history),
+        route("/exercises/{slug}", role="any")(exercise_view),
+        route("/exercises/{slug}/prediction", ("POST",), role="student")(predict),
+        route("/exercises/{slug}/submit", ("POST",), role="student")(submit),
+        route("/exercises/{slug}/solution", role="any")(solution),
+        route("/submissions/{id}", role="any")(submission_view),
+        route("/submissions/{id}/report", role="any")(report),
+        route("/instructor", role="instructor")(dashboard),
+        route("/instructor/roster", ("POST",), role="instructor")(roster),
+        route("/instructor/students/{student}", role="instructor")(student_history),
+        route("/instructor/students/{student}/{action}", ("POST",), role="instructor")(student_action),
+        route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
+        route("/instructor/site/{name:path}", role="instructor")(site_file),
+    ]
+    app = Starlette(routes=routes)
+    app.state.service = service
+    return Guard(app, service.max_request_bytes)

@@ -1,0 +1,84 @@
+"""`grader serve`: the web application, its store and its graders in one process, or the web
+application alone in front of a Redis queue and `grader worker` processes (`--broker`)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from grader.exercise import ExerciseError, load_exercise, project_root
+from grader.sandbox.choose import choose_backend
+from grader.service import accounts, jobs
+from grader.store import Store
+from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
+
+log = logging.getLogger("grader.web")
+
+
+@dataclass
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    db: str = "grader.db"
+    broker: str | None = None
+    workers: int = 2
+    sandbox: str = "auto"
+    submission_interval_s: float = DEFAULT_INTERVAL_S
+    max_request_kb: int = DEFAULT_MAX_REQUEST // 1024
+    lease_s: float = jobs.DEFAULT_LEASE_S
+
+
+def load_exercises() -> dict:
+    found = {}
+    for toml in sorted((project_root() / "exercises").glob("*/exercise.toml")):
+        try:
+            exercise = load_exercise(toml.parent.name)
+        except ExerciseError as exc:
+            log.warning("exercise %s left out: %s", toml.parent.name, exc)
+            continue
+        found[exercise.slug] = exercise
+    return found
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
+    import uvicorn
+
+    from grader.service.dispatch import RQDispatcher, ThreadDispatcher
+
+    store = Store(options.db)
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((options.host, options.port))
+    listener.listen(128)
+    port = listener.getsockname()[1]
+    url = base_url(options.host, port)
+    if options.broker:
+        dispatcher: ThreadDispatcher | RQDispatcher = RQDispatcher(store, options.broker, options.lease_s)
+        how = f"queue {options.broker.split('@')[-1]} (start graders with `grader worker`)"
+    else:
+        name = choose_backend(options.sandbox)[1]
+        dispatcher = ThreadDispatcher(store, lambda: choose_backend(options.sandbox), options.workers, options.lease_s)
+        how = f"{options.workers} grading thread(s) in this process, {name} sandbox"
+    service = Service(store=store, dispatcher=dispatcher, exercises=load_exercises(), base_url=url,
+                      submission_interval_s=options.submission_interval_s,
+                      max_request_bytes=options.max_request_kb * 1024)
+    token = accounts.new_link(store, "instructor")
+    print(f"grader serving {len(service.exercises)} exercise(s) at {url}/ from {store.describe()}; {how}", file=out)
+    print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
+    dispatcher.start()
+    config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=5)
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        dispatcher.stop()
+        store.close()

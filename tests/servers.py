@@ -1,0 +1,137 @@
+"""A real Redis and a real PostgreSQL for the tests, on loopback, in temporary folders.
+
+Both are Debian's packages (`redis-server`, `postgresql`), started directly (not as system services)
+on a free port. PostgreSQL refuses to run as root, so its cluster belongs to, and runs as, the
+`postgres` account the package creates (else `nobody`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, wait_s: float = 60) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on port {port} within {wait_s} s")
+
+
+def redis_binary() -> str | None:
+    return shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+
+
+def postgres_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Redis:
+    """A redis-server without persistence; `restart()` brings it back empty, as after a crash."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.port = folder, free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = self.launch()
+
+    def launch(self) -> subprocess.Popen:
+        binary = redis_binary()
+        assert binary
+        process = subprocess.Popen([binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                    "--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "yes"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, process, "redis-server")
+        return process
+
+    def restart(self) -> None:
+        stop(self.process)
+        self.process = self.launch()
+
+    def close(self) -> None:
+        stop(self.process)
+
+
+def database_account() -> pwd.struct_passwd:
+    for name in ("postgres", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise RuntimeError("no postgres or nobody account to run PostgreSQL as")
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """A fresh PostgreSQL cluster; yields its URL (user `grader`, trust authentication on loopback)."""
+    binaries = postgres_bin()
+    assert binaries
+    account = database_account()
+    as_account = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups"]
+    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+    data = folder / "data"
+    data.mkdir()
+    for path in (folder, data):
+        os.chown(path, account.pw_uid, account.pw_gid)
+    os.chmod(data, 0o700)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(folder)}
+    port = free_port()
+    process = None
+    try:
+        subprocess.run([*as_account, str(binaries / "initdb"), "-D", str(data), "-U", "grader", "--auth=trust",
+                        "-E", "UTF8", "--no-sync"], check=True, env=env, cwd=folder,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen([*as_account, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
+                                    "-h", "127.0.0.1", "-k", str(folder), "-c", "fsync=off",
+                                    "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+                                   env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(port, process, "postgres")
+        yield f"postgresql://grader@127.0.0.1:{port}/postgres"
+    finally:
+        if process is not None:
+            stop(process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fresh_database(cluster_url: str) -> str:
+    """A new, empty database in the cluster; its URL."""
+    import secrets
+
+    from sqlalchemy import create_engine, text
+
+    name = "grader_" + secrets.token_hex(4)
+    admin = create_engine(cluster_url.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return cluster_url.rsplit("/", 1)[0] + "/" + name

@@ -1,0 +1,60 @@
+"""A submission's way through the queue, on the store alone: its place, claims, leases, recovery."""
+
+from __future__ import annotations
+
+import time
+
+from grader.scorecard import Scorecard
+from grader.service import jobs
+from grader.store import Store
+from tests.helpers import EXERCISE
+
+
+def card(score: int) -> Scorecard:
+    return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="x", status="graded", score=score, max_score=10)
+
+
+def test_a_queued_submission_knows_its_place_and_a_claim_takes_it_out_of_the_line(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        ids = [jobs.submit(store, f"s{n}", EXERCISE, "free", "scheduler.py", f"x = {n}\n".encode())[0]
+               for n in range(3)]
+        assert [jobs.status(store, i).place for i in ids] == [1, 2, 3]
+        assert jobs.submit(store, "s0", EXERCISE, "free", "scheduler.py", b"x = 0\n") == (ids[0], False)
+        token = jobs.claim(store, ids[0], lease_s=60)
+        assert token and jobs.claim(store, ids[0], lease_s=60) is None  # one grader at a time
+        assert jobs.status(store, ids[0]).state == "grading"
+        assert [jobs.status(store, i).place for i in ids[1:]] == [1, 2]
+        assert jobs.finish(store, ids[0], token, card(7))
+        assert jobs.status(store, ids[0]).state == "graded" and store.scorecard(ids[0]).score == 7
+
+
+def test_a_dead_graders_submission_is_requeued_and_its_late_result_dropped(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        (sid, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
+        dead = jobs.claim(store, sid, lease_s=0.01)
+        time.sleep(0.05)  # the lease runs out: its grader said nothing in time
+        assert jobs.recover(store) == [sid] and jobs.status(store, sid).state == "queued"
+        alive = jobs.claim(store, sid, lease_s=60)
+        assert not jobs.finish(store, sid, dead, card(1))  # the dead grader's late result counts for nothing
+        assert jobs.finish(store, sid, alive, card(9))
+        assert [c.score for c in store.scorecards(sid)] == [9]
+
+
+def test_a_submission_whose_gradings_keep_dying_ends_with_an_error_scorecard(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        (sid, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
+        for _ in range(jobs.MAX_ATTEMPTS):
+            assert jobs.claim(store, sid, lease_s=0.01)
+            time.sleep(0.05)
+            jobs.recover(store)
+        (only,) = store.scorecards(sid)
+        assert only.status == "error" and "stopped" in only.reason and jobs.status(store, sid).state == "graded"
+
+
+def test_a_regrade_queues_again_and_keeps_the_earlier_scorecard(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        (sid, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
+        assert jobs.finish(store, sid, jobs.claim(store, sid, 60), card(4))
+        assert jobs.requeue(store, [sid]) == [sid] and jobs.requeue(store, [sid]) == []
+        assert jobs.finish(store, sid, jobs.claim(store, sid, 60), card(10))
+        assert [c.score for c in store.scorecards(sid)] == [4, 10] and store.scorecard(sid).score == 10

@@ -1,0 +1,138 @@
+"""The store is the truth: nothing is lost when a part of the service dies.
+
+Scaled out: `grader serve --broker` in front of a real Redis (RQ) and two `grader worker` processes
+sharing a real PostgreSQL store; one worker is killed with SIGKILL in the middle of a grading and
+Redis restarts empty. Embedded: `grader serve` killed with submissions waiting, then started again.
+Every submission is still graded, and stored exactly once."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.servers import fresh_database
+from tests.service import Server, child_env, grader_command, import_roster, signed_in
+
+pytestmark = pytest.mark.slow
+MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+LEASE_S = "6"
+STUDENTS = 8
+
+
+@pytest.fixture
+def database(postgres_url):
+    """A database of its own in the shared PostgreSQL cluster."""
+    return fresh_database(postgres_url)
+
+
+def start_worker(redis_url: str, db: str, log) -> subprocess.Popen:
+    return subprocess.Popen(grader_command("worker", "--broker", redis_url, "--db", db, "--sandbox", "local",
+                                           "--lease", LEASE_S),
+                            cwd=PROJECT, env=child_env(), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def rows(engine, query: str) -> list:
+    with engine.connect() as connection:
+        return connection.execute(text(query)).all()
+
+
+def wait_until(condition, wait_s: float, what: str):
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {wait_s} s")
+
+
+def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submission_once(
+        tmp_path, redis_server, database):
+    server = Server.start(tmp_path / "serve.log", "--broker", redis_server.url, "--db", database,
+                          "--sandbox", "local", "--lease", LEASE_S)
+    logs = [open(tmp_path / f"worker-{n}.log", "w") for n in range(2)]
+    workers = [start_worker(redis_server.url, database, log) for log in logs]
+    engine = create_engine(database.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        roster = "id,tier\n" + "".join(f"s{n},premium\n" for n in range(STUDENTS))
+        links = import_roster(server, instructor, csrf, roster)
+        sources = [REFERENCE, STUB, MUTANT]
+        for n in range(STUDENTS):
+            client, token = signed_in(server, links[f"s{n}"])
+            client.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "1"})
+            done = client.post(f"/exercises/{EXERCISE}/submit",
+                               data={"csrf": token, "code": sources[n % 3].read_text() + f"\n# {n}\n"})
+            assert re.search(r"/submissions/\d+$", str(done.url)), done.text
+        assert len(rows(engine, "SELECT id FROM submissions")) == STUDENTS  # stored before queued
+
+        # Both workers busy: killing one kills a grading in the middle.
+        wait_until(lambda: len(rows(engine, "SELECT id FROM submissions WHERE state = 'grading'")) == 2,
+                   120, "two gradings under way")
+        os.killpg(workers[0].pid, signal.SIGKILL)
+        workers[0].wait()
+        redis_server.restart()  # the queue's messages are gone; the store still knows what waits
+
+        wait_until(lambda: not rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"), 300,
+                   "every submission graded by the surviving worker")
+        counts = dict(rows(engine, "SELECT submission_id, count(*) FROM scorecards GROUP BY submission_id"))
+        assert len(counts) == STUDENTS and set(counts.values()) == {1}
+        retried = rows(engine, "SELECT id FROM submissions WHERE attempts > 0")
+        assert retried, "the grading killed with its worker was given to the other worker"
+        scores = {sid: (score, top) for sid, score, top in rows(engine, "SELECT submission_id, score, max_score "
+                                                                         "FROM scorecards")}
+        statuses = {s for (s,) in rows(engine, "SELECT status FROM scorecards")}
+        assert statuses == {"graded"}, statuses
+        full = sum(1 for score, top in scores.values() if score == top)
+        assert full == len([n for n in range(STUDENTS) if n % 3 == 0])
+    finally:
+        engine.dispose()
+        for worker in workers:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=30)
+        for log in logs:
+            log.close()
+        server.stop()
+
+
+def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_path):
+    """The embedded default: the store (SQLite) is the truth for the grading threads too."""
+    db = tmp_path / "class.db"
+    args = ("--db", str(db), "--sandbox", "local", "--workers", "1", "--lease", "4")
+    server = Server.start(tmp_path / "first.log", *args)
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        links = import_roster(server, instructor, csrf, "id\n" + "".join(f"w{n}\n" for n in range(4)))
+        for n in range(4):
+            client, token = signed_in(server, links[f"w{n}"])
+            client.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "1"})
+            client.post(f"/exercises/{EXERCISE}/submit",
+                        data={"csrf": token, "code": REFERENCE.read_text() + f"\n# {n}\n"})
+    finally:
+        os.killpg(server.process.pid, signal.SIGKILL)  # no goodbye: whatever was under way is cut off
+        server.process.wait()
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        assert len(rows(engine, "SELECT id FROM submissions")) == 4
+        waiting = len(rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"))
+        assert waiting > 0, "the server was killed before it could grade everything"
+        again = Server.start(tmp_path / "second.log", *args)
+        try:
+            wait_until(lambda: not rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"), 240,
+                       "everything graded after the restart")
+        finally:
+            again.stop()
+        counts = dict(rows(engine, "SELECT submission_id, count(*) FROM scorecards GROUP BY submission_id"))
+        assert len(counts) == 4 and set(counts.values()) == {1}
+        assert {s for (s,) in rows(engine, "SELECT status FROM scorecards")} == {"graded"}
+    finally:
+        engine.dispose()

@@ -1,0 +1,49 @@
+"""Accounts: `grader roster import` (students from a CSV, each new one with a personal sign-in link)
+and the instructor's one-time link."""
+
+from __future__ import annotations
+
+import re
+
+from grader.cli import main
+from grader.service import accounts
+from grader.store import Store
+
+
+def test_a_roster_import_prints_a_full_link_per_new_student_and_keeps_active_ones(tmp_path, capsys):
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_text("id,name,tier\nalice,Alice Liddell,premium\nbob,,\n")
+    argv = ["roster", "import", str(roster), "--db", db, "--base-url", "http://127.0.0.1:8123"]
+    assert main(argv) == 0
+    links = dict(re.findall(r"^(\w+): (http://127\.0\.0\.1:8123/signin/\S+)$", capsys.readouterr().out, re.M))
+    assert set(links) == {"alice", "bob"}
+    with Store(db) as store:
+        assert [(s.id, s.name, s.tier) for s in accounts.students(store)] == [
+            ("alice", "Alice Liddell", "premium"), ("bob", "", "free")]
+        token = links["alice"].rsplit("/", 1)[1]
+        session = accounts.session(store, accounts.sign_in(store, token))
+        assert session and session.student == "alice" and session.tier == "premium"
+    assert main(argv) == 0  # again: the links given out keep working, none is printed twice
+    assert "has an active link" in capsys.readouterr().out
+
+
+def test_a_roster_with_a_bad_line_is_refused_whole(tmp_path, capsys):
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_text("id,tier\ncarol,free\n../etc,free\n")
+    assert main(["roster", "import", str(roster), "--db", db]) == 2
+    assert "roster line 3" in capsys.readouterr().err
+    with Store(db) as store:
+        assert accounts.students(store) == []
+    roster.write_text("name\nno id column\n")
+    assert main(["roster", "import", str(roster), "--db", db]) == 2
+    assert "'id' column" in capsys.readouterr().err
+
+
+def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_path):
+    with Store(tmp_path / "class.db") as store:
+        first = accounts.new_link(store, "instructor")
+        second = accounts.new_link(store, "instructor")
+        assert accounts.sign_in(store, first) is None  # printed by an earlier start: no longer valid
+        session = accounts.sign_in(store, second)
+        assert session and accounts.session(store, session).is_instructor
+        assert accounts.sign_in(store, second) is None

@@ -1,0 +1,98 @@
+"""The store on SQLAlchemy: owner-only files, upgrades of older stores, every grading kept."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+
+import pytest
+
+from grader.cli import main
+from grader.scorecard import Scorecard
+from grader.store import SCHEMA_VERSION, Store
+from tests.helpers import EXERCISE, REFERENCE
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_store_its_wal_and_stored_reports_and_gradebooks_are_owner_only(tmp_path):
+    db = tmp_path / "class" / "grader.db"
+    db.parent.mkdir()
+    db.parent.chmod(0o755)
+    argv = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local", "--db", str(db)]
+    assert main(["submit", str(REFERENCE), "--student", "alice", *argv]) == 0
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    (folder / "bob.py").write_bytes(REFERENCE.read_bytes())
+    gradebook = tmp_path / "gradebook.csv"
+    assert main(["batch", str(folder), "--gradebook", str(gradebook), *argv]) == 0
+    with Store(db):  # open: the -wal and -shm files exist while a connection is open
+        wal, shm = db.with_name("grader.db-wal"), db.with_name("grader.db-shm")
+        assert wal.exists() and shm.exists()
+        assert {p.name: mode(p) for p in (db, wal, shm)} == {p.name: 0o600 for p in (db, wal, shm)}
+    reports = db.parent / "reports"
+    assert mode(reports) == mode(reports / "alice") == 0o700
+    (report,) = (reports / "alice").iterdir()
+    assert mode(report) == 0o600 and "<html" in report.read_text().lower()
+    assert mode(gradebook) == 0o600 and "bob" in gradebook.read_text()
+
+
+LEGACY_V2 = """
+CREATE TABLE students (id TEXT PRIMARY KEY, created_at TEXT NOT NULL);
+CREATE TABLE submissions (id INTEGER PRIMARY KEY, student_id TEXT NOT NULL REFERENCES students(id),
+    exercise TEXT NOT NULL, tier TEXT NOT NULL, sha256 TEXT NOT NULL, filename TEXT NOT NULL,
+    content BLOB NOT NULL, submitted_at TEXT NOT NULL, UNIQUE (student_id, exercise, tier, sha256));
+CREATE TABLE scorecards (submission_id INTEGER PRIMARY KEY REFERENCES submissions(id), status TEXT NOT NULL,
+    score INTEGER NOT NULL, max_score INTEGER NOT NULL, scorecard TEXT NOT NULL, graded_at TEXT NOT NULL);
+CREATE INDEX submissions_by_exercise ON submissions (exercise, student_id);
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO settings (key, value) VALUES ('pseudonym_key', 'feedfeedfeedfeedfeedfeedfeedfeed');
+INSERT INTO students VALUES ('alice', '2026-01-01T00:00:00+00:00');
+INSERT INTO submissions VALUES (1, 'alice', 'continuous_batching', 'free', 'abc', 'scheduler.py', x'00',
+    '2026-01-01T00:00:00+00:00');
+PRAGMA user_version = 2;
+"""
+
+
+def small_card(score: int) -> Scorecard:
+    return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="abc", status="graded", score=score,
+                     max_score=10)
+
+
+def test_a_store_from_before_alembic_is_upgraded_in_place_keeping_its_rows(tmp_path):
+    path = tmp_path / "old.db"
+    database = sqlite3.connect(path)
+    database.executescript(LEGACY_V2)
+    database.execute("INSERT INTO scorecards VALUES (1, 'graded', 7, 10, ?, '2026-01-01T00:00:01+00:00')",
+                     (small_card(7).to_json(),))
+    database.commit()
+    database.close()
+    with Store(path) as store:
+        assert store.version == SCHEMA_VERSION
+        (old,) = store.submissions()
+        assert old.student == "alice" and old.card is not None and old.card.score == 7 and old.state == "graded"
+        assert store.setting("pseudonym_key") == "feedfeedfeedfeedfeedfeedfeedfeed"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path):
+    """The same schema and migrations on both databases: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    from tests.servers import fresh_database
+
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+def test_a_regrade_keeps_the_old_scorecard_and_the_newest_is_current(location):
+    with Store(location) as store:
+        assert store.version == SCHEMA_VERSION
+        sid, new = store.add_submission("alice", EXERCISE, "free", "abc", "scheduler.py", b"x = 1\n")
+        assert new
+        store.save_scorecard(sid, small_card(3))
+        store.save_scorecard(sid, small_card(8))
+        assert [c.score for c in store.scorecards(sid)] == [3, 8]
+        assert store.scorecard(sid).score == 8
+        assert [s.card.score for s in store.submissions(EXERCISE)] == [8]

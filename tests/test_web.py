@@ -1,0 +1,205 @@
+"""`grader serve` over HTTP: a real uvicorn on loopback, spoken to with httpx, grading in its own
+threads on the local sandbox."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+import httpx
+import pytest
+
+from grader.store import Store
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.service import import_roster, local_server, signed_in, wait_graded
+
+MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+ROSTER = "id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\nfrank,Frank,free\n"
+PAGE = f"/exercises/{EXERCISE}"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with local_server(tmp_path_factory.mktemp("serve"), "--workers", "2", "--max-request-kb", "512") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def instructor(server):
+    return signed_in(server, server.instructor_link)
+
+
+@pytest.fixture(scope="module")
+def links(server, instructor):
+    client, csrf = instructor
+    return import_roster(server, client, csrf, ROSTER)
+
+
+def student(server, links, name):
+    client, csrf = signed_in(server, links[name])
+    answer = client.post(f"{PAGE}/prediction", data={"csrf": csrf, "choice": "2"})
+    assert answer.status_code == 200 and 'id="code"' in answer.text
+    return client, csrf
+
+
+def submit(client, csrf, source: str):
+    return client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": source})
+
+
+def test_the_instructor_link_works_once_and_the_cookie_is_httponly_and_samesite(server, instructor, links):
+    assert set(links) == {"alice", "bob", "carol", "dave", "erin", "frank"}
+    again = httpx.get(server.instructor_link, follow_redirects=False)
+    assert again.status_code == 403 and "not valid" in again.text
+    first = httpx.get(links["erin"], follow_redirects=False)
+    assert first.status_code == 303
+    cookie = first.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie
+    assert httpx.get(links["erin"], follow_redirects=False).status_code == 303  # a student's link lasts
+
+
+def test_signed_out_requests_are_refused(server):
+    for path in ("/history", PAGE, "/submissions/1", "/submissions/1/report", "/instructor"):
+        assert httpx.get(server.url + path).status_code == 401, path
+
+
+def test_a_submission_is_queued_graded_and_reported_and_appears_in_the_history(server, links):
+    client, csrf = student(server, links, "alice")
+    page = client.get(PAGE)
+    assert "Before you code" in page.text and "def test_decodes_run_before_the_prompt" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert "<script" not in page.text.lower()
+    submitted = submit(client, csrf, MUTANT.read_text())
+    assert re.search(r"/submissions/\d+$", str(submitted.url)), submitted.text
+    assert STATE.findall(submitted.text)[0] in ("queued", "grading", "graded")
+    graded = wait_graded(client, str(submitted.url))
+    assert graded.extensions["states"][-1] == "graded"
+    report = client.get(f"{submitted.url}/report")
+    assert report.status_code == 200 and "<script" not in report.text.lower()
+    assert "test_decodes_run_before_the_prompt" in report.text
+    history = client.get("/history")
+    assert str(submitted.url).rsplit("/", 1)[1] in history.text and "graded" in history.text
+
+
+STATE = re.compile(r'data-state="(\w+)"')
+
+
+def test_a_student_never_reaches_another_students_submission(server, links):
+    owner, csrf = student(server, links, "carol")
+    mine = submit(owner, csrf, STUB.read_text())
+    number = str(mine.url).rsplit("/", 1)[1]
+    wait_graded(owner, str(mine.url))
+    assert owner.get(f"/submissions/{number}/report").status_code == 200
+    other, _ = student(server, links, "dave")
+    for path in (f"/submissions/{number}", f"/submissions/{number}/report"):
+        refused = other.get(path)
+        assert refused.status_code == 404 and "Graded" not in refused.text, path
+    assert other.get("/instructor").status_code == 403
+    assert other.get("/instructor/students/carol").status_code == 403
+
+
+def test_a_free_student_sees_no_hidden_test_and_no_solution(server, links):
+    client, _ = student(server, links, "dave")
+    page = client.get(PAGE).text
+    hidden = (PROJECT / "hidden_tests" / EXERCISE / "test_hidden_rules.py").read_text()
+    first_hidden_test = re.search(r"def (test_\w+)", hidden).group(1)
+    assert f"def {first_hidden_test}" not in page and "part of Premium" in page
+    refused = client.get(f"{PAGE}/solution")
+    assert refused.status_code == 403 and "class Scheduler" not in refused.text
+
+
+def test_a_premium_student_opens_the_solution_after_a_first_graded_submission(server, links):
+    client, csrf = student(server, links, "bob")
+    assert client.get(f"{PAGE}/solution").status_code == 403  # the exercise's rule: after_first_graded
+    wait_graded(client, str(submit(client, csrf, REFERENCE.read_text()).url))
+    opened = client.get(f"{PAGE}/solution")
+    assert opened.status_code == 200 and "class Scheduler" in opened.text
+
+
+def test_a_second_submission_too_soon_is_refused_with_the_time_of_the_next(server, links):
+    client, csrf = student(server, links, "erin")
+    first = submit(client, csrf, STUB.read_text())
+    assert re.search(r"/submissions/\d+$", str(first.url))
+    again = submit(client, csrf, STUB.read_text() + "\n# changed\n")
+    assert again.status_code == 429
+    assert re.search(r"next submission possible at \d\d:\d\d:\d\d UTC", again.text)
+    history = client.get("/history").text
+    assert history.count("/submissions/") - history.count("/report") == 1  # one submission only
+
+
+def test_a_form_without_the_sessions_csrf_token_is_refused_and_stores_nothing(server, links, instructor):
+    client, csrf = signed_in(server, links["alice"])
+    before = client.get("/history").text.count("<tr>")
+    for data in ({"code": "x = 1\n"}, {"code": "x = 1\n", "csrf": "forged"}):
+        refused = client.post(f"{PAGE}/submit", data=data)
+        assert refused.status_code == 403 and "Form expired" in refused.text
+    assert client.get("/history").text.count("<tr>") == before
+    # Another session's token does not do either, and neither does the instructor's.
+    _, other_csrf = signed_in(server, links["dave"])
+    assert client.post(f"{PAGE}/submit", data={"code": "x = 1\n", "csrf": other_csrf}).status_code == 403
+    assert client.post("/signout", data={"csrf": instructor[1]}).status_code == 403
+
+
+def test_an_oversize_body_is_refused_whether_declared_or_streamed(server, links):
+    client, csrf = signed_in(server, links["alice"])
+    big = "x" * (600 * 1024)
+    declared = client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": big})
+    assert declared.status_code == 413
+
+    def chunks():
+        for _ in range(700):
+            yield b"y" * 1024
+
+    streamed = client.post(f"{PAGE}/submit", content=chunks(),
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert streamed.status_code == 413
+
+
+def test_no_request_steers_a_path_on_disk(server, instructor):
+    client, _ = instructor
+    for path in ("/instructor/site/../../etc/passwd", "/instructor/site/%2e%2e/%2e%2e/etc/passwd",
+                 "/instructor/site/students/../../grader.db", "/exercises/..%2f..%2fetc", "/exercises/../solutions"):
+        answer = client.get(path)
+        assert answer.status_code == 404 and "root:" not in answer.text, path
+    assert client.get("/instructor/site/index.html").status_code == 200
+
+
+def test_a_revoked_link_signs_nobody_in_and_ends_its_sessions(server, instructor, links):
+    client, csrf = instructor
+    session, _ = signed_in(server, links["carol"])
+    assert session.get("/history").status_code == 200
+    done = client.post("/instructor/students/carol/revoke", data={"csrf": csrf})
+    assert done.status_code == 200 and "revoked" in done.text
+    assert session.get("/history").status_code == 401
+    assert httpx.get(links["carol"]).status_code == 403
+    fresh = client.post("/instructor/students/carol/link", data={"csrf": csrf})
+    new_link = re.search(r'class="link">(http://[^<]+)<', fresh.text).group(1)
+    assert signed_in(server, new_link)[0].get("/history").status_code == 200
+
+
+def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(server, instructor, links):
+    client, csrf = instructor
+    frank, frank_csrf = student(server, links, "frank")
+    wait_graded(frank, str(submit(frank, frank_csrf, MUTANT.read_text()).url))
+    history = client.get("/instructor/students/frank")
+    number = re.search(r'href="/submissions/(\d+)/report"', history.text)
+    assert number, "frank's graded submission is in his history"
+    assert client.get(f"/submissions/{number.group(1)}/report").status_code == 200
+    overview = client.get("/instructor/site/index.html")
+    assert overview.status_code == 200 and "Class overview" in overview.text
+    gradebook = client.get(f"/instructor/site/gradebook-{EXERCISE}.csv")
+    assert gradebook.status_code == 200 and gradebook.text.startswith("student,score,max_score")
+    assert "frank" in gradebook.text
+    assert client.get(f"/instructor/site/gradebook-{EXERCISE}.json").json()["columns"][0] == "student"
+    regraded = client.post(f"/instructor/regrade/{EXERCISE}", data={"csrf": csrf})
+    assert regraded.status_code == 200 and "queued for regrading" in regraded.text
+    graded = wait_graded(frank, f"/submissions/{number.group(1)}")
+    assert "Graded" in graded.text
+    with Store(server.log.parent / "class.db") as store:  # the earlier scorecard is kept; the newest counts
+        assert len(store.scorecards(int(number.group(1)))) == 2
+
+
+def test_the_address_given_is_on_loopback(server):
+    host = server.url.split("//")[1].rsplit(":", 1)[0]
+    assert host == "127.0.0.1" and socket.inet_aton(host)
