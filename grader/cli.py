@@ -21,7 +21,7 @@ from rich.text import Text
 from grader.exercise import TIERS, ExerciseError, load_exercise
 from grader.errors import GradingError
 from grader.grading import Backend, grade_bytes
-from grader.sandbox.choose import SANDBOXES, choose_backend
+from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError
@@ -51,8 +51,8 @@ def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, st
     """The backend to grade with; says which one `auto` chose, warns on every unprotected run, and shows
     the lines of a first image build."""
     unsafe = getattr(args, "unsafe_local", False)
-    backend, name, why = choose_backend(args.sandbox, progress=lambda line: console.print(Text(line, style="dim")),
-                                        unsafe_local=unsafe)
+    choice = choose(args.sandbox, progress=lambda line: console.print(Text(line, style="dim")), unsafe_local=unsafe)
+    backend, name, why = choice.backend, choice.name, choice.why
     if args.sandbox == "auto":
         console.print(Text(f"sandbox: {name} ({why})", style="dim"))
     if getattr(backend, "unsafe", False):
@@ -219,7 +219,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
                                              console=console, transient=False) as progress:
         task = progress.add_task("", total=None)
         summary = run_batch(
-            store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local)[:2], candidates, jobs=args.jobs,
+            store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local), candidates, jobs=args.jobs,
             on_start=lambda total: progress.update(task, total=total),
             on_done=lambda student, card, problem: progress.update(
                 task, advance=1, description=f"{student}: {card.score}/{card.max_score}" if card else f"{student}: {problem}"),
