@@ -66,16 +66,16 @@ def confinement_start(isolation: str, uid: int | None) -> float:
         base = Path(folder)
         os.chmod(base, 0o711)
         (base / "pub").mkdir(mode=0o755)
-        (base / "pub" / "student.py").write_text("x = 1\n")
         (base / "pub" / "worker.zip").write_bytes(worker_zip(HARNESS_PACKAGE))
         for path in (base / "pub").iterdir():
             path.chmod(0o644)
         (base / "private").mkdir(mode=0o700)
-        job = Job(submission="pub/student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
+        job = Job(submission="student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
                   worker_python=sandbox_python() or "/usr/bin/python3", isolation=isolation, private="private",
                   worker_user=uid, worker_group=uid, bwrap=bwrap_path(), limits=Limits())
         started = time.perf_counter()
         confinement = Confinement(job, str(base), 1)
+        confinement.load(job.submission, b"x = 1\n")
         client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
                               output_path=str(base / "private" / "out"))
         client.wait_ready()

@@ -87,10 +87,12 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
     if on_start:
         on_start(len(todo))
     local = threading.local()
+    backends: list[Backend] = []
 
     def grade_one(data: bytes) -> Scorecard:
-        if not hasattr(local, "backend"):  # one backend (one engine connection) per thread
+        if not hasattr(local, "backend"):  # one backend (one engine connection, one warm sandbox) per thread
             local.backend = make_backend()
+            backends.append(local.backend[0])
         backend, name = local.backend
         return grade_bytes(data, exercise, tier, backend, name)
 
@@ -127,4 +129,8 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             pool.shutdown(wait=True, cancel_futures=True)
             for future in [f for f in pending if f.done() and not f.cancelled()]:
                 settle(future)  # gradings that were under way when the interrupt came are kept too
+    for backend in backends:
+        close = getattr(backend, "close", None)
+        if close is not None:
+            close()  # the sandboxes still waiting for a submission
     return summary

@@ -219,7 +219,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
                                              console=console, transient=False) as progress:
         task = progress.add_task("", total=None)
         summary = run_batch(
-            store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local), candidates, jobs=args.jobs,
+            store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local, warm=True), candidates, jobs=args.jobs,
             on_start=lambda total: progress.update(task, total=total),
             on_done=lambda student, card, problem: progress.update(
                 task, advance=1, description=f"{student}: {card.score}/{card.max_score}" if card else f"{student}: {problem}"),

@@ -29,18 +29,18 @@ def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClie
     with worker_account() as (uid, gid), tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         os.chmod(base, 0o711)
-        for relative, data, mode in (("pub/student.py", source.encode(), 0o644),
-                                     ("pub/worker.zip", worker_zip(HARNESS_PACKAGE), 0o644)):
+        for relative, data, mode in (("pub/worker.zip", worker_zip(HARNESS_PACKAGE), 0o644),):
             (base / relative).parent.mkdir(mode=0o755, exist_ok=True)
             (base / relative).write_bytes(data)
             (base / relative).chmod(mode)
         (base / "private").mkdir(mode=0o700)
         isolated = isolation_problem() is None
-        job = Job(submission="pub/student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
+        job = Job(submission="student.py", module="student", names=[], suites=[], worker_code="pub/worker.zip",
                   worker_python=(sandbox_python() if isolated else worker_python(uid)) or "/usr/bin/python3",
                   isolation="namespaces" if isolated else "none", private="private", worker_user=uid,
                   worker_group=gid, bwrap=bwrap_path(), limits=limits or Limits(call_timeout_s=2, import_timeout_s=3))
         confinement = Confinement(job, str(base), 1)
+        confinement.load(job.submission, source.encode())
         client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
                               output_path=str(base / "private" / "output.txt"))
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.sandbox.layout import build_layout
+from grader.sandbox.layout import new_run, run_input
 from grader.sandbox.local import run_local
 from grader.seeding import KEY_FILE, derive_seed, seed_for_source
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
@@ -41,10 +41,9 @@ def test_the_seed_depends_on_the_submission_and_the_key(exercise, tmp_path, monk
 
 def test_the_job_carries_the_seed_the_scorecard_records(exercise):
     source = REFERENCE.read_bytes()
-    layout = build_layout(exercise, source, "premium", base="/job", python="python3", harness_root=None,
-                          worker_user=None, worker_group=None)
-    assert layout.job.seed == seed_for_source(source, exercise)
-    assert json.loads(layout.job.to_json())["seed"] == layout.job.seed
+    run = new_run(exercise, source)
+    assert run.seed == seed_for_source(source, exercise)
+    assert json.loads(run_input(run, source)[8:8 + int.from_bytes(run_input(run, source)[:8], "big")])["seed"] == run.seed
     assert seed_for_source(source, exercise) == derive_seed(hashlib.sha256(source).hexdigest(), exercise)
 
 

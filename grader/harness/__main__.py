@@ -2,13 +2,16 @@
 
     python3 -I -c "<contract.bootstrap(root, 'grader.harness.__main__', 'main')>" BASE
 
-Standard input brings a nonce line and then the job as a tar (see `unpack`). The results go to
+Standard input brings the job (a tar, see `unpack`), then, possibly much later, the run: the nonce,
+the seed and the submission (see `contract.Job`). In between, the harness gets ready: it imports the
+reference, starts the worker's confinement and lets pytest collect the tests. The results go to
 standard output as the last line (`contract.results_line`), carrying the nonce: the worker never
 sees the harness's standard input or output, so nothing it prints or writes can pass for them.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from grader.harness import plugin
-from grader.harness.contract import JOB_FILE, Job, results_line
+from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
 from grader.harness.unpack import unpack
 
 
@@ -38,17 +41,20 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
-        print("usage: python3 -m grader.harness BASE  (a nonce line, then the job tar, on standard input)",
-              file=sys.stderr)
+        print("usage: python3 -m grader.harness BASE  (the job, then the run, on standard input)", file=sys.stderr)
         return 2
     base = str(Path(args[0]).resolve())
-    stdin = sys.stdin.buffer
-    nonce = stdin.readline().decode("ascii").strip()
-    unpack(stdin, Path(base))
+    # A descriptor of our own for the input: pytest points descriptor 0 at /dev/null while it runs.
+    stdin = os.fdopen(os.dup(0), "rb")
+    try:
+        unpack(io.BytesIO(read_frame(stdin)), Path(base))
+    except EOFError:
+        return 4  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
-    harness = plugin.STATE = plugin.HarnessState(job, nonce, base)
+    harness = plugin.STATE = plugin.HarnessState(job, base, stdin)
     # Everything trusted is loaded before the first worker exists.
     plugin.load_reference(harness)
+    harness.warm_up()
     code = pytest.main(pytest_arguments(job, base), plugins=[plugin])
     if harness.results is None:
         return int(code) or 3

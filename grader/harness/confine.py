@@ -5,16 +5,19 @@ for (`contract.ISOLATIONS`):
 
 - namespaces: `bwrap` runs the zygote in mount, PID, network, IPC, UTS and cgroup namespaces of its
   own, as the worker's user, with every capability dropped. It sees a read-only `/usr` (the Python it
-  needs and its libraries), a fresh `/proc` and `/dev`, a private tmpfs as `/tmp`, and two files
-  copied in from descriptors the harness opened: the worker's code and the submission. Nothing of the
-  host's folders, the project, the store, other jobs or the network. Pids inside are the namespace's:
+  needs and its libraries), a fresh `/proc` and `/dev`, a private tmpfs as `/tmp`, and the worker's
+  code, copied in from a descriptor the harness opened. Nothing of the host's folders, the project,
+  the store, other jobs or the network. Pids inside are the namespace's:
   the harness signals workers only through the zygote, or ends the namespace by killing `bwrap`.
 - container / none: the zygote is a plain process as the worker's account; the container (or, for
   `none`, nothing) confines it, and the harness may signal its children directly.
 
-The trusted side never acts by path on anything a worker can write: each worker's folder is made and
-removed by the zygote (as the worker's user), and the files the harness hands a worker (its output
-file, the zygote's log) are created in the harness's own private folder with O_EXCL | O_NOFOLLOW.
+A confinement is started before the submission exists (a warm sandbox waits for one ready to go);
+the submission then reaches the zygote as a descriptor (`load`), and the zygote keeps its copy in its
+own folder. The trusted side never acts by path on anything a worker can write: each worker's folder
+is made and removed by the zygote (as the worker's user), and the files the harness hands a worker
+(its output file, the zygote's log) are created in the harness's own private folder with
+O_EXCL | O_NOFOLLOW.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.harness.contract import SANDBOX_CODE, SANDBOX_SUBMISSION_DIR, Job, bootstrap
+from grader.harness.contract import SANDBOX_CODE, Job, bootstrap
 from grader.harness.processes import kill_group
 
 REPLY_TIMEOUT_S = 2.0
@@ -48,7 +51,7 @@ def private_file(path: str, mode: int = 0o600) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
 
-def bwrap_arguments(bwrap: str, submission_name: str, code_fd: int, submission_fd: int) -> list[str]:
+def bwrap_arguments(bwrap: str, code_fd: int) -> list[str]:
     """The bubblewrap command line, up to the program it runs (see the module docstring)."""
     arguments = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
@@ -60,8 +63,7 @@ def bwrap_arguments(bwrap: str, submission_name: str, code_fd: int, submission_f
     for name, value in SANDBOX_ENV.items():
         arguments += ["--setenv", name, value]
     arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
-                  "--ro-bind-data", str(code_fd), SANDBOX_CODE,
-                  "--ro-bind-data", str(submission_fd), f"{SANDBOX_SUBMISSION_DIR}/{submission_name}", "--"]
+                  "--ro-bind-data", str(code_fd), SANDBOX_CODE, "--"]
     return arguments
 
 
@@ -79,12 +81,7 @@ class Confinement:
         self.job = job
         self.namespaced = job.isolation == "namespaces"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        submission_name = os.path.basename(job.submission)
-        if self.namespaced:
-            code_root, submission = SANDBOX_CODE, f"{SANDBOX_SUBMISSION_DIR}/{submission_name}"
-        else:
-            code_root, submission = job.at(base, job.worker_code), job.at(base, job.submission)
-        self.submission = submission
+        code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
         config = {"fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
                   "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
         program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
@@ -96,9 +93,8 @@ class Confinement:
         if self.namespaced:
             assert job.bwrap is not None
             code_fd = _memory_file("worker.zip", Path(job.at(base, job.worker_code)).read_bytes())
-            submission_fd = _memory_file(submission_name, Path(job.at(base, job.submission)).read_bytes())
-            passed += [code_fd, submission_fd]
-            program = bwrap_arguments(job.bwrap, submission_name, code_fd, submission_fd) + program
+            passed.append(code_fd)
+            program = bwrap_arguments(job.bwrap, code_fd) + program
         log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
         try:
             self.process = subprocess.Popen(
@@ -112,12 +108,24 @@ class Confinement:
         self.channel = ours
         self.exits: dict[int, int] = {}
         self.broken = False
+        self.loaded = False
 
     # -- requests ------------------------------------------------------------------------------------
+    def load(self, name: str, source: bytes) -> None:
+        """Hand the zygote the submission, which it keeps in its own folder for every worker it forks."""
+        fd = _memory_file(name, source)
+        try:
+            socket.send_fds(self.channel, [json.dumps({"op": "load", "name": name}).encode()], [fd])
+            self.loaded = True
+        except OSError:
+            self.broken = True
+        finally:
+            os.close(fd)
+
     def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> "ForkedProcess":
-        if self.broken:
-            raise ZygoteUnavailable("the zygote is gone")
-        request = {"op": "fork", "env": env, "submission": self.submission, "module": module}
+        if self.broken or not self.loaded:
+            raise ZygoteUnavailable("the zygote is gone" if self.broken else "no submission was loaded")
+        request = {"op": "fork", "env": env, "module": module}
         try:
             socket.send_fds(self.channel, [json.dumps(request).encode()], list(fds))
             deadline = time.monotonic() + REPLY_TIMEOUT_S

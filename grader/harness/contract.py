@@ -19,6 +19,7 @@ import binascii
 import io
 import json
 import posixpath
+import struct
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,9 +31,10 @@ RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
 JOB_FILE = "secret/job.json"
 ISOLATIONS = ("namespaces", "container", "none")
-# Where the worker finds its code and the submission inside a namespaced sandbox.
+# Where the worker finds its code inside a namespaced sandbox.
 SANDBOX_CODE = "/grader/worker.zip"
-SANDBOX_SUBMISSION_DIR = "/grader/submission"
+FRAME = struct.Struct(">Q")
+MAX_FRAME_BYTES = 1 << 30
 # The worker side of the harness: what a worker process imports, shipped to it as one zip.
 WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
                   "harness/processes.py", "harness/worker.py", "harness/zygote.py")
@@ -55,9 +57,15 @@ class Suite:
 @dataclass
 class Job:
     """Where everything is inside the sandbox (paths relative to the job's base folder) and how the
-    worker is confined. Written by the host into the job tar, read by the harness."""
+    worker is confined. Written by the host into the job tar, read by the harness.
 
-    submission: str  # the submission file
+    What the harness reads on its standard input comes in two parts, each a frame (an 8-byte length,
+    then the bytes), so that a sandbox can be started and made ready before a submission exists:
+        1. the job: a tar of the suites, the reference, the worker's code and this description;
+        2. the submission: a frame of JSON (`Run`: the nonce, the seed), then a frame of its source.
+    """
+
+    submission: str  # the submission's file name (the worker imports it as `module`)
     module: str  # the module name it is imported as (the exercise's file name without .py)
     names: list[str]  # the names tests may ask `ns` for
     suites: list[Suite]
@@ -69,7 +77,7 @@ class Job:
     worker_user: int | None = None  # run workers as this uid/gid when the harness is root
     worker_group: int | None = None
     bwrap: str | None = None  # the bubblewrap binary, for the namespaces isolation
-    seed: int = 0  # what the suites' random workloads are drawn from (the host derives it: grader.seeding)
+    seed: int = 0  # what the suites' random workloads are drawn from: set from the run (see `Run`)
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> str:
@@ -87,6 +95,41 @@ class Job:
 
     def at(self, base: str | Path, relative: str) -> str:
         return posixpath.join(str(base), relative)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What comes with the submission: the nonce that authenticates the results, and the seed of the
+    suites' random workloads (the host derives it: grader.seeding)."""
+
+    nonce: str
+    seed: int
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Run":
+        data = json.loads(text)
+        return cls(nonce=str(data["nonce"]), seed=int(data["seed"]))
+
+
+def frame(data: bytes) -> bytes:
+    return FRAME.pack(len(data)) + data
+
+
+def read_frame(stream: Any) -> bytes:
+    """One frame from a binary stream; EOFError when the stream ends first."""
+    header = stream.read(FRAME.size)
+    if len(header) < FRAME.size:
+        raise EOFError("the input ended before a frame")
+    (length,) = FRAME.unpack(header)
+    if length > MAX_FRAME_BYTES:
+        raise ValueError(f"a frame of {length} bytes")
+    data = stream.read(length)
+    if len(data) < length:
+        raise EOFError("the input ended inside a frame")
+    return data
 
 
 def worker_files(package_dir: Path) -> list[tuple[str, bytes]]:

@@ -18,14 +18,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
 from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerUnavailable
 from grader.harness.feedback import Feedback
 from grader.harness.confine import Confinement, ZygoteUnavailable
-from grader.harness.contract import RESULTS_SCHEMA, Job
+from grader.harness.contract import RESULTS_SCHEMA, Job, Run, read_frame
 from grader.harness.processes import children_of
 
 PR_SET_DUMPABLE = 4
@@ -50,10 +50,12 @@ class TestRecord:
 class HarnessState:
     """Everything the fixtures and hooks share during one grading run."""
 
-    def __init__(self, job: Job, nonce: str, base: str) -> None:
+    def __init__(self, job: Job, base: str, stdin: BinaryIO | None = None) -> None:
         self.job = job
-        self.nonce = nonce
         self.base = base
+        self.stdin = stdin  # where the run (nonce, seed, submission) arrives, once the tests are collected
+        self.nonce: str | None = None
+        self.source: bytes | None = None
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
@@ -94,7 +96,31 @@ class HarnessState:
         if self._confinement is None:
             self.confinements_started += 1
             self._confinement = Confinement(self.job, self.base, self.confinements_started)
+            if self.source is not None:
+                self._confinement.load(self.job.submission, self.source)
         return self._confinement
+
+    def warm_up(self) -> None:
+        """Start the worker's confinement now, while pytest starts and collects, before any submission."""
+        try:
+            self.confinement()
+        except OSError as exc:
+            self.problems.append(f"the worker's sandbox could not be started ({exc})")
+
+    def receive_run(self) -> None:
+        """Wait for the submission (a warm sandbox waits here, its tests collected) and hand it on."""
+        if self.nonce is not None or self.stdin is None:
+            return
+        try:
+            run = Run.from_json(read_frame(self.stdin).decode("utf-8"))
+            source = read_frame(self.stdin)
+        except (EOFError, ValueError, KeyError, TypeError):
+            # No submission will come (the pool that started this sandbox was closed): leave quietly.
+            self.end_confinement()
+            os._exit(4)
+        self.nonce, self.job.seed, self.source = run.nonce, run.seed, source
+        if self._confinement is not None and not self._confinement.broken:
+            self._confinement.load(self.job.submission, source)
 
     def end_retired(self) -> None:
         while self.retired:
@@ -364,8 +390,13 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         state().problems.append(f"a test file could not be collected: {report.nodeid}")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state().receive_run()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     harness = state()
+    harness.receive_run()  # collection may have failed before asking for it: the results need its nonce
     harness.close_spare()
     if exitstatus not in (0, 1):
         harness.problems.append(f"pytest ended with exit status {exitstatus}")

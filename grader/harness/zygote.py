@@ -16,7 +16,8 @@ namespace: the harness never signals them itself, it asks the zygote (and, faili
 whole confinement).
 
 Messages on the zygote's socket (SOCK_SEQPACKET, JSON, file descriptors passed alongside):
-    harness -> zygote   {"op": "fork", "env", "submission", "module"} + [to_worker_r, from_worker_w, output]
+    harness -> zygote   {"op": "load", "name"} + [the submission]   keep it as the file `name`
+                        {"op": "fork", "env", "module"} + [to_worker_r, from_worker_w, output]
                         {"op": "kill", "pid": n}      kill that worker's group (no answer)
                         {"op": "sweep", "keep": [n]}  kill every other process of the namespace
     zygote -> harness   {"pid": n}   once per fork
@@ -55,6 +56,7 @@ def serve() -> None:
     channel = socket.socket(fileno=config["fd"])
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
+    submission = ""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -73,7 +75,9 @@ def serve() -> None:
                 os._exit(0)  # the harness is gone
             request = json.loads(data)
             op = request.get("op")
-            if op == "kill":
+            if op == "load":
+                submission = _keep(fds[0], str(request["name"]), scratch_root)
+            elif op == "kill":
                 _kill_tree(int(request["pid"]))
             elif op == "sweep":
                 channel.send(json.dumps({"swept": _sweep(set(request["keep"]))}).encode())
@@ -81,11 +85,21 @@ def serve() -> None:
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
                 pid = os.fork()
                 if pid == 0:
-                    _become_worker(worker, channel, (wake_r, wake_w), request, fds, processes, folder)
+                    _become_worker(worker, channel, (wake_r, wake_w), request, fds, processes, folder, submission)
                 folders[pid] = folder
                 channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
                 os.close(fd)
+
+
+def _keep(fd: int, name: str, scratch_root: str) -> str:
+    """Copy the submission from the harness's descriptor into a folder of the zygote's own."""
+    folder = tempfile.mkdtemp(prefix="submission-", dir=scratch_root)
+    path = os.path.join(folder, os.path.basename(name))
+    with os.fdopen(os.dup(fd), "rb") as source, open(path, "wb") as target:
+        source.seek(0)
+        target.write(source.read())
+    return path
 
 
 def _kill_tree(pid: int) -> None:
@@ -125,7 +139,7 @@ def _report_exits(channel: socket.socket, folders: dict[int, str]) -> None:
 
 
 def _become_worker(worker: Any, channel: socket.socket, wake: tuple[int, int], request: dict[str, Any],
-                   fds: list[int], processes: int | None, folder: str) -> None:
+                   fds: list[int], processes: int | None, folder: str, submission: str) -> None:
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -154,6 +168,6 @@ def _become_worker(worker: Any, channel: socket.socket, wake: tuple[int, int], r
             import resource
 
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-        worker.Worker(request["submission"], request["module"], 3, 4).serve()
+        worker.Worker(submission, request["module"], 3, 4).serve()
     finally:
         os._exit(0)

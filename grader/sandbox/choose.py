@@ -21,19 +21,22 @@ class Choice:
 
 
 def choose_backend(name: str, progress: Callable[[str], None] | None = None, *,
-                   unsafe_local: bool = False) -> tuple[Backend, str]:
+                   unsafe_local: bool = False, warm: bool = False) -> tuple[Backend, str]:
     """(backend, its name); see `choose`."""
-    choice = choose(name, progress, unsafe_local=unsafe_local)
+    choice = choose(name, progress, unsafe_local=unsafe_local, warm=warm)
     return choice.backend, choice.name
 
 
-def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_local: bool = False) -> Choice:
+def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_local: bool = False,
+           warm: bool = False) -> Choice:
     """The sandbox to grade with. `progress` receives the lines of an image build, should the Docker
-    backend need one. `unsafe_local` lets the local sandbox run without namespaces."""
+    backend need one. `unsafe_local` lets the local sandbox run without namespaces. `warm` keeps a
+    sandbox ready for the next submission of the same tier (a batch, a service); such a backend must
+    be closed (`close()`) when done."""
     if name not in SANDBOXES:
         raise GradingError(f"unknown sandbox {name!r}; choose one of {', '.join(SANDBOXES)}")
     if name == "local":
-        backend = LocalBackend(unsafe=unsafe_local)
+        backend = LocalBackend(unsafe=unsafe_local, warm=warm)
         backend.check()
         return Choice(backend, "local", "asked for")
     from grader.sandbox.engine import engine_status
@@ -42,12 +45,12 @@ def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_l
     if client is not None:
         from grader.sandbox.docker_backend import DockerBackend
 
-        return Choice(DockerBackend(client, progress=progress), "docker", "Docker engine found")
+        return Choice(DockerBackend(client, progress=progress, warm=warm), "docker", "Docker engine found")
     if name == "docker":
         raise SandboxUnavailable(f"--sandbox docker: {why_not}")
     if unsafe_local:
-        return Choice(LocalBackend(unsafe=True), "local", f"{why_not}; --unsafe-local")
+        return Choice(LocalBackend(unsafe=True, warm=warm), "local", f"{why_not}; --unsafe-local")
     problem = isolation_problem()
     if problem is not None:
         raise SandboxUnavailable(f"no sandbox can isolate untrusted code here: {why_not}, and {refusal(problem)}")
-    return Choice(LocalBackend(), "local", f"{why_not}; isolated local sandbox")
+    return Choice(LocalBackend(warm=warm), "local", f"{why_not}; isolated local sandbox")

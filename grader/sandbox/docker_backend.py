@@ -10,10 +10,12 @@ the host's environment is passed in.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import docker
 import requests
@@ -23,7 +25,8 @@ from grader.errors import GradingError
 from grader.exercise import Exercise
 from grader.harness.contract import bootstrap
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
-from grader.sandbox.layout import RawRun, WorkerSettings, build_layout, harness_input
+from grader.sandbox.layout import (JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout, harness_input,
+                                   new_run, prepare_suites, run_input)
 from grader.sandbox.local import HARNESS_ENV, worker_account
 
 BASE = "/job"
@@ -52,27 +55,42 @@ class DockerBackend:
     image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
+    warm: bool = False  # keep a container started and ready for the next submission of the same tier
+    _ready: dict[tuple[str, str, str], "StartedContainer"] = field(default_factory=dict, repr=False)
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
-        timings = DockerTimings()
-        started = time.monotonic()
+        began = time.monotonic()
         if self.image is None:
             self.image = ensure_image(self.client, self.progress)
-        timings.image_s = time.monotonic() - started
-        # Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
-        # them: each concurrent grading gets a worker account of its own, so that one submission's fork
-        # bomb cannot starve another's workers. (Without root on the host, `nobody` it is.)
-        with worker_account() as (uid, gid):
-            return self._run(exercise, source, tier, uid or NOBODY, gid or NOBODY, timings, started)
+        image_s = time.monotonic() - began
+        key = (str(exercise.root), exercise.slug, tier)
+        started = self._ready.pop(key, None)
+        if started is not None and not started.fresh_for(exercise, tier):
+            started.discard()
+            started = None
+        started = started or self.start(exercise, tier)
+        started.timings.image_s = image_s
+        then = (lambda: self._ready.__setitem__(key, self.start(exercise, tier))) if self.warm else None
+        run = started.finish(exercise, source, then)
+        self.last_timings = started.timings
+        return run
 
-    def _run(self, exercise: Exercise, source: bytes, tier: str, uid: int, gid: int, timings: DockerTimings,
-             started: float) -> RawRun:
-        layout = build_layout(exercise, source, tier, WorkerSettings("container", "/usr/bin/python3", uid, gid))
-        limits = exercise.limits
+    def start(self, exercise: Exercise, tier: str) -> "StartedContainer":
+        """A container started for this exercise and tier, its harness getting ready for a submission.
+
+        Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
+        them: each concurrent grading gets a worker account of its own, so that one submission's fork
+        bomb cannot starve another's workers. (Without root on the host, `nobody` it is.)"""
+        assert self.image is not None
+        account = contextlib.ExitStack()
+        uid, gid = account.enter_context(worker_account())
+        layout = build_layout(exercise, tier, WorkerSettings("container", "/usr/bin/python3", uid or NOBODY,
+                                                             gid or NOBODY))
         self.jobs.append(layout.name)
-        container = None
-        timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
+        limits = exercise.limits
+        timings = DockerTimings()
         phase = time.monotonic()
+        container = None
         try:
             container = self.client.containers.create(
                 self.image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
@@ -89,41 +107,105 @@ class DockerBackend:
             )
             attached = container.attach_socket(params={"stdin": 1, "stream": 1})
             container.start()
-            raw = getattr(attached, "_sock", attached)
+        except docker.errors.ImageNotFound as exc:
+            _remove(container)
+            account.close()
+            raise GradingError(f"the grading image is missing: {exc}") from None
+        except docker.errors.APIError as exc:
+            _remove(container)
+            account.close()
+            raise GradingError(f"the Docker engine refused the grading container: {exc.explanation or exc}") from None
+        started = StartedContainer(container, attached, layout, prepare_suites(exercise, tier), account, timings)
+        started.send(harness_input(layout))
+        timings.create_and_start_s = time.monotonic() - phase
+        return started
+
+    def close(self) -> None:
+        """Remove the containers waiting for a submission."""
+        while self._ready:
+            self._ready.popitem()[1].discard()
+
+
+def _remove(container: Any) -> None:
+    if container is not None:
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError:
+            pass
+
+
+@dataclass
+class StartedContainer:
+    """A grading container whose harness has its job and waits for the run."""
+
+    container: Any
+    attached: Any
+    layout: JobLayout
+    prepared: PreparedSuites
+    account: contextlib.ExitStack
+    timings: DockerTimings
+
+    def send(self, data: bytes) -> None:
+        try:
+            getattr(self.attached, "_sock", self.attached).sendall(data)
+        except OSError:
+            pass  # the harness died before reading everything; its exit status tells why
+
+    def fresh_for(self, exercise: Exercise, tier: str) -> bool:
+        if prepare_suites(exercise, tier) is not self.prepared:
+            return False
+        try:
+            self.container.reload()
+        except docker.errors.APIError:
+            return False
+        return self.container.status == "running"
+
+    def discard(self) -> None:
+        try:
+            self.attached.close()
+        finally:
+            _remove(self.container)
+            self.account.close()
+
+    def finish(self, exercise: Exercise, source: bytes, then: Callable[[], None] | None = None) -> RawRun:
+        """Send the submission, wait for the harness, collect what it printed, remove the container."""
+        began = time.monotonic()
+        limits = exercise.limits
+        run = new_run(exercise, source)
+        timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
+        container = self.container
+        try:
+            self.send(run_input(run, source))
             try:
-                raw.sendall(harness_input(layout))
-                raw.shutdown(socket.SHUT_WR)
+                getattr(self.attached, "_sock", self.attached).shutdown(socket.SHUT_WR)
             except OSError:
-                pass  # the harness died before reading everything; its exit status tells why
-            finally:
-                attached.close()
-            timings.create_and_start_s = time.monotonic() - phase
+                pass
+            self.attached.close()
+            if then is not None:
+                try:
+                    then()
+                except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
+                    pass
             phase = time.monotonic()
             try:
                 exit_status = container.wait(timeout=limits.total_timeout_s)["StatusCode"]
             except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
                 timed_out = True
                 container.kill()
-            timings.harness_s = time.monotonic() - phase
+            self.timings.harness_s = time.monotonic() - phase
             container.reload()
             oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
             printed = container.logs(stdout=True, stderr=True)
-        except docker.errors.ImageNotFound as exc:
-            raise GradingError(f"the grading image is missing: {exc}") from None
         except docker.errors.APIError as exc:
-            raise GradingError(f"the Docker engine refused the grading container: {exc.explanation or exc}") from None
+            raise GradingError(f"the Docker engine failed during the grading: {exc.explanation or exc}") from None
         finally:
             phase = time.monotonic()
-            if container is not None:
-                try:
-                    container.remove(force=True)
-                except docker.errors.APIError:
-                    pass
-            timings.teardown_s = time.monotonic() - phase
+            _remove(container)
+            self.account.close()
+            self.timings.teardown_s = time.monotonic() - phase
         if oom:
             detail = f"the container ran out of memory ({limits.memory_mb + HARNESS_MEMORY_MB} MiB)"
         elif exit_status == 137 and not timed_out:
             detail = "the container was killed (exit status 137)"
-        self.last_timings = timings
-        return RawRun(output=printed, nonce=layout.nonce, exit_status=exit_status, timed_out=timed_out,
-                      duration_s=time.monotonic() - started, detail=detail)
+        return RawRun(output=printed, nonce=run.nonce, exit_status=exit_status, timed_out=timed_out,
+                      duration_s=time.monotonic() - began, detail=detail)

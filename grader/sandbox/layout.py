@@ -1,12 +1,13 @@
-"""The files of one grading job, with their modes, for any backend; and the tar that carries them.
+"""The files of one grading job, with their modes, for any backend; and what carries them.
 
 Inside the sandbox, under the job's base folder:
     secret/       0700   job.json, the suites, the reference, private/ (the harness's own files)
-    pub/          0755   the submission (0644) and the worker's code (worker.zip, 0644)
+    pub/          0755   the worker's code (worker.zip, 0644)
 Every entry belongs to the harness. Under the namespaces isolation the base folder is 0700 and a
-worker reaches `pub/` only through descriptors the harness hands it; in a container (or with no
+worker gets its code only through a descriptor the harness hands it; in a container (or with no
 isolation) the base is 0711 so that the worker's account may pass through to `pub/`. Nothing in the
-job is writable by a worker.
+job is writable by a worker, and the submission is not in it: it comes with the run (`run_input`),
+which may follow the job much later (a warm sandbox).
 
 The suites and the reference of an exercise and tier are read once and reused by every grading of a
 process (a batch, a service) until their files change.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import grader
 from grader.exercise import Exercise
-from grader.harness.contract import JOB_FILE, Job, Suite, worker_zip
+from grader.harness.contract import JOB_FILE, Job, Run, Suite, frame, worker_zip
 from grader.seeding import KEY_FILE, seed_for_source
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
@@ -62,7 +63,6 @@ class PreparedSuites:
 class JobLayout:
     entries: list[Entry]
     job: Job
-    nonce: str  # authenticates the results; only the harness learns it
     name: str  # names the job's processes and containers, for whoever cleans up or looks
 
 
@@ -131,29 +131,32 @@ def _worker_zip() -> bytes:
     return worker_zip(HARNESS_PACKAGE)
 
 
-def build_layout(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings) -> JobLayout:
-    """Everything a backend places in the sandbox for one submission."""
+def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> JobLayout:
+    """Everything a backend places in the sandbox for one grading of a tier, before the submission."""
     prepared = prepare_suites(exercise, tier)
-    submission = f"pub/submission/{exercise.submission_file}"
     entries = [
         Entry(".", None, 0o700 if settings.isolation == "namespaces" else 0o711),
         Entry("secret", None, 0o700), Entry("secret/private", None, 0o700),
-        Entry("pub", None, 0o755), Entry("pub/submission", None, 0o755),
-        Entry(submission, source, 0o644), Entry(WORKER_ZIP, _worker_zip(), 0o644),
+        Entry("pub", None, 0o755), Entry(WORKER_ZIP, _worker_zip(), 0o644),
         *prepared.entries,
     ]
     job = Job(
-        submission=submission, module=exercise.module, names=list(exercise.names), suites=list(prepared.suites),
-        worker_code=WORKER_ZIP, worker_python=settings.python, isolation=settings.isolation,
-        reference=prepared.reference, worker_user=settings.user, worker_group=settings.group, bwrap=settings.bwrap,
-        seed=seed_for_source(source, exercise), limits=exercise.limits,
+        submission=exercise.submission_file, module=exercise.module, names=list(exercise.names),
+        suites=list(prepared.suites), worker_code=WORKER_ZIP, worker_python=settings.python,
+        isolation=settings.isolation, reference=prepared.reference, worker_user=settings.user,
+        worker_group=settings.group, bwrap=settings.bwrap, limits=exercise.limits,
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
-    return JobLayout(entries, job, secrets.token_hex(16), f"job-{secrets.token_hex(8)}")
+    return JobLayout(entries, job, f"job-{secrets.token_hex(8)}")
+
+
+def new_run(exercise: Exercise, source: bytes) -> Run:
+    """A fresh nonce, and the submission's seed."""
+    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise))
 
 
 def harness_input(layout: JobLayout) -> bytes:
-    """What the harness reads on standard input: the nonce line, then the job as a tar."""
+    """The first part of the harness's standard input: the job, as a tar in a frame."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for entry in layout.entries:
@@ -165,7 +168,12 @@ def harness_input(layout: JobLayout) -> bytes:
             else:
                 info.size = len(entry.data)
                 archive.addfile(info, io.BytesIO(entry.data))
-    return layout.nonce.encode() + b"\n" + buffer.getvalue()
+    return frame(buffer.getvalue())
+
+
+def run_input(run: Run, source: bytes) -> bytes:
+    """The second part: the run (nonce, seed), then the submission, each in a frame."""
+    return frame(run.to_json().encode()) + frame(source)
 
 
 @dataclass

@@ -24,15 +24,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
 from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
 from grader.harness.contract import bootstrap
-from grader.sandbox.layout import HARNESS_PACKAGE, RawRun, WorkerSettings, build_layout, harness_input
+from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
+                                   harness_input, new_run, prepare_suites, run_input)
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -139,19 +141,16 @@ def namespaces_problem(bwrap: str | None, python: str | None, uid: int | None) -
     if python is None:
         return "no Python under /usr for the worker (Debian: apt-get install python3)"
     read_code, write_code = os.pipe()
-    read_file, write_file = os.pipe()
-    for fd in (write_code, write_file):
-        os.close(fd)
-    command = bwrap_arguments(bwrap, "probe.py", read_code, read_file) + [python, "-I", "-S", "-c", "pass"]
+    os.close(write_code)
+    command = bwrap_arguments(bwrap, read_code) + [python, "-I", "-S", "-c", "pass"]
     privileges = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
     try:
         done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, env=dict(SANDBOX_ENV),
-                              pass_fds=(read_code, read_file), timeout=20, check=False, **privileges)
+                              pass_fds=(read_code,), timeout=20, check=False, **privileges)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not be started ({exc})"
     finally:
         os.close(read_code)
-        os.close(read_file)
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"bubblewrap could not make namespaces ({said[-1] if said else f'exit status {done.returncode}'})"
@@ -173,9 +172,13 @@ def refusal(problem: str) -> str:
 
 @dataclass
 class LocalBackend:
-    """Grades on this machine. `unsafe`: no namespaces, for one's own trusted code only."""
+    """Grades on this machine. `unsafe`: no namespaces, for one's own trusted code only. `warm`: keep
+    a sandbox started and ready (harness up, tests collected, workers' confinement waiting) for the
+    next submission of the same exercise and tier; each still grades exactly one submission."""
 
     unsafe: bool = False
+    warm: bool = False
+    _ready: dict[tuple[str, str, str], "StartedHarness"] = field(default_factory=dict, repr=False)
 
     def check(self) -> None:
         """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
@@ -184,20 +187,43 @@ class LocalBackend:
             if problem is not None:
                 raise SandboxUnavailable(refusal(problem))
 
+    def settings(self, uid: int | None, gid: int | None) -> WorkerSettings:
+        if self.unsafe:
+            return WorkerSettings("none", worker_python(uid), uid, gid)
+        python = sandbox_python()
+        assert python is not None  # check() made sure
+        return WorkerSettings("namespaces", python, uid, gid, bwrap_path())
+
+    def start(self, exercise: Exercise, tier: str) -> "StartedHarness":
+        """A harness started for this exercise and tier, getting ready while it waits for a submission."""
+        account = contextlib.ExitStack()
+        uid, gid = account.enter_context(worker_account())
+        try:
+            return start_harness(exercise, tier, self.settings(uid, gid), account)
+        except BaseException:
+            account.close()
+            raise
+
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         self.check()
-        with worker_account() as (uid, gid):
-            if self.unsafe:
-                settings = WorkerSettings("none", worker_python(uid), uid, gid)
-            else:
-                python = sandbox_python()
-                assert python is not None  # check() made sure
-                settings = WorkerSettings("namespaces", python, uid, gid, bwrap_path())
-            try:
-                return run_harness(exercise, source, tier, settings)
-            finally:
-                if self.unsafe and uid is not None:
-                    sweep_account(uid)
+        key = (str(exercise.root), exercise.slug, tier)
+        started = self._ready.pop(key, None)
+        if started is not None and not started.fresh_for(exercise, tier):
+            started.discard()
+            started = None
+        started = started or self.start(exercise, tier)
+        if self.warm:
+            # The next submission's sandbox gets ready while this one grades.
+            run = finish_harness(started, exercise, source, then=lambda: self._ready.__setitem__(
+                key, self.start(exercise, tier)))
+        else:
+            run = finish_harness(started, exercise, source)
+        return run
+
+    def close(self) -> None:
+        """End the sandboxes waiting for a submission."""
+        while self._ready:
+            self._ready.popitem()[1].discard()
 
 
 run_local = LocalBackend()
@@ -211,40 +237,97 @@ def sweep_account(uid: int) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
 
 
-def run_harness(exercise: Exercise, source: bytes, tier: str, settings: WorkerSettings) -> RawRun:
-    """One run of the harness as a child process, in a fresh private job folder."""
-    started = time.monotonic()
+@dataclass
+class StartedHarness:
+    """A harness process that has its job and waits for the run: the submission, its nonce and seed."""
+
+    process: subprocess.Popen[bytes]
+    base: Path
+    output: IO[bytes]
+    layout: JobLayout
+    prepared: PreparedSuites
+    settings: WorkerSettings
+    account: contextlib.ExitStack
+
+    def fresh_for(self, exercise: Exercise, tier: str) -> bool:
+        """Still alive, and made from the suites as they are now."""
+        return self.process.poll() is None and prepare_suites(exercise, tier) is self.prepared
+
+    def discard(self) -> None:
+        self.end()
+
+    def end(self) -> tuple[bytes, int | None]:
+        """Stop the harness (whatever it left), remove its folder, release its account: what it printed."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        try:
+            self.output.seek(0)
+            printed = self.output.read()
+        finally:
+            self.output.close()
+            shutil.rmtree(self.base, ignore_errors=True)
+            if self.settings.isolation == "none" and self.settings.user is not None:
+                sweep_account(self.settings.user)
+            self.account.close()
+        return printed, self.process.returncode
+
+
+def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
+                  account: contextlib.ExitStack) -> StartedHarness:
+    """Start the harness in a fresh job folder and hand it the job; it gets ready on its own."""
     # Namespaced workers never see the job's folder, which sits in this user's private folder. Without
     # namespaces the worker's account must pass through to pub/, so the job sits in the temporary folder.
     private = settings.isolation == "namespaces" or settings.user is None
     base = Path(tempfile.mkdtemp(prefix="grader-job-", dir=jobs_root() if private else None))
     try:
-        layout = build_layout(exercise, source, tier, settings)
+        prepared = prepare_suites(exercise, tier)
+        layout = build_layout(exercise, tier, settings)
         command = [sys.executable, "-I", "-c", bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main"),
                    str(base)]
-        timed_out = False
-        with tempfile.TemporaryFile(dir=base) as output:
-            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
-                                       cwd=base, env=HARNESS_ENV, start_new_session=True)
-            try:
-                assert process.stdin is not None
-                process.stdin.write(harness_input(layout))
-                process.stdin.close()
-                process.wait(timeout=exercise.limits.total_timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            except BrokenPipeError:
-                pass
-            finally:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                process.wait()
-            output.seek(0)
-            printed = output.read()
-        return RawRun(output=printed, nonce=layout.nonce, exit_status=process.returncode, timed_out=timed_out,
-                      duration_s=time.monotonic() - started)
-    finally:
+        output = tempfile.TemporaryFile(dir=base)
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
+                                   cwd=base, env=HARNESS_ENV, start_new_session=True)
+    except BaseException:
         shutil.rmtree(base, ignore_errors=True)
+        raise
+    started = StartedHarness(process, base, output, layout, prepared, settings, account)
+    try:
+        assert process.stdin is not None
+        process.stdin.write(harness_input(layout))
+        process.stdin.flush()
+    except BrokenPipeError:
+        pass  # it died at once: the run will say so
+    return started
 
+
+def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
+                   then: Callable[[], None] | None = None) -> RawRun:
+    """Send the submission to a started harness and collect what it printed. `then` runs once the
+    submission is on its way (a warm pool starts the next sandbox there)."""
+    began = time.monotonic()
+    run = new_run(exercise, source)
+    timed_out = False
+    process = started.process
+    try:
+        try:
+            assert process.stdin is not None
+            process.stdin.write(run_input(run, source))
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if then is not None:
+            try:
+                then()
+            except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
+                pass
+        try:
+            process.wait(timeout=exercise.limits.total_timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    finally:
+        printed, status = started.end()
+    return RawRun(output=printed, nonce=run.nonce, exit_status=status, timed_out=timed_out,
+                  duration_s=time.monotonic() - began)
