@@ -52,7 +52,7 @@ def mutant_description(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc else "(no description)"
 
 
-def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str = "premium",
+def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str | None = None,
               on_row: Callable[[AuditRow], None] | None = None) -> Audit:
     def grade(label: str, path: Path) -> AuditRow:
         card = grade_bytes(path.read_bytes(), exercise, tier, backend, backend_name)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.exercise import TIERS, ExerciseError, load_exercise
+from grader.exercise import ExerciseError, load_exercise
 from grader.errors import GradingError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
@@ -28,6 +28,7 @@ from grader.terminal import print_summary
 from grader.validate import read_capped
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
+TIER_HELP = "one of the tiers the exercise declares (default: its default tier)"
 
 
 class UsageError(Exception):
@@ -57,6 +58,7 @@ def sandbox_for(choice: str, console: Console) -> tuple[Backend, str]:
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
+    args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
     backend, name = sandbox_for(args.sandbox, console)
     card = grade_bytes(data, exercise, args.tier, backend, name)
@@ -164,7 +166,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
 
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)
-    exercise.suites_for(args.tier)
+    args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
     with open_store(args) as store:
         sha = hashlib.sha256(data).hexdigest()
@@ -193,7 +195,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from grader.gradebook import to_csv
 
     exercise = load_exercise(args.exercise)
-    exercise.suites_for(args.tier)
+    args.tier = exercise.tier(args.tier)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     choose_backend(args.sandbox)  # fail now, not in every thread, when the sandbox is unavailable
@@ -263,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="grade one submission file")
     grade.add_argument("submission", help="the student's solution file")
     grade.add_argument("--exercise", required=True, help="the exercise's name (slug) or folder")
-    grade.add_argument("--tier", choices=TIERS, default="premium", help="free runs the visible suite only")
+    grade.add_argument("--tier", help=TIER_HELP)
     grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
     grade.add_argument("--json", metavar="F", help="write the scorecard JSON here")
     grade.add_argument("--html", metavar="F", help="write the HTML report here")
@@ -287,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("submission", help="the student's solution file")
     submit.add_argument("--student", required=True, help="the student's id")
     submit.add_argument("--exercise", required=True)
-    submit.add_argument("--tier", choices=TIERS, default="premium")
+    submit.add_argument("--tier", help=TIER_HELP)
     submit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     submit.add_argument("--db", metavar="PATH", help=db_help)
     submit.set_defaults(run=command_submit)
@@ -296,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("folder", help="a file per student (alice.py) or a folder per student (alice/scheduler.py)")
     batch.add_argument("--exercise", required=True)
     batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
-    batch.add_argument("--tier", choices=TIERS, default="premium")
+    batch.add_argument("--tier", help=TIER_HELP)
     batch.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     batch.add_argument("--gradebook", metavar="FILE", help="write the gradebook CSV here")
     batch.add_argument("--db", metavar="PATH", help=db_help)

@@ -35,7 +35,6 @@ CHART_AFTER = 6         # steps a timeline draws after the first difference
 # The words of the scorecard and the terminal summary, so every view names a result the same way.
 STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timeout", "crashed": "crashed", "error": "error"}
 STATUS_EMOJI = {"passed": "✅", "failed": "❌", "timeout": "⏱️", "crashed": "💥", "error": "⚠️"}
-SUITE_LABELS = {"visible": "Visible tests", "hidden": "Premium tests"}
 
 # What a student can do about each kind of result. "failed" needs no general advice: its message says
 # what was expected and what the code did.
@@ -461,7 +460,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
     graded = card.status == "graded"
     suites = []
     for name, row in card.suites.items():
-        suites.append({**row, "name": name, "label": SUITE_LABELS.get(name, f"{name.capitalize()} tests"),
+        suites.append({**row, "name": name, "label": one_line(card.suite_label(name), 80),
                        "percent": percent(row["score"], row["max_score"]), "anchor": "suite-" + slug(name),
                        "tests_view": [t for t in tests if t["suite"] == name]})
     counts = {status: sum(t["status"] == status for t in tests) for status in STATUS_LABELS}
@@ -499,6 +498,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "total": len(tests),
         "locked": [{"name": one_line(t.name, 200), "suite": t.suite, "max_score": t.max_score} for t in card.locked],
         "locked_points": sum(t.max_score for t in card.locked),
+        "locked_suites": locked_suites(card),
         "backend": one_line(card.backend, 40),
         "graded_at": when(card.graded_at),
         "duration": short_duration(card.duration_s) if card.duration_s else "",
@@ -575,9 +575,20 @@ def result_text(test: TestResult, message: bool = True) -> str:
     return "\n\n".join(parts)
 
 
+def locked_suites(card: Scorecard) -> list[dict[str, Any]]:
+    """The suites this tier did not run, each with its label, points and test names, in card order."""
+    groups: dict[str, dict[str, Any]] = {}
+    for test in card.locked:
+        group = groups.setdefault(test.suite, {"name": test.suite, "label": one_line(card.suite_label(test.suite), 80),
+                                               "anchor": "locked-" + slug(test.suite), "points": 0, "tests": []})
+        group["points"] += test.max_score
+        group["tests"].append(one_line(test.name, 200))
+    return list(groups.values())
+
+
 def run_text(card: Scorecard) -> str:
     """The whole run in a few plain lines: score, suites, why a run was not graded and what to do,
-    the premium tests a free run did not run."""
+    the tests of the suites this tier did not run."""
     view = report_view(card)
     lines = [f"{view['title']}: {card.score}/{card.max_score} points"
              + (f", {view['passed']} of {view['total']} tests passed" if view["graded"] else f" ({card.status})")]
@@ -589,9 +600,9 @@ def run_text(card: Scorecard) -> str:
         if view["reason"]:
             lines += ["Reason: " + view["reason"]]
         lines += ["What to do next:", *(f"- {tip}" for tip in view["run_help"]["tips"])]
-    if view["locked"]:
-        lines += ["", f"{len(view['locked'])} premium tests ({view['locked_points']} points) were not run on the "
-                      f"{view['tier']} tier: " + ", ".join(t["name"] for t in view["locked"])]
+    for group in view["locked_suites"]:
+        lines += ["", f"{group['label']}, not run on the {view['tier']} tier ({len(group['tests'])} tests, "
+                      f"{group['points']} points): " + ", ".join(group["tests"])]
     lines += ["", f"Submission id: {view['sha']}"]
     return "\n".join(lines)
 

@@ -60,7 +60,11 @@ class Scorecard:
     graded_at: str = ""
     duration_s: float = 0.0
     grader_version: str = ""
+    suite_labels: dict[str, str] = field(default_factory=dict)  # suite name -> what a student sees
     schema_version: int = SCHEMA_VERSION
+
+    def suite_label(self, suite: str) -> str:
+        return self.suite_labels.get(suite) or f"{suite} tests"
 
     @property
     def suites(self) -> dict[str, dict[str, int]]:

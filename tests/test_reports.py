@@ -205,10 +205,12 @@ def test_a_timeout_is_explained_with_what_to_look_for(cards, rendered):
 def test_the_free_tier_names_the_premium_tests_it_did_not_run(cards, rendered):
     card, (page, md) = cards["evil"], rendered["evil"]
     assert card.tier == "free" and card.locked
+    # The heading is the suite's label from exercise.toml, carried by the scorecard.
+    assert card.suite_labels["hidden"] == "Premium tests"
     assert f"Premium tests not run ({len(card.locked)})" in page and f"Premium tests not run ({len(card.locked)})" in md
     for test in card.locked:
-        assert f"<code>{test.name}</code>" in page and f"- `{test.name}` *(premium)*" in md
-    assert page.count('<span class="pill s-locked">premium</span>') == len(card.locked)
+        assert f"<code>{test.name}</code>" in page and f"- `{test.name}` *(not run)*" in md
+    assert page.count('<span class="pill s-locked">not run</span>') == len(card.locked)
 
 
 def test_what_a_submission_prints_or_raises_is_shown_escaped(cards, rendered):

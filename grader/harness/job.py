@@ -18,8 +18,10 @@ RESULTS_SCHEMA = 1
 
 @dataclass
 class Suite:
-    name: str  # "visible" or "hidden"
+    name: str  # as exercise.toml names it
     path: str  # a folder of pytest files
+    reference: bool = False  # its tests may use the `reference` fixture
+    details: bool = True  # a failed assertion without a message shows its expression
 
 
 @dataclass

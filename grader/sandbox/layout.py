@@ -90,9 +90,10 @@ def build_layout(exercise: Exercise, source: bytes, tier: str, *, base: str, pyt
     entries.append(Entry("secret/suites", None, 0o700))
     for suite in exercise.suites_for(tier):
         entries += _tree(suite.path, f"secret/suites/{suite.name}")
-        suites.append(Suite(suite.name, posixpath.join(base, "secret/suites", suite.name)))
+        suites.append(Suite(suite.name, posixpath.join(base, "secret/suites", suite.name), suite.reference,
+                            suite.details))
     reference = None
-    if exercise.reference.is_file() and "hidden" in exercise.tiers[tier]:
+    if exercise.reference.is_file() and exercise.needs_reference(tier):
         entries += [Entry("secret/reference", None, 0o700),
                     Entry(f"secret/reference/{exercise.submission_file}", exercise.reference.read_bytes(), 0o600)]
         reference = posixpath.join(base, "secret/reference", exercise.submission_file)
