@@ -46,7 +46,7 @@ STATUS_HELP: dict[str, dict[str, Any]] = {
         "tips": [
             "Look for an endless loop: a while loop whose condition never becomes false, or a loop "
             "that never moves on to the next item.",
-            "Look for a slow algorithm: nested loops over all requests on every call, or work "
+            "Look for a slow algorithm: nested loops over all the data on every call, or work "
             "repeated that could be done once.",
             "Run the failing scenario on your own machine and time it.",
         ],
@@ -186,7 +186,7 @@ def _steps(value: Any) -> list[list[tuple[str, int]]]:
     return [_segments(step) for step in value] if isinstance(value, list) else []
 
 
-def plan_text(step: list[tuple[str, int]] | None) -> str:
+def step_text(step: list[tuple[str, int]] | None) -> str:
     """One step of a trace as text: 'r1: 49, r3: 23'; '(nothing)' for an empty step; '(no step)' for
     a step one side never reached."""
     if step is None:
@@ -218,6 +218,7 @@ def trace_data(artifact: dict[str, Any]) -> dict[str, Any]:
         "title": one_line(artifact.get("title", "trace"), 120),
         "expected_label": one_line(artifact.get("expected_label", "expected"), 40),
         "got_label": one_line(artifact.get("got_label", "got"), 40),
+        "unit": one_line(artifact.get("unit", ""), 30),
         "expected": expected,
         "got": got,
         "first_step": max(0, first_step),
@@ -228,7 +229,7 @@ def trace_data(artifact: dict[str, Any]) -> dict[str, Any]:
 
 def trace_rows(artifact: dict[str, Any], before: int | None = None, after: int = 3) -> dict[str, Any]:
     """The step-by-step table of a trace: one row per step (1-based step numbers as the messages
-    count them), each side's plan, whether the step differs and which one is the first difference.
+    count them), each side's segments, whether the step differs and which one is the first difference.
 
     With `before` set, only a window is kept: up to `before` steps before the first difference and
     `after` steps after it; `hidden_before`/`hidden_after` count the steps left out.
@@ -249,8 +250,8 @@ def trace_rows(artifact: dict[str, Any], before: int | None = None, after: int =
             "step": data["first_step"] + i + 1,
             "expected": want,
             "got": have,
-            "expected_text": plan_text(want),
-            "got_text": plan_text(have),
+            "expected_text": step_text(want),
+            "got_text": step_text(have),
             "expected_marks": _marks(want, have),
             "got_marks": _marks(have, want),
             "differs": want != have,
@@ -311,6 +312,7 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
         return left + (i - lo) * step_w
 
     ticks = [{"y": round(y(ymax * k / 4), 1), "label": _tick_label(ymax * k / 4)} for k in range(5)]
+    unit = f" {data['unit']}" if data["unit"] else ""
     bars, misses = [], []
     for i in range(lo, hi):
         x0 = column(i) + gap / 2
@@ -328,7 +330,7 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
                 h = plot_h * amount / ymax
                 bars.append({"x": round(x, 2), "y": round(y(level) - h, 2), "w": round(bar_w, 2),
                              "h": round(h, 2), "colour": data["colours"][label], "side": side,
-                             "title": f"step {step_no}, {who}: {label} {amount}"})
+                             "title": f"step {step_no}, {who}: {label} {amount}{unit}"})
                 level += amount
     label_every = next(k for k in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000, 10**9) if k * step_w >= 26)
     labels = []
@@ -362,8 +364,9 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
         "legend_more": max(0, len(colours) - LEGEND_LIMIT), "steps": shown,
         "first_no": first_no, "last_no": last_no,
         "partial": lo > 0 or hi < count or data["first_step"] > 0,
-        "expected_label": data["expected_label"], "got_label": data["got_label"],
-        "summary": (f"steps {first_no} to {last_no}; {data['expected_label']} on the left of each pair, "
+        "expected_label": data["expected_label"], "got_label": data["got_label"], "unit": data["unit"],
+        "summary": (f"{data['unit'] or 'amounts'} per step, steps {first_no} to {last_no}; "
+                    f"{data['expected_label']} on the left of each pair, "
                     f"{data['got_label']} on the right" + (f"; {caption}" if caption else "; the two agree")),
     }
 

@@ -350,6 +350,21 @@ def test_the_timeline_draws_both_sides_in_the_same_colours_and_marks_the_first_d
     assert [item["label"] for item in chart["legend"]] == ["r1", "r2", "r3"]
 
 
+def test_a_trace_names_its_amounts_only_when_the_exercise_gives_a_unit():
+    feedback = Feedback()
+    feedback.trace("blocks held", [[("s1", 2)]], [[("s1", 3)]], unit="blocks")
+    named, plain = timeline(feedback.artifacts[0]), timeline(trace([[("s1", 2)]], [[("s1", 3)]]))
+    assert named["unit"] == "blocks" and named["summary"].startswith("blocks per step")
+    assert {bar["title"] for bar in named["bars"]} == {"step 1, reference: s1 2 blocks", "step 1, your code: s1 3 blocks"}
+    assert plain["unit"] == "" and plain["summary"].startswith("amounts per step")
+    assert {bar["title"] for bar in plain["bars"]} == {"step 1, reference: s1 2", "step 1, your code: s1 3"}
+    card = Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, 1, tests=[
+        Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=feedback.artifacts)])
+    assert '<text class="unit"' in render_html(card) and '<text class="unit"' not in render_html(
+        Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, 1, tests=[
+            Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=[trace([[("a", 1)]], [])])]))
+
+
 def test_the_timeline_stays_bounded_from_one_step_to_two_hundred():
     one = timeline(trace([[("a", 1)]], [[("a", 2)]]))
     assert one["marker"] is not None and 200 <= one["width"] <= 400

@@ -156,7 +156,7 @@ def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) ->
     feedback.table("block tables step by step", ["step", "call", "reference", "your code", "free blocks"],
                    rows, mark_row=len(rows) - 1)
     feedback.trace("blocks held by each sequence, step by step", [_trace_step(s) for s in want],
-                   [_trace_step(s) for s in got])
+                   [_trace_step(s) for s in got], unit="blocks")
     feedback.text("the calls, to replay", sc.code(upto=len(got)))
 
 
