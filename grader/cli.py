@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.exercise import ExerciseError, load_exercise
+from grader.exercise import ExerciseError, load_exercise, project_root
 from grader.errors import GradingError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose_backend
@@ -252,10 +252,33 @@ def command_image_build(args: argparse.Namespace, console: Console) -> int:
     client = engine_client()
     if client is None:
         raise GradingError("no Docker engine is reachable; start one (for example with .ci/docker-up.sh)")
-    started = time.monotonic()
-    tag = build_image(client, force=args.force, progress=lambda line: console.print(Text(line, style="dim")))
-    console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
+    bases_built: set[tuple[str, ...]] = set()
+    for packages, slug in sorted(image_package_sets(args.exercise).items()):
+        started = time.monotonic()
+        if packages:
+            console.print(f"{slug} needs the Debian packages {', '.join(packages)}")
+        # --force bootstraps each base once; the harness layer is rebuilt on it either way.
+        tag = build_image(client, force=args.force and packages not in bases_built, extra=packages,
+                          progress=lambda line: console.print(Text(line, style="dim")))
+        bases_built.add(packages)
+        console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
     return OK
+
+
+def image_package_sets(named: list[str] | None) -> dict[tuple[str, ...], str]:
+    """The images `image build` makes, as {extra Debian packages: an exercise that needs them}: those
+    of the exercises named, else the plain image and those of every exercise in the project."""
+    if named:
+        return {exercise.packages: exercise.slug for exercise in map(load_exercise, named)}
+    sets: dict[tuple[str, ...], str] = {(): "the grader"}
+    try:
+        root = project_root()
+    except ExerciseError:
+        return sets
+    for toml in sorted((root / "exercises").glob("*/exercise.toml")):
+        exercise = load_exercise(toml.parent.name, root)
+        sets.setdefault(exercise.packages, exercise.slug)
+    return sets
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -316,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     image_commands = image.add_subparsers(dest="image_command", required=True)
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
     image_build.add_argument("--force", action="store_true", help="bootstrap the Debian base again too")
+    image_build.add_argument("--exercise", action="append", metavar="SLUG|PATH",
+                             help="build the image this exercise grades in, with the Debian packages it declares "
+                                  "(repeatable; default: every exercise of the project)")
     image_build.set_defaults(run=command_image_build)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")

@@ -48,14 +48,15 @@ class DockerTimings:
 class DockerBackend:
     client: docker.DockerClient
     last_timings: DockerTimings = field(default_factory=DockerTimings)
-    image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
+    images: dict[tuple[str, ...], str] = field(default_factory=dict)  # per set of an exercise's extra packages,
+    # the grading image's tag, checked (and built if missing) once per backend
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         timings = DockerTimings()
         started = time.monotonic()
-        if self.image is None:
-            self.image = ensure_image(self.client, self.progress)
+        if exercise.packages not in self.images:
+            self.images[exercise.packages] = ensure_image(self.client, self.progress, exercise.packages)
         timings.image_s = time.monotonic() - started
         # Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
         # them: each concurrent grading gets a worker account of its own, so that one submission's fork
@@ -73,7 +74,7 @@ class DockerBackend:
         phase = time.monotonic()
         try:
             container = self.client.containers.create(
-                self.image, ["python3", "-I", "-c", BOOTSTRAP.format(root=f"/{HARNESS_PREFIX}"), BASE],
+                self.images[exercise.packages], ["python3", "-I", "-c", BOOTSTRAP.format(root=f"/{HARNESS_PREFIX}"), BASE],
                 user="0:0", working_dir="/tmp", environment=dict(HARNESS_ENV), network_mode="none",
                 read_only=True, tmpfs={BASE: f"rw,size={limits.disk_mb}m,mode=0711",
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},
