@@ -23,7 +23,8 @@ from typing import Any
 
 import grader
 from grader.gradebook import pick, to_csv, to_json
-from grader.report import _environment, report_view, templates_folder
+from grader.report import report_view
+from grader.report.render import environment
 from grader.scorecard import Scorecard
 from grader.store import Store, StoredSubmission
 
@@ -102,7 +103,7 @@ def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool 
     for (student, exercise), sub in sorted(chosen.items()):
         by_exercise[exercise].append((name_of(student), sub))
 
-    env = _environment(str(templates_folder()))
+    env = environment()
     out.mkdir(parents=True, exist_ok=True)
     (out / "students").mkdir(exist_ok=True)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
