@@ -50,6 +50,8 @@ class State:
     tokens: list[Any]  # block id -> tokens
 
 
+REPLAY_LINES = 12  # a longer replay goes into the feedback only
+
 OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks (a RuntimeError)",
                  "ValueError": "raises ValueError", "KeyError": "raises KeyError"}
 
@@ -172,8 +174,9 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "")
         if problem:
             _report(feedback, sc, want[:step], got)
             context = f"In {about}: " if about else ""
-            pytest.fail(f"{context}at step {step}, {fmt_call(call)}: {problem}.\n"
-                        f"Replay it:\n{sc.code(upto=step)}", pytrace=False)
+            replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
+                      f"The {step} calls that lead here are below, to replay, beside the block tables.")
+            pytest.fail(f"{context}at step {step}, {fmt_call(call)}: {problem}.\n{replay}", pytrace=False)
 
 
 # ----------------------------------------------------------------------------------- random scenarios
