@@ -152,6 +152,11 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     suites = {name: _suite(name, table, root, source) for name, table in _table(config, "suites", source).items()}
     if not suites:
         raise ExerciseError(f"{source}: [suites] must declare at least one suite")
+    for one in suites.values():
+        for other in suites.values():
+            if one is not other and one.path.resolve().is_relative_to(other.path.resolve()):
+                # A test file must belong to one suite: its points, reference and details follow from it.
+                raise ExerciseError(f"{source}: suite {one.name!r} lies in the folder of suite {other.name!r}")
     tiers: dict[str, tuple[str, ...]] = {}
     for tier, wanted in _table(config, "tiers", source).items():
         if not isinstance(wanted, list) or not wanted or not all(isinstance(s, str) for s in wanted):
@@ -163,9 +168,9 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     if not tiers:
         raise ExerciseError(f"{source}: [tiers] must declare at least one tier")
     default_tier = config.get("default_tier", list(tiers)[-1])
-    if default_tier not in tiers:
+    if not isinstance(default_tier, str) or default_tier not in tiers:
         raise ExerciseError(f"{source}: default_tier {default_tier!r} is not one of [tiers]: {', '.join(tiers)}")
-    packages = config.get("sandbox", {}).get("packages", [])
+    packages = _table(config, "sandbox", source).get("packages", [])
     if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE.match(p) for p in packages):
         raise ExerciseError(f"{source}: [sandbox] packages must be a list of Debian package names")
     points = config.get("points", {})
