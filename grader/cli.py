@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.set_defaults(run=command_submit)
 
     batch = commands.add_parser("batch", help="grade a folder of submissions in parallel, resumably")
-    batch.add_argument("folder", help="a file per student (alice.py) or a folder per student holding the submission file")
+    batch.add_argument("folder", help="a file per student (alice.py) or a folder per student holding the file")
     batch.add_argument("--exercise", required=True)
     batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
     batch.add_argument("--tier", help=TIER_HELP)

@@ -109,7 +109,7 @@ def project_root() -> Path:
 
 
 def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
-    """Load by slug (`continuous_batching`) or by the exercise folder's path."""
+    """Load by slug (`my_exercise`) or by the exercise folder's path."""
     candidate = Path(slug_or_path)
     if candidate.is_dir() and (candidate / "exercise.toml").is_file():
         folder = candidate.resolve()
@@ -143,7 +143,7 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     title = need(config, "title", str, "the file")
     submission = need(config, "submission", str, "the file")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):  # type: ignore[arg-type]
-        raise ExerciseError(f"{source}: submission must be a Python file name such as scheduler.py")
+        raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py")
     names = need(config, "names", list, "the file")
     try:
         limits = Limits.from_table(config.get("limits", {}))

@@ -67,8 +67,8 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     tests: dict[str, dict[str, Any]] = {}
     for card in cards:
         for test in card.tests:
-            row = tests.setdefault(test.name, {"name": test.name, "suite": test.suite, "passed": 0, "ran": 0,
-                                               "description": test.description})
+            row = tests.setdefault(test.name, {"name": test.name, "suite": card.suite_label(test.suite),
+                                               "passed": 0, "ran": 0, "description": test.description})
             row["ran"] += 1
             row["passed"] += test.status == "passed"
     for row in tests.values():
