@@ -357,6 +357,9 @@ def test_a_trace_names_its_amounts_only_when_the_exercise_gives_a_unit():
     assert named["unit"] == "blocks" and named["summary"].startswith("blocks per step")
     assert {bar["title"] for bar in named["bars"]} == {"step 1, reference: s1 2 blocks", "step 1, your code: s1 3 blocks"}
     assert plain["unit"] == "" and plain["summary"].startswith("amounts per step")
+    assert [tick["label"] for tick in named["ticks"]] == ["0", "1", "2", "3", "4", "5"]  # whole numbers of blocks
+    assert [tick["label"] for tick in timeline(trace([[("a", 5)]], []))["ticks"]] == ["0", "1", "2", "3", "4", "5"]
+    assert [tick["label"] for tick in timeline(trace([[("a", 90)]], []))["ticks"]] == ["0", "25", "50", "75", "100"]
     assert {bar["title"] for bar in plain["bars"]} == {"step 1, reference: s1 2", "step 1, your code: s1 3"}
     card = Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, 1, tests=[
         Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=feedback.artifacts)])

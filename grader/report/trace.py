@@ -158,7 +158,10 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
     def column(i: int) -> float:  # the left edge of step i's column
         return left + (i - lo) * step_w
 
-    ticks = [{"y": round(y(ymax * k / 4), 1), "label": _tick_label(ymax * k / 4)} for k in range(5)]
+    # Amounts are whole numbers: so are the ticks (five of 0..5, not 1.25, 2.5, 3.75).
+    intervals = ymax if ymax <= 4 else next(n for n in (4, 5, 2, 1) if ymax % n == 0)
+    ticks = [{"y": round(y(ymax * k / intervals), 1), "label": _tick_label(ymax * k / intervals)}
+             for k in range(intervals + 1)]
     unit = f" {data['unit']}" if data["unit"] else ""
     bars, misses = [], []
     for i in range(lo, hi):
