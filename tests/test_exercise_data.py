@@ -110,7 +110,8 @@ def test_a_suite_that_uses_the_reference_without_declaring_it_fails_with_the_rea
     ("details = false", 'details = "no"', "reference and details are true or false"),
     ("details = false", "detail = false", "[suites.exam] has unknown keys: detail"),
     ("[limits]", '[sandbox]\npackages = ["Not a package!"]\n\n[limits]', "packages must be a list of Debian"),
-    ('folder = "exam_tests/tiny_stats"', 'folder = "exercises/tiny_stats"', "suite 'warmup' lies in the folder of suite 'exam'"),
+    ('folder = "exam_tests/tiny_stats"', 'folder = "exercises/tiny_stats"',
+     "suite 'warmup' lies in the folder of suite 'exam'"),
     ('default_tier = "practice"', 'default_tier = ["practice"]', "default_tier ['practice'] is not one of [tiers]"),
 ])
 def test_exercise_toml_mistakes_are_named(tmp_path, old, new, expected):

@@ -355,7 +355,8 @@ def test_a_trace_names_its_amounts_only_when_the_exercise_gives_a_unit():
     feedback.trace("blocks held", [[("s1", 2)]], [[("s1", 3)]], unit="blocks")
     named, plain = timeline(feedback.artifacts[0]), timeline(trace([[("s1", 2)]], [[("s1", 3)]]))
     assert named["unit"] == "blocks" and named["summary"].startswith("blocks per step")
-    assert {bar["title"] for bar in named["bars"]} == {"step 1, reference: s1 2 blocks", "step 1, your code: s1 3 blocks"}
+    assert {bar["title"] for bar in named["bars"]} == {"step 1, reference: s1 2 blocks",
+                                                       "step 1, your code: s1 3 blocks"}
     assert plain["unit"] == "" and plain["summary"].startswith("amounts per step")
     assert [tick["label"] for tick in named["ticks"]] == ["0", "1", "2", "3", "4", "5"]  # whole numbers of blocks
     assert [tick["label"] for tick in timeline(trace([[("a", 5)]], []))["ticks"]] == ["0", "1", "2", "3", "4", "5"]

@@ -162,21 +162,72 @@ def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) ->
     feedback.text("the calls, to replay", sc.code(upto=len(got)))
 
 
-def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "") -> None:
-    """Make the scenario's calls on both, step by step; fail at the first difference."""
+def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None]:
+    """The reference's states, the submission's up to the first difference, and that difference."""
     want = run_reference(reference, sc)
     m = ns["BlockManager"](sc.num_blocks, sc.block_size)
     got: list[State] = []
-    for step, (call, expected) in enumerate(zip(sc.calls, want), start=1):
-        outcome = _call(m, call)
-        got.append(snapshot(m, outcome, list(expected.tables), sc.num_blocks))
+    for call, expected in zip(sc.calls, want):
+        got.append(snapshot(m, _call(m, call), list(expected.tables), sc.num_blocks))
         problem = first_difference(expected, got[-1])
         if problem:
-            _report(feedback, sc, want[:step], got)
-            context = f"In {about}: " if about else ""
-            replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
-                      f"The {step} calls that lead here are below, to replay, beside the block tables.")
-            pytest.fail(f"{context}at step {step}, {fmt_call(call)}: {problem}.\n{replay}", pytrace=False)
+            return want[:len(got)], got, problem
+    return want, got, None
+
+
+def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> None:
+    """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
+    the failure shows the fewest calls (of those made) that still make the submission differ."""
+    want, got, problem = _run(ns, reference, sc)
+    if problem is None:
+        return
+    if shrink:
+        shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+        small = _shrink(ns, reference, shown)
+        if small != shown and (again := _run(ns, reference, small))[2] is not None:
+            about += f" (shrunk from {len(shown.calls)} calls)"
+            sc, (want, got, problem) = small, again
+    _report(feedback, sc, want, got)
+    step, context = len(got), f"In {about}: " if about else ""
+    replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
+              f"The {step} calls that lead here are below, to replay, beside the block tables.")
+    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay}", pytrace=False)
+
+
+SHRINK_ATTEMPTS = 80  # a fixed number, so that the same submission always gets the same message
+
+
+def _differs_quickly(ns: Any, reference: Any, sc: Scenario) -> bool:
+    """Whether the submission differs from the reference on what each call did, the block tables or
+    the free count: the cheap part of the comparison (no per-block reads), for shrinking."""
+    ref, sub = reference["BlockManager"](sc.num_blocks, sc.block_size), ns["BlockManager"](sc.num_blocks, sc.block_size)
+    live: list[int] = []
+    for call in sc.calls:
+        outcome = _call(ref, call)
+        live = _live_after(live, call, outcome)
+        want = (outcome, ref.num_free_blocks(), [ref.block_table(s) for s in live])
+        got_outcome = _call(sub, call)
+        got = (got_outcome, _read(sub.num_free_blocks, "int"), [_read(sub.block_table, "list", s) for s in live])
+        if want != got:
+            return True
+    return False
+
+
+def _shrink(ns: Any, reference: Any, sc: Scenario) -> Scenario:
+    """Drop calls, one at a time from the last, while the submission still differs (judged cheaply)."""
+    if not _differs_quickly(ns, reference, sc):
+        return sc  # the difference is in reference counts or tokens only: keep the scenario as it is
+    calls, attempts, dropped = list(sc.calls), 0, True
+    while dropped and attempts < SHRINK_ATTEMPTS:
+        dropped = False
+        for i in range(len(calls) - 1, -1, -1):
+            if attempts >= SHRINK_ATTEMPTS or i >= len(calls):
+                continue
+            attempts += 1
+            candidate = calls[:i] + calls[i + 1:]
+            if candidate and _differs_quickly(ns, reference, Scenario(sc.num_blocks, sc.block_size, tuple(candidate))):
+                calls, dropped = candidate, True
+    return Scenario(sc.num_blocks, sc.block_size, tuple(calls))
 
 
 # ----------------------------------------------------------------------------------- random scenarios

@@ -17,4 +17,4 @@ def test_random_calls_match_the_reference(ns, reference, feedback, profile):
     """Generated calls of a server, step by step: every call's effect matches the rules."""
     for seed in (1, 2, 3):
         check(ns, reference, feedback, random_scenario(reference, seed, profile),
-              about=f"a generated sequence of calls ({profile.replace('_', ' ')}, seed {seed})")
+              about=f"a generated sequence of calls ({profile.replace('_', ' ')}, seed {seed})", shrink=True)
