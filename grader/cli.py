@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.exercise import TIERS, ExerciseError, load_exercise
+from grader.exercise import ExerciseError, load_exercise, project_root
 from grader.errors import GradingError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
@@ -29,6 +29,7 @@ from grader.terminal import print_summary
 from grader.validate import read_capped
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
+TIER_HELP = "one of the tiers the exercise declares (default: its default tier)"
 
 
 class UsageError(Exception):
@@ -62,6 +63,7 @@ def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, st
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
+    args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
     backend, name = sandbox_for(args, console)
     card = grade_bytes(data, exercise, args.tier, backend, name)
@@ -181,7 +183,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
 
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)
-    exercise.suites_for(args.tier)
+    args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
     with open_store(args) as store:
         sha = hashlib.sha256(data).hexdigest()
@@ -209,7 +211,7 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from grader.gradebook import to_csv
 
     exercise = load_exercise(args.exercise)
-    exercise.suites_for(args.tier)
+    args.tier = exercise.tier(args.tier)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     sandbox_for(args, console)  # fail now, not in every thread, when the sandbox is unavailable
@@ -266,10 +268,33 @@ def command_image_build(args: argparse.Namespace, console: Console) -> int:
     client, why_not = engine_status()
     if client is None:
         raise GradingError(f"{why_not}; start one (for example with .ci/docker-up.sh)")
-    started = time.monotonic()
-    tag = build_image(client, force=args.force, progress=lambda line: console.print(Text(line, style="dim")))
-    console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
+    bases_built: set[tuple[str, ...]] = set()
+    for packages, slug in sorted(image_package_sets(args.exercise).items()):
+        started = time.monotonic()
+        if packages:
+            console.print(f"{slug} needs the Debian packages {', '.join(packages)}")
+        # --force bootstraps each base once; the harness layer is rebuilt on it either way.
+        tag = build_image(client, force=args.force and packages not in bases_built, extra=packages,
+                          progress=lambda line: console.print(Text(line, style="dim")))
+        bases_built.add(packages)
+        console.print(f"grading image {tag} ready in {time.monotonic() - started:.1f} s")
     return OK
+
+
+def image_package_sets(named: list[str] | None) -> dict[tuple[str, ...], str]:
+    """The images `image build` makes, as {extra Debian packages: an exercise that needs them}: those
+    of the exercises named, else the plain image and those of every exercise in the project."""
+    if named:
+        return {exercise.packages: exercise.slug for exercise in map(load_exercise, named)}
+    sets: dict[tuple[str, ...], str] = {(): "the grader"}
+    try:
+        root = project_root()
+    except ExerciseError:
+        return sets
+    for toml in sorted((root / "exercises").glob("*/exercise.toml")):
+        exercise = load_exercise(toml.parent.name, root)
+        sets.setdefault(exercise.packages, exercise.slug)
+    return sets
 
 
 def store_location(explicit: str | None) -> str:
@@ -325,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="grade one submission file")
     grade.add_argument("submission", help="the student's solution file")
     grade.add_argument("--exercise", required=True, help="the exercise's name (slug) or folder")
-    grade.add_argument("--tier", choices=TIERS, default="premium", help="free runs the visible suite only")
+    grade.add_argument("--tier", help=TIER_HELP)
     grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
     grade.add_argument("--unsafe-local", action="store_true",
                        help="run the local sandbox without namespaces: only for your own trusted code")
@@ -351,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("submission", help="the student's solution file")
     submit.add_argument("--student", required=True, help="the student's id")
     submit.add_argument("--exercise", required=True)
-    submit.add_argument("--tier", choices=TIERS, default="premium")
+    submit.add_argument("--tier", help=TIER_HELP)
     submit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     submit.add_argument("--unsafe-local", action="store_true",
                        help="run the local sandbox without namespaces: only for your own trusted code")
@@ -359,10 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     submit.set_defaults(run=command_submit)
 
     batch = commands.add_parser("batch", help="grade a folder of submissions in parallel, resumably")
-    batch.add_argument("folder", help="a file per student (alice.py) or a folder per student (alice/scheduler.py)")
+    batch.add_argument("folder", help="a file per student (alice.py) or a folder per student holding the file")
     batch.add_argument("--exercise", required=True)
     batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
-    batch.add_argument("--tier", choices=TIERS, default="premium")
+    batch.add_argument("--tier", help=TIER_HELP)
     batch.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     batch.add_argument("--unsafe-local", action="store_true",
                        help="run the local sandbox without namespaces: only for your own trusted code")
@@ -382,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     image_commands = image.add_subparsers(dest="image_command", required=True)
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
     image_build.add_argument("--force", action="store_true", help="bootstrap the Debian base again too")
+    image_build.add_argument("--exercise", action="append", metavar="SLUG|PATH",
+                             help="build the image this exercise grades in, with the Debian packages it declares "
+                                  "(repeatable; default: every exercise of the project)")
     image_build.set_defaults(run=command_image_build)
 
     serve = commands.add_parser("serve", help="the web service: students submit, instructors follow the class")

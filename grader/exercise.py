@@ -1,9 +1,12 @@
 """An exercise on disk: `exercises/<slug>/exercise.toml` and the folders around it.
 
-The layout is fixed, so adding an exercise never touches grader code:
-    exercises/<slug>/         README.md, exercise.toml, the stub, tests/ (the visible suite)
+The statement, the stub and the file names are fixed, so adding an exercise never touches grader code:
+    exercises/<slug>/         README.md, exercise.toml, the stub
     solutions/<slug>/         the reference (same file name as the submission) and mutants/
-    hidden_tests/<slug>/      the premium suite
+Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
+files, relative to the project folder, with the label a student sees, its points, whether it may
+use the reference and whether its failure details are shown), its tiers (each a list of suites) and
+the Debian packages its sandbox needs.
 """
 
 from __future__ import annotations
@@ -22,8 +25,7 @@ from pathlib import Path
 from grader.harness.limits import Limits
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-TIERS = ("free", "premium")
-SUITE_FOLDERS = {"visible": ("exercises", "tests"), "hidden": ("hidden_tests", None)}
+PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
 
 
 class ExerciseError(Exception):
@@ -35,6 +37,9 @@ class SuiteSpec:
     name: str
     path: Path
     points: int  # per test unless overridden in [points]
+    label: str = ""  # what a student sees: "Visible tests"
+    reference: bool = False  # its tests may use the `reference` fixture (the reference ships with the job)
+    details: bool = True  # a failed assertion shows its expression when the author wrote no message
 
 
 @dataclass(frozen=True)
@@ -46,9 +51,11 @@ class Exercise:
     names: tuple[str, ...]
     limits: Limits
     suites: dict[str, SuiteSpec]
-    tiers: dict[str, tuple[str, ...]]
+    tiers: dict[str, tuple[str, ...]]  # in the order exercise.toml lists them
+    default_tier: str = ""
     points: dict[str, int] = field(default_factory=dict)
     max_submission_bytes: int = 256 * 1024
+    packages: tuple[str, ...] = ()  # extra Debian packages the sandbox image needs
 
     @property
     def folder(self) -> Path:
@@ -70,10 +77,23 @@ class Exercise:
     def mutants(self) -> list[Path]:
         return sorted((self.root / "solutions" / self.slug / "mutants").glob("*.py"))
 
+    def tier(self, name: str | None) -> str:
+        """The tier called `name`, or the default tier for None; an unknown tier is an ExerciseError."""
+        if name is None:
+            return self.default_tier
+        if name not in self.tiers:
+            raise ExerciseError(f"unknown tier {name!r}; this exercise has: {', '.join(self.tiers)}")
+        return name
+
     def suites_for(self, tier: str) -> list[SuiteSpec]:
-        if tier not in self.tiers:
-            raise ExerciseError(f"unknown tier {tier!r}; this exercise has: {', '.join(self.tiers)}")
-        return [self.suites[name] for name in self.tiers[tier]]
+        return [self.suites[name] for name in self.tiers[self.tier(tier)]]
+
+    def needs_reference(self, tier: str) -> bool:
+        return any(suite.reference for suite in self.suites_for(tier))
+
+    @property
+    def suite_labels(self) -> dict[str, str]:
+        return {name: suite.label for name, suite in self.suites.items()}
 
     def points_for(self, test_name: str, suite: str) -> int:
         base = test_name.split("[", 1)[0]
@@ -89,7 +109,7 @@ def project_root() -> Path:
 
 
 def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
-    """Load by slug (`continuous_batching`) or by the exercise folder's path."""
+    """Load by slug (`my_exercise`) or by the exercise folder's path."""
     candidate = Path(slug_or_path)
     if candidate.is_dir() and (candidate / "exercise.toml").is_file():
         folder = candidate.resolve()
@@ -123,27 +143,36 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     title = need(config, "title", str, "the file")
     submission = need(config, "submission", str, "the file")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):  # type: ignore[arg-type]
-        raise ExerciseError(f"{source}: submission must be a Python file name such as scheduler.py")
+        raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py")
     names = need(config, "names", list, "the file")
     try:
         limits = Limits.from_table(config.get("limits", {}))
     except ValueError as exc:
         raise ExerciseError(f"{source}: [limits]: {exc}") from None
-    suites: dict[str, SuiteSpec] = {}
-    for name, table in config.get("suites", {}).items():
-        if name not in SUITE_FOLDERS:
-            raise ExerciseError(f"{source}: unknown suite {name!r}; suites are {', '.join(SUITE_FOLDERS)}")
-        top, inner = SUITE_FOLDERS[name]
-        path = root / top / slug / inner if inner else root / top / slug
-        points = need(table, "points", int, f"[suites.{name}]")
-        suites[name] = SuiteSpec(name, path, int(points))  # type: ignore[arg-type]
-    tiers = {tier: tuple(config.get("tiers", {}).get(tier, ())) for tier in TIERS}
-    for tier, wanted in tiers.items():
-        if not wanted:
-            raise ExerciseError(f"{source}: [tiers] must list the suites of the {tier!r} tier")
+    suites = {name: _suite(name, table, root, source) for name, table in _table(config, "suites", source).items()}
+    if not suites:
+        raise ExerciseError(f"{source}: [suites] must declare at least one suite")
+    for one in suites.values():
+        for other in suites.values():
+            if one is not other and one.path.resolve().is_relative_to(other.path.resolve()):
+                # A test file must belong to one suite: its points, reference and details follow from it.
+                raise ExerciseError(f"{source}: suite {one.name!r} lies in the folder of suite {other.name!r}")
+    tiers: dict[str, tuple[str, ...]] = {}
+    for tier, wanted in _table(config, "tiers", source).items():
+        if not isinstance(wanted, list) or not wanted or not all(isinstance(s, str) for s in wanted):
+            raise ExerciseError(f"{source}: tier {tier!r} must be a list of suite names")
         for suite in wanted:
             if suite not in suites:
                 raise ExerciseError(f"{source}: tier {tier!r} runs suite {suite!r}, which [suites] does not define")
+        tiers[tier] = tuple(wanted)
+    if not tiers:
+        raise ExerciseError(f"{source}: [tiers] must declare at least one tier")
+    default_tier = config.get("default_tier", list(tiers)[-1])
+    if not isinstance(default_tier, str) or default_tier not in tiers:
+        raise ExerciseError(f"{source}: default_tier {default_tier!r} is not one of [tiers]: {', '.join(tiers)}")
+    packages = _table(config, "sandbox", source).get("packages", [])
+    if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE.match(p) for p in packages):
+        raise ExerciseError(f"{source}: [sandbox] packages must be a list of Debian package names")
     points = config.get("points", {})
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in points.values()):
         raise ExerciseError(f"{source}: [points] values must be whole numbers of points")
@@ -151,8 +180,40 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     return Exercise(
         slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
         names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
-        points=dict(points), max_submission_bytes=int(max_kb) * 1024,
+        default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
+        packages=tuple(sorted(set(packages))),
     )
+
+
+def _table(config: dict, key: str, source: Path) -> dict:
+    table = config.get(key, {})
+    if not isinstance(table, dict):
+        raise ExerciseError(f"{source}: {key} must be a table ([{key}])")
+    return table
+
+
+def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
+    """One [suites.<name>] table: a folder (relative to the project folder), label, points and flags."""
+    where = f"[suites.{name}]"
+    if not SLUG.match(name):
+        raise ExerciseError(f"{source}: {where}: a suite name is lower-case letters, digits, '_' and '-'")
+    if not isinstance(table, dict):
+        raise ExerciseError(f"{source}: {where} must be a table")
+    unknown = set(table) - {"folder", "label", "points", "reference", "details"}
+    if unknown:
+        raise ExerciseError(f"{source}: {where} has unknown keys: {', '.join(sorted(unknown))}")
+    folder, points = table.get("folder"), table.get("points")
+    if not isinstance(folder, str) or not folder or Path(folder).is_absolute() or ".." in Path(folder).parts:
+        raise ExerciseError(f"{source}: {where} needs folder = \"...\", relative to the project folder")
+    if not (root / folder).is_dir():
+        raise ExerciseError(f"{source}: {where}: the folder {root / folder} does not exist")
+    if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+        raise ExerciseError(f"{source}: {where} needs points = <whole number>, the points of each test")
+    label = table.get("label", f"{name} tests")
+    flags = {key: table.get(key, default) for key, default in (("reference", False), ("details", True))}
+    if not isinstance(label, str) or not all(isinstance(v, bool) for v in flags.values()):
+        raise ExerciseError(f"{source}: {where}: label is text, reference and details are true or false")
+    return SuiteSpec(name, root / folder, points, label, flags["reference"], flags["details"])
 
 
 def list_tests(suite: SuiteSpec) -> list[str]:
@@ -189,7 +250,8 @@ def _collect(folder: str, digest: str) -> tuple[str, ...]:
            "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
-         "--rootdir", folder, folder], capture_output=True, text=True, env=env, cwd=folder, timeout=120)
+         "--rootdir", folder, "--confcutdir", folder, folder],  # no conftest.py from the folders around it
+        capture_output=True, text=True, env=env, cwd=folder, timeout=120)
     if done.returncode not in (0, 5):
         raise ExerciseError(f"the suite in {folder} cannot be collected:\n{done.stdout[-2000:]}")
     found = tuple(line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line)

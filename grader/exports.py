@@ -200,7 +200,7 @@ def junit(card: Scorecard) -> str:
             for test in locked:
                 case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
                                 time=_seconds(0))
-                _element(case, "skipped", message=f"premium test, not run on the {card.tier} tier")
+                _element(case, "skipped", message=f"{card.suite_label(test.suite)}: not run on the {card.tier} tier")
             for key in totals:
                 totals[key] += counts[key]
     for key, value in totals.items():

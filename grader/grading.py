@@ -23,12 +23,14 @@ from grader.validate import Rejected, validate
 Backend = Callable[[Exercise, bytes, str], RawRun]
 
 
-def grade_bytes(data: bytes, exercise: Exercise, tier: str, backend: Backend, backend_name: str) -> Scorecard:
+def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend, backend_name: str) -> Scorecard:
+    """Grade `data` on `tier` (None: the exercise's default tier)."""
     started = time.monotonic()
-    exercise.suites_for(tier)  # an unknown tier fails before anything runs
+    tier = exercise.tier(tier)  # an unknown tier fails before anything runs
     card = Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
                      max_score=0, title=exercise.title, backend=backend_name, grader_version=grader.__version__,
-                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     suite_labels=exercise.suite_labels)
     card.locked = locked_tests(exercise, tier)
     card.max_score = sum(expected_max(exercise, tier).values())
     try:

@@ -69,10 +69,11 @@ def coverage(card: Scorecard) -> dict[str, Any]:
     a report then never calls the result complete ("well done"), and says what was not checked."""
     locked = len(card.locked)
     ran = len(card.tests)
-    suites = sorted({t.suite for t in card.tests})
+    label = card.suite_labels.get if card.suite_labels else (lambda name, default=None: name)
+    suites = sorted({label(t.suite, t.suite) for t in card.tests})
     sentence = ""
     if locked:
-        held = sorted({t.suite for t in card.locked})
+        held = sorted({label(t.suite, t.suite) for t in card.locked})
         sentence = (f"The {card.tier} tier ran {ran} test{'s' if ran != 1 else ''} ({', '.join(suites) or 'none'}). "
                     f"{locked} more test{'s' if locked != 1 else ''} ({', '.join(held)}, "
                     f"{sum(t.max_score for t in card.locked)} points) did not run: {locked} "

@@ -23,7 +23,8 @@ from typing import Any
 
 import grader
 from grader.gradebook import pick, to_csv, to_json
-from grader.report import _environment, report_view, templates_folder
+from grader.report import report_view
+from grader.report.render import environment
 from grader.scorecard import Scorecard
 from grader.store import Store, StoredSubmission
 
@@ -66,8 +67,8 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     tests: dict[str, dict[str, Any]] = {}
     for card in cards:
         for test in card.tests:
-            row = tests.setdefault(test.name, {"name": test.name, "suite": test.suite, "passed": 0, "ran": 0,
-                                               "description": test.description})
+            row = tests.setdefault(test.name, {"name": test.name, "suite": card.suite_label(test.suite),
+                                               "passed": 0, "ran": 0, "description": test.description})
             row["ran"] += 1
             row["passed"] += test.status == "passed"
     for row in tests.values():
@@ -104,7 +105,7 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     for (student, exercise), sub in sorted(chosen.items()):
         by_exercise[exercise].append((name_of(student), sub))
 
-    env = _environment(str(templates_folder()))
+    env = environment()
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     common = {"generated": generated, "policy": policy, "pseudonymous": pseudonymous,
               "grader_version": grader.__version__}

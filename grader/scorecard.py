@@ -61,7 +61,11 @@ class Scorecard:
     duration_s: float = 0.0
     grader_version: str = ""
     seed: int | None = None  # what random workloads were drawn from (grader.seeding); None: not run
+    suite_labels: dict[str, str] = field(default_factory=dict)  # suite name -> what a student sees
     schema_version: int = SCHEMA_VERSION
+
+    def suite_label(self, suite: str) -> str:
+        return self.suite_labels.get(suite) or f"{suite} tests"
 
     @property
     def suites(self) -> dict[str, dict[str, int]]:

@@ -32,7 +32,9 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
                           f"{test.score}/{test.max_score}", Text(first_line(test.message)))
         console.print(table)
     for suite, row in card.suites.items():
-        console.print(f"{suite}: {row['passed']}/{row['tests']} tests passed, {row['score']}/{row['max_score']} points")
-    if card.locked:
-        names = ", ".join(t.name for t in card.locked)
-        console.print(Text(f"{len(card.locked)} premium tests not run on the {card.tier} tier: {names}", style="dim"))
+        console.print(f"{card.suite_label(suite)}: {row['passed']}/{row['tests']} tests passed, "
+                      f"{row['score']}/{row['max_score']} points")
+    for suite in dict.fromkeys(t.suite for t in card.locked):
+        names = [t.name for t in card.locked if t.suite == suite]
+        console.print(Text(f"{card.suite_label(suite)}, not run on the {card.tier} tier ({len(names)}): "
+                           f"{', '.join(names)}", style="dim"))

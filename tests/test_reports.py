@@ -220,10 +220,12 @@ def test_a_timeout_is_explained_with_what_to_look_for(cards, rendered):
 def test_the_free_tier_names_the_premium_tests_it_did_not_run(cards, rendered):
     card, (page, md) = cards["evil"], rendered["evil"]
     assert card.tier == "free" and card.locked
+    # The heading is the suite's label from exercise.toml, carried by the scorecard.
+    assert card.suite_labels["hidden"] == "Premium tests"
     assert f"Premium tests not run ({len(card.locked)})" in page and f"Premium tests not run ({len(card.locked)})" in md
     for test in card.locked:
-        assert f"<code>{test.name}</code>" in page and f"- `{test.name}` *(premium)*" in md
-    assert page.count('<span class="pill s-locked">premium</span>') == len(card.locked)
+        assert f"<code>{test.name}</code>" in page and f"- `{test.name}` *(not run)*" in md
+    assert page.count('<span class="pill s-locked">not run</span>') == len(card.locked)
 
 
 def test_what_a_submission_prints_or_raises_is_shown_escaped(cards, rendered):
@@ -361,6 +363,25 @@ def test_the_timeline_draws_both_sides_in_the_same_colours_and_marks_the_first_d
     assert chart["marker"]["caption"] == "first difference: step 2"
     assert [label["label"] for label in chart["labels"] if label["first"]] == ["2"]
     assert [item["label"] for item in chart["legend"]] == ["r1", "r2", "r3"]
+
+
+def test_a_trace_names_its_amounts_only_when_the_exercise_gives_a_unit():
+    feedback = Feedback()
+    feedback.trace("blocks held", [[("s1", 2)]], [[("s1", 3)]], unit="blocks")
+    named, plain = timeline(feedback.artifacts[0]), timeline(trace([[("s1", 2)]], [[("s1", 3)]]))
+    assert named["unit"] == "blocks" and named["summary"].startswith("blocks per step")
+    assert {bar["title"] for bar in named["bars"]} == {"step 1, reference: s1 2 blocks",
+                                                       "step 1, your code: s1 3 blocks"}
+    assert plain["unit"] == "" and plain["summary"].startswith("amounts per step")
+    assert [tick["label"] for tick in named["ticks"]] == ["0", "1", "2", "3", "4", "5"]  # whole numbers of blocks
+    assert [tick["label"] for tick in timeline(trace([[("a", 5)]], []))["ticks"]] == ["0", "1", "2", "3", "4", "5"]
+    assert [tick["label"] for tick in timeline(trace([[("a", 90)]], []))["ticks"]] == ["0", "25", "50", "75", "100"]
+    assert {bar["title"] for bar in plain["bars"]} == {"step 1, reference: s1 2", "step 1, your code: s1 3"}
+    card = Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, 1, tests=[
+        Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=feedback.artifacts)])
+    assert '<text class="unit"' in render_html(card) and '<text class="unit"' not in render_html(
+        Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, 1, tests=[
+            Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=[trace([[("a", 1)]], [])])]))
 
 
 def test_the_timeline_stays_bounded_from_one_step_to_two_hundred():

@@ -49,9 +49,10 @@ def bootstrap(root: str, module: str, function: str) -> str:
 
 @dataclass
 class Suite:
-    name: str
+    name: str  # as exercise.toml names it
     path: str  # a folder of pytest files, relative to the job's base folder
-    show_details: bool = True  # whether failed assertions may show the test's own expression
+    reference: bool = False  # its tests may use the `reference` fixture
+    details: bool = True  # a failed assertion without a message shows its expression
 
 
 @dataclass

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Cell = str | int | float | bool | None
-Segment = tuple[str, int]  # (label, amount): one request's tokens in one step, for example
+Segment = tuple[str, int]  # (label, amount): how much of something one label had in one step
 
 MAX_ROWS = 200
 MAX_STEPS = 200
@@ -49,11 +49,12 @@ class Feedback:
         })
 
     def trace(self, title: str, expected: list[list[Segment]], got: list[list[Segment]],
-              expected_label: str = "reference", got_label: str = "your code") -> None:
+              expected_label: str = "reference", got_label: str = "your code", unit: str = "") -> None:
         """Step-by-step trace, expected beside got: each step is a list of (label, amount) segments.
 
-        For the scheduler a step is a plan and a segment is (request id, tokens). The first step where
-        the two differ is computed here, so every report marks the same one.
+        What a step and a segment mean is the exercise's: a step of a simulation and the amount each
+        of its actors got, say. `unit` names the amounts ("tokens", "blocks") where reports show
+        them. The first step where the two differ is computed here, so every report marks the same one.
         """
         exp = [[(str(lbl), int(n)) for lbl, n in step] for step in expected]
         have = [[(str(lbl), int(n)) for lbl, n in step] for step in got]
@@ -65,6 +66,7 @@ class Feedback:
             "title": str(title),
             "expected_label": str(expected_label),
             "got_label": str(got_label),
+            "unit": str(unit),
             "first_step": start,
             "expected": [[list(s) for s in step] for step in exp[start:start + MAX_STEPS]],
             "got": [[list(s) for s in step] for step in have[start:start + MAX_STEPS]],

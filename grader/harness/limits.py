@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Limits:
-    call_timeout_s: float = 5.0  # one call into the submission (schedule(), complete(), ...)
+    call_timeout_s: float = 5.0  # one call into the submission (a method or function call)
     import_timeout_s: float = 5.0  # importing the submission, once per worker
     test_timeout_s: float = 60.0  # one whole test (pytest-timeout, the last resort)
     total_timeout_s: float = 600.0  # the whole grading run, wall clock, sandbox included

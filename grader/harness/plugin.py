@@ -25,7 +25,7 @@ import pytest
 from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerUnavailable
 from grader.harness.feedback import Feedback
 from grader.harness.confine import Confinement, ZygoteUnavailable
-from grader.harness.contract import RESULTS_SCHEMA, Job, Run, read_frame
+from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
 from grader.harness.processes import children_of
 
 PR_SET_DUMPABLE = 4
@@ -73,17 +73,23 @@ class HarnessState:
     def path(self, relative: str) -> str:
         return self.job.at(self.base, relative)
 
-    def suite_of(self, path: Path) -> str:
+    def suite(self, path: Path) -> Suite | None:
+        """The job's suite that holds the test file `path`."""
         for suite in self.job.suites:
             try:
                 path.resolve().relative_to(Path(self.path(suite.path)).resolve())
-                return suite.name
+                return suite
             except ValueError:
                 continue
-        return "unknown"
+        return None
 
-    def shows_details(self, suite: str) -> bool:
-        return any(s.show_details for s in self.job.suites if s.name == suite)
+    def suite_of(self, path: Path) -> str:
+        suite = self.suite(path)
+        return suite.name if suite else "unknown"
+
+    def details(self, suite_name: str) -> bool:
+        """Whether a failure in this suite may show its assertion's expression (unknown: no)."""
+        return any(suite.details for suite in self.job.suites if suite.name == suite_name)
 
     def confinement(self) -> Confinement:
         """The worker's confinement with its zygote, started on first use and again after a breakdown.
@@ -275,9 +281,14 @@ def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
 
 
 @pytest.fixture
-def reference() -> dict[str, Any]:
-    """The reference solution's names: trusted code, imported into the harness itself."""
+def reference(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The reference solution's names: trusted code, imported into the harness itself, for the tests
+    of a suite that exercise.toml allows it (`reference = true`)."""
     harness = state()
+    suite = harness.suite(Path(str(request.node.fspath)))
+    if suite is None or not suite.reference:
+        name = suite.name if suite else "?"
+        raise RuntimeError(f"suite {name!r} uses the reference solution: exercise.toml must say reference = true")
     if harness.reference_module is None:
         raise RuntimeError("this suite needs the reference solution, and the job has none")
     return vars(harness.reference_module)
@@ -329,22 +340,22 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
             message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
         return "failed", message, remote.traceback
     if isinstance(exc, AssertionError):
-        return "failed", assertion_message(exc, suite), []
+        return "failed", assertion_message(exc, state().details(suite)), []
     if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
         return "failed", str(exc), []
     return "failed", f"{type(exc).__name__}: {exc}", []
 
 
-def assertion_message(exc: AssertionError, suite: str) -> str:
+def assertion_message(exc: AssertionError, details: bool) -> str:
     text = str(exc)
     # pytest's rewriting appends "assert <expression>" to the author's message; the author's words
-    # are what a student should read. A hidden test's expression is not shown at all.
+    # are what a student should read. The expression of a suite without details is not shown at all.
     head, sep, explanation = text.partition("\nassert ")
     if text.startswith("assert "):
         head, explanation = "", text[len("assert "):]
     if head.strip():
         return head.strip()
-    if not state().shows_details(suite):
+    if not details:
         return "a check of this test failed"
     return f"assert {explanation}".strip()
 

@@ -52,7 +52,8 @@ class DockerTimings:
 class DockerBackend:
     client: docker.DockerClient
     last_timings: DockerTimings = field(default_factory=DockerTimings)
-    image: str | None = None  # the grading image's tag, checked (and built if missing) once per backend
+    # The grading image's tag per set of an exercise's extra packages, checked (and built if missing) once.
+    images: dict[tuple[str, ...], str] = field(default_factory=dict)
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
     warm: bool = False  # keep a container started and ready for the next submission of the same tier
@@ -60,8 +61,8 @@ class DockerBackend:
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         began = time.monotonic()
-        if self.image is None:
-            self.image = ensure_image(self.client, self.progress)
+        if exercise.packages not in self.images:
+            self.images[exercise.packages] = ensure_image(self.client, self.progress, exercise.packages)
         image_s = time.monotonic() - began
         key = (str(exercise.root), exercise.slug, tier)
         started = self._ready.pop(key, None)
@@ -81,7 +82,7 @@ class DockerBackend:
         Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
         them: each concurrent grading gets a worker account of its own, so that one submission's fork
         bomb cannot starve another's workers. (Without root on the host, `nobody` it is.)"""
-        assert self.image is not None
+        image = self.images.get(exercise.packages) or ensure_image(self.client, self.progress, exercise.packages)
         account = contextlib.ExitStack()
         uid, gid = account.enter_context(worker_account())
         layout = build_layout(exercise, tier, WorkerSettings("container", "/usr/bin/python3", uid or NOBODY,
@@ -93,7 +94,7 @@ class DockerBackend:
         container = None
         try:
             container = self.client.containers.create(
-                self.image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
+                image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
                 user="0:0", working_dir="/tmp", environment=dict(HARNESS_ENV), network_mode="none",
                 read_only=True, tmpfs={BASE: f"rw,size={limits.disk_mb}m,mode=0711",
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},

@@ -3,8 +3,10 @@
 Two layers, each tagged by a content hash so that a stale image is never used:
 
 * ``grader-base:<hash>`` -- a Debian rootfs made by ``mmdebstrap`` (python3, pytest, pytest-timeout,
-  hypothesis, at the versions the suite ships) and imported with the engine's image-import API.
-  The hash covers the recipe: suite, variant, packages, mmdebstrap options and RECIPE_VERSION.
+  hypothesis, at the versions the suite ships, plus the extra packages an exercise declares in its
+  ``[sandbox] packages``) and imported with the engine's image-import API. The hash covers the
+  recipe: suite, variant, packages, mmdebstrap options and RECIPE_VERSION; an exercise without extra
+  packages shares the one base every such exercise uses.
   Bump RECIPE_VERSION to pick up new Debian point releases / security updates.
 * ``grader-harness:<hash>`` -- the base plus the in-sandbox code (``grader/__init__.py`` and
   ``grader/harness/**/*.py``) under ``/opt/grader``, and the empty job folders of ``IMAGE_DIRS``.
@@ -98,12 +100,17 @@ class ImageBuildError(GradingError):
 # --- tags -----------------------------------------------------------------------------------------
 
 
-def base_recipe() -> dict:
+def all_packages(extra: Iterable[str] = ()) -> list[str]:
+    """The base's Debian packages: the grader's own and an exercise's extra ones, sorted, once each."""
+    return sorted({*PACKAGES, *extra})
+
+
+def base_recipe(extra: Iterable[str] = ()) -> dict:
     return {
         "recipe_version": RECIPE_VERSION,
         "suite": SUITE,
         "variant": VARIANT,
-        "packages": sorted(PACKAGES),
+        "packages": all_packages(extra),
         "mmdebstrap_options": list(MMDEBSTRAP_OPTIONS),
     }
 
@@ -112,9 +119,9 @@ def _digest(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def base_tag() -> str:
-    """``grader-base:<hash of the recipe>``."""
-    return f"{BASE_REPOSITORY}:{_digest(base_recipe())[:_TAG_CHARS]}"
+def base_tag(extra: Iterable[str] = ()) -> str:
+    """``grader-base:<hash of the recipe>`` (with an exercise's extra packages)."""
+    return f"{BASE_REPOSITORY}:{_digest(base_recipe(extra))[:_TAG_CHARS]}"
 
 
 def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, bytes]]:
@@ -164,14 +171,14 @@ def harness_tag(files: Iterable[tuple[str, bytes]] | None = None, base: str | No
     return f"{HARNESS_REPOSITORY}:{_harness_digest(files, base or base_tag())[:_TAG_CHARS]}"
 
 
-def image_tag(client: docker.DockerClient | None = None) -> str:
+def image_tag(client: docker.DockerClient | None = None, extra: Iterable[str] = ()) -> str:
     """The tag of the grading image the current code wants (whether or not it exists yet).
 
-    Computed from the recipe and the harness files alone; `client` is accepted for symmetry and
-    not needed.
+    Computed from the recipe (with an exercise's extra packages) and the harness files alone;
+    `client` is accepted for symmetry and not needed.
     """
     del client
-    return harness_tag()
+    return harness_tag(base=base_tag(extra))
 
 
 # --- building -------------------------------------------------------------------------------------
@@ -210,7 +217,10 @@ _NETWORK_HINTS = re.compile(
     r"apt-get update failed", re.IGNORECASE)
 
 
-def _run_mmdebstrap(target: Path, progress: Progress) -> None:
+_MISSING_PACKAGE = re.compile(r"Unable to locate package (\S+)|Package '?([^'\s]+)'? has no installation candidate")
+
+
+def _run_mmdebstrap(target: Path, progress: Progress, packages: list[str]) -> None:
     mmdebstrap = shutil.which("mmdebstrap")
     if mmdebstrap is None:
         raise ImageBuildError("cannot build the base image: mmdebstrap is not installed "
@@ -218,7 +228,7 @@ def _run_mmdebstrap(target: Path, progress: Progress) -> None:
     if not Path(MERGED_USR_HOOKS).is_dir():
         raise ImageBuildError(f"cannot build the base image: this mmdebstrap has no {MERGED_USR_HOOKS} "
                               "(need mmdebstrap >= 1.0, as in Debian bookworm)")
-    argv = [mmdebstrap, f"--variant={VARIANT}", *MMDEBSTRAP_OPTIONS, f"--include={','.join(PACKAGES)}",
+    argv = [mmdebstrap, f"--variant={VARIANT}", *MMDEBSTRAP_OPTIONS, f"--include={','.join(packages)}",
             SUITE, str(target)]
     env = {**os.environ, "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
     # mmdebstrap keeps its chroot in its own temp dir and removes it (and unmounts /proc, /dev there)
@@ -260,6 +270,11 @@ def _run_mmdebstrap(target: Path, progress: Progress) -> None:
     if timed_out.is_set():
         raise ImageBuildError(f"mmdebstrap did not finish within {MMDEBSTRAP_TIMEOUT_S:.0f} s; last output:\n{log}")
     if code != 0:
+        missing = sorted({name for pair in _MISSING_PACKAGE.findall(log) for name in pair if name})
+        if missing:
+            raise ImageBuildError(f"Debian {SUITE} has no package named {', '.join(missing)}: check the "
+                                  "[sandbox] packages of the exercise's exercise.toml (apt-cache search "
+                                  f"finds the right name); last output:\n{log}")
         if _NETWORK_HINTS.search(log):
             raise ImageBuildError("mmdebstrap could not download packages from the Debian mirror "
                                   f"(no network, or no route to deb.debian.org?); last output:\n{log}")
@@ -271,10 +286,10 @@ def _run_mmdebstrap(target: Path, progress: Progress) -> None:
         raise ImageBuildError(f"mmdebstrap reported success but wrote no {target.name}; last output:\n{log}")
 
 
-def _import_rootfs(client: docker.DockerClient, tarball: Path, tag: str) -> None:
+def _import_rootfs(client: docker.DockerClient, tarball: Path, tag: str, extra: Iterable[str] = ()) -> None:
     repository, _, version = tag.partition(":")
     changes = [f"ENV PATH={IMAGE_ENV['PATH']}", f"ENV LANG={IMAGE_ENV['LANG']}",
-               f"LABEL {LABEL_PREFIX}.recipe-sha256={_digest(base_recipe())}", 'CMD ["python3"]']
+               f"LABEL {LABEL_PREFIX}.recipe-sha256={_digest(base_recipe(extra))}", 'CMD ["python3"]']
     try:
         # A `str` src that is an existing file is streamed from disk with no request timeout; never
         # pass a path that might not exist: the API would treat it as a URL to fetch.
@@ -293,17 +308,19 @@ def _import_rootfs(client: docker.DockerClient, tarball: Path, tag: str) -> None
         raise ImageBuildError(f"docker import finished but {tag} does not exist; engine said: {answer!r:.500}")
 
 
-def build_base(client: docker.DockerClient, progress: Progress = None) -> str:
-    """Build and import ``grader-base:<hash>`` (about 30 s with a fast mirror). Returns the tag."""
-    tag = base_tag()
+def build_base(client: docker.DockerClient, progress: Progress = None, extra: Iterable[str] = ()) -> str:
+    """Build and import ``grader-base:<hash>`` (about 30 s with a fast mirror), with an exercise's
+    extra packages. Returns the tag."""
+    extra = tuple(extra)
+    tag, packages = base_tag(extra), all_packages(extra)
     started = time.monotonic()
-    _say(progress, f"building base image {tag} with mmdebstrap ({SUITE}, {VARIANT}: {', '.join(PACKAGES)})")
+    _say(progress, f"building base image {tag} with mmdebstrap ({SUITE}, {VARIANT}: {', '.join(packages)})")
     with tempfile.TemporaryDirectory(prefix="grader-base-") as folder:
         tarball = Path(folder) / "rootfs.tar"
-        _run_mmdebstrap(tarball, progress)
+        _run_mmdebstrap(tarball, progress, packages)
         size_mb = tarball.stat().st_size / 1e6
         _say(progress, f"importing the {size_mb:.0f} MB rootfs as {tag}")
-        _import_rootfs(client, tarball, tag)
+        _import_rootfs(client, tarball, tag, extra)
     _say(progress, f"base image {tag} ready in {time.monotonic() - started:.1f} s")
     return tag
 
@@ -353,9 +370,11 @@ def build_harness(client: docker.DockerClient, base: str | None = None, progress
     return tag
 
 
-def ensure_image(client: docker.DockerClient, progress: Progress = None) -> str:
-    """The grading image's tag, building the base and/or the harness layer only if missing."""
-    base = base_tag()
+def ensure_image(client: docker.DockerClient, progress: Progress = None, extra: Iterable[str] = ()) -> str:
+    """The grading image's tag (with an exercise's extra packages), building the base and/or the
+    harness layer only if missing."""
+    extra = tuple(extra)
+    base = base_tag(extra)
     files = harness_files()
     tag = harness_tag(files, base)
     if _exists(client, tag):
@@ -364,20 +383,23 @@ def ensure_image(client: docker.DockerClient, progress: Progress = None) -> str:
         if _exists(client, tag):  # another process built it while we waited
             return tag
         if not _exists(client, base):
-            build_base(client, progress)
+            build_base(client, progress, extra)
         build_harness(client, base, progress, files)
     return tag
 
 
-def build_image(client: docker.DockerClient, force: bool = False, progress: Progress = None) -> str:
-    """(Re)build the grading image: the base if missing (or always with `force`), then the harness.
+def build_image(client: docker.DockerClient, force: bool = False, progress: Progress = None,
+                extra: Iterable[str] = ()) -> str:
+    """(Re)build the grading image (with an exercise's extra packages): the base if missing (or
+    always with `force`), then the harness.
 
     With `force` the base rootfs is bootstrapped afresh (new Debian updates) and re-tagged; images
     built on the old base keep it alive until removed.
     """
-    base = base_tag()
+    extra = tuple(extra)
+    base = base_tag(extra)
     files = harness_files()
     with _build_lock():
         if force or not _exists(client, base):
-            build_base(client, progress)
+            build_base(client, progress, extra)
         return build_harness(client, base, progress, files)

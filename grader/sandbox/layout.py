@@ -104,7 +104,7 @@ _prepared_lock = threading.Lock()
 def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
     """The suites and the reference of a tier, read once per process while their files are unchanged."""
     specs = exercise.suites_for(tier)
-    uses_reference = exercise.reference.is_file() and "hidden" in exercise.tiers[tier]
+    uses_reference = exercise.reference.is_file() and exercise.needs_reference(tier)
     fingerprint = _fingerprint([s.path for s in specs] + ([exercise.reference] if uses_reference else []))
     key = (str(exercise.root), exercise.slug, tier)
     with _prepared_lock:
@@ -115,7 +115,7 @@ def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
     suites = []
     for spec in specs:
         entries += _tree(spec.path, f"secret/suites/{spec.name}")
-        suites.append(Suite(spec.name, f"secret/suites/{spec.name}", show_details=spec.name != "hidden"))
+        suites.append(Suite(spec.name, f"secret/suites/{spec.name}", spec.reference, spec.details))
     reference = None
     if uses_reference:
         reference = f"secret/reference/{exercise.submission_file}"

@@ -1,0 +1,273 @@
+"""Driver shared by the paged_kv_cache premium suite (a helper module, not a test module).
+
+A scenario is a cache size plus a list of calls. `check()` makes the calls on the reference (trusted,
+in this process) and on the submission (through `ns`: proxies to another process when grading), and
+after every call compares what the call did (returned, or raised which error) and the whole visible
+state: every live sequence's block table, the free count, and every block's reference count and
+tokens. At the first difference the test fails with a sentence in the statement's terms, and the
+feedback shows the block tables step by step, the reference's beside the submission's.
+
+Everything the submission returns is converted to plain data (and its types checked) before it is
+compared: an object of the submission only ever equals itself.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+Call = tuple  # ("allocate", seq, [tokens]) | ("append_token", seq, token) | ("fork", parent, child) | ("free", seq)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    num_blocks: int
+    block_size: int
+    calls: tuple[Call, ...]
+
+    def code(self, upto: int | None = None) -> str:
+        """The scenario as the Python a student can paste to replay it."""
+        lines = [f"m = BlockManager(num_blocks={self.num_blocks}, block_size={self.block_size})"]
+        lines += [f"m.{fmt_call(c)}" for c in self.calls[:upto]]
+        return "\n".join(lines)
+
+
+def fmt_call(call: Call) -> str:
+    return f"{call[0]}({', '.join(repr(a) for a in call[1:])})"
+
+
+@dataclass
+class State:
+    """What can be seen of a manager after a call, as plain data."""
+
+    outcome: str  # "ok", "OutOfBlocks", "ValueError", "KeyError", or what else was raised
+    free: Any
+    tables: dict[int, Any]  # seq id -> its block table
+    refs: list[Any]  # block id -> reference count
+    tokens: list[Any]  # block id -> tokens
+
+
+REPLAY_LINES = 12  # a longer replay goes into the feedback only
+
+OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks (a RuntimeError)",
+                 "ValueError": "raises ValueError", "KeyError": "raises KeyError"}
+
+
+def _outcome(exc: BaseException | None) -> str:
+    if exc is None:
+        return "ok"
+    for kind in (ValueError, KeyError):
+        if isinstance(exc, kind):
+            return kind.__name__
+    if isinstance(exc, RuntimeError):
+        return "OutOfBlocks"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _call(manager: Any, call: Call) -> str:
+    try:
+        getattr(manager, call[0])(*call[1:])
+    except NotImplementedError:
+        raise  # the stub: reported as "not implemented" by the harness
+    except Exception as exc:  # noqa: BLE001 - what the call raised is what is compared
+        return _outcome(exc)
+    return "ok"
+
+
+def _read(reader: Any, kind: str, *args: Any) -> Any:
+    """A read of the state as plain data: an int, a list of ints, or a sentence about what went wrong."""
+    try:
+        value = reader(*args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return f"raises {type(exc).__name__}"
+    if kind == "int":
+        return value if type(value) is int else f"a {type(value).__name__}, not an int"
+    if isinstance(value, (list, tuple)) and all(type(x) is int for x in value):
+        return list(value)
+    return f"a {type(value).__name__}, not a list of ints"
+
+
+def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int) -> State:
+    return State(
+        outcome=outcome,
+        free=_read(manager.num_free_blocks, "int"),
+        tables={s: _read(manager.block_table, "list", s) for s in seqs},
+        refs=[_read(manager.ref_count, "int", b) for b in range(num_blocks)],
+        tokens=[_read(manager.block_tokens, "list", b) for b in range(num_blocks)],
+    )
+
+
+def run_reference(reference: Any, sc: Scenario) -> list[State]:
+    m = reference["BlockManager"](sc.num_blocks, sc.block_size)
+    live: list[int] = []
+    states = []
+    for call in sc.calls:
+        outcome = _call(m, call)
+        live = _live_after(live, call, outcome)
+        states.append(snapshot(m, outcome, live, sc.num_blocks))
+    return states
+
+
+def _live_after(live: list[int], call: Call, outcome: str) -> list[int]:
+    if outcome != "ok":
+        return live
+    if call[0] == "allocate":
+        return live + [call[1]]
+    if call[0] == "fork":
+        return live + [call[2]]
+    if call[0] == "free":
+        return [s for s in live if s != call[1]]
+    return live
+
+
+def first_difference(want: State, got: State) -> str | None:
+    """The first thing that differs, as the end of a sentence, or None."""
+    if want.outcome != got.outcome:
+        have = OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")
+        return f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
+    for seq, table in want.tables.items():
+        if got.tables.get(seq) != table:
+            return f"block_table({seq}) should be {table}, yours is {(got.tables.get(seq))}"
+    if want.free != got.free:
+        return f"num_free_blocks() should be {want.free}, yours is {(got.free)}"
+    for block, (w, g) in enumerate(zip(want.refs, got.refs)):
+        if w != g:
+            return f"ref_count({block}) should be {w}, yours is {(g)}"
+    for block, (w, g) in enumerate(zip(want.tokens, got.tokens)):
+        if w != g:
+            return f"block_tokens({block}) should be {w}, yours is {(g)}"
+    return None
+
+
+def _tables_cell(state: State) -> str:
+    return " · ".join(f"s{seq}: {table}" for seq, table in state.tables.items()) or "(none)"
+
+
+def _trace_step(state: State) -> list[tuple[str, int]]:
+    return [(f"s{seq}", len(table) if isinstance(table, list) else 0) for seq, table in state.tables.items()]
+
+
+def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) -> None:
+    rows = [[i + 1, fmt_call(call), _tables_cell(w), _tables_cell(g), f"{w.free} / {g.free}"]
+            for i, (call, w, g) in enumerate(zip(sc.calls, want, got))]
+    feedback.table("block tables step by step", ["step", "call", "reference", "your code", "free blocks"],
+                   rows, mark_row=len(rows) - 1)
+    feedback.trace("blocks held by each sequence, step by step", [_trace_step(s) for s in want],
+                   [_trace_step(s) for s in got], unit="blocks")
+    feedback.text("the calls, to replay", sc.code(upto=len(got)))
+
+
+def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None]:
+    """The reference's states, the submission's up to the first difference, and that difference."""
+    want = run_reference(reference, sc)
+    m = ns["BlockManager"](sc.num_blocks, sc.block_size)
+    got: list[State] = []
+    for call, expected in zip(sc.calls, want):
+        got.append(snapshot(m, _call(m, call), list(expected.tables), sc.num_blocks))
+        problem = first_difference(expected, got[-1])
+        if problem:
+            return want[:len(got)], got, problem
+    return want, got, None
+
+
+def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> None:
+    """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
+    the failure shows the fewest calls (of those made) that still make the submission differ."""
+    want, got, problem = _run(ns, reference, sc)
+    if problem is None:
+        return
+    if shrink:
+        shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+        small = _shrink(ns, reference, shown)
+        if small != shown and (again := _run(ns, reference, small))[2] is not None:
+            about += f" (shrunk from {len(shown.calls)} calls)"
+            sc, (want, got, problem) = small, again
+    _report(feedback, sc, want, got)
+    step, context = len(got), f"In {about}: " if about else ""
+    replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
+              f"The {step} calls that lead here are below, to replay, beside the block tables.")
+    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay}", pytrace=False)
+
+
+SHRINK_ATTEMPTS = 80  # a fixed number, so that the same submission always gets the same message
+
+
+def _differs_quickly(ns: Any, reference: Any, sc: Scenario) -> bool:
+    """Whether the submission differs from the reference on what each call did, the block tables or
+    the free count: the cheap part of the comparison (no per-block reads), for shrinking."""
+    ref, sub = reference["BlockManager"](sc.num_blocks, sc.block_size), ns["BlockManager"](sc.num_blocks, sc.block_size)
+    live: list[int] = []
+    for call in sc.calls:
+        outcome = _call(ref, call)
+        live = _live_after(live, call, outcome)
+        want = (outcome, ref.num_free_blocks(), [ref.block_table(s) for s in live])
+        got_outcome = _call(sub, call)
+        got = (got_outcome, _read(sub.num_free_blocks, "int"), [_read(sub.block_table, "list", s) for s in live])
+        if want != got:
+            return True
+    return False
+
+
+def _shrink(ns: Any, reference: Any, sc: Scenario) -> Scenario:
+    """Drop calls, one at a time from the last, while the submission still differs (judged cheaply)."""
+    if not _differs_quickly(ns, reference, sc):
+        return sc  # the difference is in reference counts or tokens only: keep the scenario as it is
+    calls, attempts, dropped = list(sc.calls), 0, True
+    while dropped and attempts < SHRINK_ATTEMPTS:
+        dropped = False
+        for i in range(len(calls) - 1, -1, -1):
+            if attempts >= SHRINK_ATTEMPTS or i >= len(calls):
+                continue
+            attempts += 1
+            candidate = calls[:i] + calls[i + 1:]
+            if candidate and _differs_quickly(ns, reference, Scenario(sc.num_blocks, sc.block_size, tuple(candidate))):
+                calls, dropped = candidate, True
+    return Scenario(sc.num_blocks, sc.block_size, tuple(calls))
+
+
+# ----------------------------------------------------------------------------------- random scenarios
+
+PROFILES = {
+    # name: (num_blocks, block_size, calls, how often each kind of call is picked)
+    "shared_prefixes": (24, 4, 70, {"allocate": 4, "append_token": 4, "fork": 1, "free": 2}),
+    "parallel_sampling": (24, 4, 70, {"allocate": 2, "append_token": 6, "fork": 3, "free": 2}),
+    "tight_cache": (10, 2, 70, {"allocate": 3, "append_token": 5, "fork": 2, "free": 4}),
+}
+SYSTEM_PROMPTS = ([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 8, 8], [7, 7, 7, 7, 7, 7, 7, 7])
+
+
+def random_scenario(reference: Any, seed: int, profile: str) -> Scenario:
+    """Calls a scheduler could make, mostly valid, with prompts that share beginnings. The reference
+    makes them as they are drawn, so that only the sequences that really exist are used next."""
+    num_blocks, block_size, count, weights = PROFILES[profile]
+    rng = random.Random(f"{profile}-{seed}")
+    m = reference["BlockManager"](num_blocks, block_size)
+    live: list[int] = []
+    next_id = 1
+    calls: list[Call] = []
+    for _ in range(count):
+        kind = rng.choices(list(weights), list(weights.values()))[0]
+        if kind != "allocate" and not live:
+            kind = "allocate"
+        call: Call
+        if rng.random() < 0.03:  # now and then a mistake: a sequence that does not exist, or one again
+            call = ("allocate", rng.choice(live), [1]) if kind == "allocate" and live else ("free", next_id + 100)
+        elif kind == "allocate":
+            prompt = list(rng.choice(SYSTEM_PROMPTS))[:rng.randint(1, 9)] if rng.random() < 0.7 else []
+            prompt += [rng.randint(1, 9) for _ in range(rng.randint(0 if prompt else 1, 6))]
+            call = ("allocate", next_id, prompt)
+        elif kind == "append_token":
+            call = ("append_token", rng.choice(live), rng.randint(1, 9))
+        elif kind == "fork":
+            call = ("fork", rng.choice(live), next_id)
+        else:
+            call = ("free", rng.choice(live))
+        calls.append(call)
+        live = _live_after(live, call, _call(m, call))
+        next_id = max([next_id - 1, *live]) + 1
+    return Scenario(num_blocks, block_size, tuple(calls))

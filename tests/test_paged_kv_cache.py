@@ -1,0 +1,57 @@
+"""The second exercise, a paged KV-cache block manager, graded and audited like the first."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.cli import main
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.local import run_local
+from tests.helpers import PROJECT
+
+SLUG = "paged_kv_cache"
+REFERENCE = PROJECT / "solutions" / SLUG / "block_manager.py"
+STUB = PROJECT / "exercises" / SLUG / "block_manager.py"
+
+
+@pytest.fixture(scope="module")
+def exercise():
+    return load_exercise(SLUG)
+
+
+def test_the_reference_gets_full_marks_on_every_tier(exercise):
+    for tier in exercise.tiers:
+        card = grade_bytes(REFERENCE.read_bytes(), exercise, tier, run_local, "local")
+        assert card.status == "graded", card.reason
+        assert card.score == card.max_score > 0, [t.message for t in card.tests if t.status != "passed"]
+        assert {t.suite for t in card.tests} == set(exercise.tiers[tier])
+
+
+def test_the_stub_fails_every_test_as_not_implemented(exercise):
+    card = grade_bytes(STUB.read_bytes(), exercise, "free", run_local, "local")
+    assert card.status == "graded" and card.score == 0 and card.tests
+    assert all(t.status == "failed" and "not implemented" in t.message for t in card.tests)
+
+
+def test_a_wrong_copy_on_write_shows_the_block_tables_step_by_step(exercise):
+    mutant = PROJECT / "solutions" / SLUG / "mutants" / "07_no_copy_on_write.py"
+    card = grade_bytes(mutant.read_bytes(), exercise, "premium", run_local, "local")
+    test = next(t for t in card.tests if t.name == "test_copy_on_write_leaves_the_parent_untouched")
+    assert test.status == "failed"
+    assert "append_token(2, 7): block_table(2) should be [0, 2], yours is [0, 1]" in test.message
+    table = next(a for a in test.artifacts if a["kind"] == "table")
+    assert table["columns"][:4] == ["step", "call", "reference", "your code"]
+    assert table["mark_row"] == 2 and table["rows"][2][1] == "append_token(2, 7)"
+    assert table["rows"][2][2:4] == ["s1: [0, 1] · s2: [0, 2]", "s1: [0, 1] · s2: [0, 1]"]
+    trace = next(a for a in test.artifacts if a["kind"] == "trace")
+    assert trace["first_difference"] is None  # both hold as many blocks; the table shows which
+
+
+@pytest.mark.slow
+def test_the_exercise_passes_its_audit(capsys):
+    assert main(["audit", SLUG, "--sandbox", "local"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the suite is strong" in out
+    caught, total = out.split(" mutants caught")[0].rsplit(" ", 1)[1].split("/")
+    assert caught == total and int(total) >= 15
