@@ -123,7 +123,16 @@ class HarnessState:
             if isinstance(failure, RemoteException):
                 raise failure.as_exception()
             raise failure(message)
-        client, self.spare = (self.spare or self.spawn()), None
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            try:
+                spare.wait_ready()
+            except GradingStop:
+                # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
+                # it: a test fails only for what happened in it, so its own worker, started now, decides.
+                self.discard(spare)
+                spare = None
+        client = spare or self.spawn()
         try:
             client.wait_ready()
         except GradingStop as stop:
@@ -143,6 +152,10 @@ class HarnessState:
             self._zygote.close()
             self._zygote = None
         self.reap_strays()
+
+    def discard(self, client: WorkerClient) -> None:
+        self.clean_up_after(client)
+        Path(client.output_path).unlink(missing_ok=True)
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
