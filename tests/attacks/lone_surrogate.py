@@ -1,0 +1,36 @@
+"""Raises and prints text holding lone surrogates, which no UTF-8 file, database or terminal accepts.
+expect: failed
+
+Python strings may hold lone surrogates and JSON can carry them as escapes, but writing one as UTF-8
+fails. The message and output of every test hold some: the scorecard, the reports, the store and the
+terminal must still be written, with the surrogates replaced.
+"""
+
+import sys
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass
+class Req:
+    rid: int
+    prompt_len: int
+    max_new: int
+    prefilled: int = 0
+    generated: int = 0
+
+
+class Scheduler:
+    def __init__(self, token_budget, max_seqs, kv_tokens):
+        self.waiting, self.running, self.reserved = deque(), [], 0
+
+    def add(self, req):
+        self.waiting.append(req)
+
+    def schedule(self):
+        sys.stdout.reconfigure(errors="surrogatepass")  # prints the surrogate's bytes, not valid UTF-8
+        print("schedule \ud800 called", flush=True)
+        raise ValueError("no plan for \udcff\ud83d you")
+
+    def complete(self, plan):
+        raise ValueError("\udfff")
