@@ -6,28 +6,23 @@ JSON fails while replying. The test must fail for what the code did ("schedule()
 5,000 digits"), not for a worker that seemed to end by itself or to break the protocol.
 """
 
-from collections import deque
-from dataclasses import dataclass
+from types import SimpleNamespace
 
 
-@dataclass
-class Req:
-    rid: int
-    prompt_len: int
-    max_new: int
-    prefilled: int = 0
-    generated: int = 0
+class Req(SimpleNamespace):
+    def __init__(self, rid, prompt_len, max_new):
+        super().__init__(rid=rid, prompt_len=prompt_len, max_new=max_new, prefilled=0, generated=0)
 
 
-class Scheduler:
+class Scheduler(SimpleNamespace):
     def __init__(self, token_budget, max_seqs, kv_tokens):
-        self.waiting, self.running, self.reserved = deque(), [], 0
+        super().__init__(queue=[])
 
     def add(self, req):
-        self.waiting.append(req)
+        self.queue.append(req)
 
     def schedule(self):
-        return [(req, 10 ** 4999) for req in self.waiting]
+        return [(req, 10 ** 4999) for req in self.queue]
 
     def complete(self, plan):
         return []

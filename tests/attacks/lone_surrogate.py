@@ -7,25 +7,19 @@ terminal must still be written, with the surrogates replaced.
 """
 
 import sys
-from collections import deque
-from dataclasses import dataclass
 
 
-@dataclass
 class Req:
-    rid: int
-    prompt_len: int
-    max_new: int
-    prefilled: int = 0
-    generated: int = 0
+    def __init__(self, rid, prompt_len, max_new):
+        self.rid, self.prompt_len, self.max_new, self.prefilled, self.generated = rid, prompt_len, max_new, 0, 0
 
 
 class Scheduler:
-    def __init__(self, token_budget, max_seqs, kv_tokens):
-        self.waiting, self.running, self.reserved = deque(), [], 0
+    def __init__(self, *limits):
+        self.requests = []
 
     def add(self, req):
-        self.waiting.append(req)
+        self.requests.append(req)
 
     def schedule(self):
         sys.stdout.reconfigure(errors="surrogatepass")  # prints the surrogate's bytes, not valid UTF-8

@@ -18,13 +18,12 @@ class Req:
     rid: int
     prompt_len: int
     max_new: int
-    prefilled: int = 0
-    generated: int = 0
+    prefilled = generated = 0
 
 
 class Scheduler:
     def __init__(self, token_budget, max_seqs, kv_tokens):
-        self.waiting, self.running, self.reserved = deque(), [], 0
+        self.waiting = deque()
 
     def add(self, req):
         self.waiting.append(req)
