@@ -10,7 +10,7 @@ beside them in a batch, an honest student keeps full marks.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 
 import pytest
 
@@ -25,7 +25,7 @@ from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, exercise_copy, 
 
 SOLUTIONS = PROJECT / "tests" / "solutions"
 # Graded with smaller limits, on a copy of the exercise with one more test after the longest one.
-LIMITED = ("slow_calls", "endless_in_one_case")
+LIMITED = ("slow_calls", "endless_in_one_case", "crash_in_one_case")
 STYLES = sorted(p.stem for p in SOLUTIONS.glob("*.py") if p.stem not in LIMITED)
 LONG_TEST = "test_a_long_prompt_takes_19_chunks_ending_with_128"
 AFTER_TEST = "test_a_test_after_the_longest_one"
@@ -110,6 +110,19 @@ def test_an_endless_loop_in_one_case_costs_exactly_the_tests_that_reach_it(limit
     assert list(lost) == [LONG_TEST], failures(card)
     assert lost[LONG_TEST] == ("timeout", "schedule() did not finish within 1 s (is there an endless loop?)")
     assert card.score == card.max_score - 5
+
+
+@pytest.mark.slow
+def test_killing_every_process_in_one_case_costs_exactly_the_tests_that_reach_it(limited_exercise, sandbox):
+    backend, name = sandbox
+    if name == "local" and os.geteuid() != 0:
+        pytest.skip("the worker would run as this user, whose every process kill(-1) would reach")
+    card = grade_bytes(styled("crash_in_one_case"), limited_exercise, "free", backend, name)
+    lost = {t.name: (t.status, t.message) for t in card.tests if t.status != "passed"}
+    # The next test's worker was killed too, while waiting; that test still gets a worker of its own.
+    assert list(lost) == [LONG_TEST], failures(card)
+    assert lost[LONG_TEST][0] == "crashed"
+    assert lost[LONG_TEST][1].startswith("your code ended the worker process during schedule()")
 
 
 # -- hostile submissions ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import select
 import signal
 import subprocess
 import time
@@ -180,6 +181,13 @@ class WorkerClient:
             return
         if message.get("ready") is not True:
             self._violation("importing your file", "the worker did not report ready")
+
+    def idle(self) -> bool:
+        """Whether the worker, between calls, is still alive with nothing unasked on its pipe (a dead
+        worker's pipe reads as closed)."""
+        if self.dead_reason or self.inbox.buffer or self.process is None or self.process.poll() is not None:
+            return False
+        return not select.select([self.fd_in], [], [], 0)[0]
 
     def close(self) -> None:
         """Kill the worker's whole process group and release the pipes. Safe to call twice."""

@@ -124,14 +124,11 @@ class HarnessState:
                 raise failure.as_exception()
             raise failure(message)
         spare, self.spare = self.spare, None
-        if spare is not None:
-            try:
-                spare.wait_ready()
-            except GradingStop:
-                # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
-                # it: a test fails only for what happened in it, so its own worker, started now, decides.
-                self.discard(spare)
-                spare = None
+        if spare is not None and not self.survived(spare):
+            # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
+            # it: a test fails only for what happened in it, so its own worker, started now, decides.
+            self.discard(spare)
+            spare = None
         client = spare or self.spawn()
         try:
             client.wait_ready()
@@ -152,6 +149,15 @@ class HarnessState:
             self._zygote.close()
             self._zygote = None
         self.reap_strays()
+
+    @staticmethod
+    def survived(spare: WorkerClient) -> bool:
+        """Whether a spare finished its import and is still there to take calls."""
+        try:
+            spare.wait_ready()
+        except GradingStop:
+            return False
+        return spare.import_error is not None or spare.idle()
 
     def discard(self, client: WorkerClient) -> None:
         self.clean_up_after(client)
