@@ -268,3 +268,17 @@ def test_values_past_the_bounds_are_refused_with_what_was_too_large(body, what):
             thing.f()
         assert refused.value.message.startswith(what)
         assert thing.ok() == 1  # the worker is still there, and still answers
+
+
+def test_a_trace_keeps_a_bounded_number_of_segments_per_step_and_still_finds_the_difference():
+    from grader.harness.feedback import MAX_SEGMENTS, Feedback
+
+    feedback = Feedback()
+    expected = [[(f"r{i}", 1) for i in range(MAX_SEGMENTS)]]
+    got = [[("r0", 1)] * 20_000]
+    feedback.trace("plans", expected, [expected[0] + [("r9", 1)]])
+    feedback.trace("plans", expected, got)
+    beyond, huge = feedback.artifacts
+    assert beyond["first_difference"] == 0 and beyond["got"] == [[list(s) for s in expected[0]]]
+    assert beyond["truncated_segments"] == 1
+    assert len(huge["got"][0]) == MAX_SEGMENTS and huge["truncated_segments"] == 20_000 - MAX_SEGMENTS

@@ -246,6 +246,9 @@ def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
         Path(client.output_path).unlink(missing_ok=True)
         if record is not None:
             record.output, record.output_cut = text, cut
+        # The item lives to the end of the run: let go of the worker's proxies and of what the test's
+        # frames held (an incident's traceback keeps them), so no test's values outlive it.
+        namespace._client, namespace._values = None, {}
 
 
 @pytest.fixture
@@ -299,6 +302,13 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
     return "failed", f"{type(exc).__name__}: {exc}", []
 
 
+MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
+
+
+def cut_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
+
+
 def assertion_message(exc: AssertionError, suite: str) -> str:
     text = str(exc)
     # pytest's rewriting appends "assert <expression>" to the author's message; the author's words
@@ -335,7 +345,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         status, message, trace = explain(call.excinfo, record.suite)
         if call.when != "call" and status == "failed":
             status = "error"
-        record.status, record.message, record.traceback = status, message, trace
+        record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
+    if report.failed:
+        # pytest keeps every failure's report to the end of the run; the record holds what counts, so its
+        # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).
+        report.longrepr = f"{record.status}: {record.message[:1000]}"
     if call.when == "call":
         namespace = item.stash.get(NAMESPACE, None)
         client = namespace._client if namespace is not None else None
