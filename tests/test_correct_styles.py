@@ -282,3 +282,20 @@ def test_a_trace_keeps_a_bounded_number_of_segments_per_step_and_still_finds_the
     assert beyond["first_difference"] == 0 and beyond["got"] == [[list(s) for s in expected[0]]]
     assert beyond["truncated_segments"] == 1
     assert len(huge["got"][0]) == MAX_SEGMENTS and huge["truncated_segments"] == 20_000 - MAX_SEGMENTS
+
+
+def test_the_harness_limits_its_own_address_space_and_a_worker_still_gets_its_exercises_limit():
+    import subprocess
+    import sys
+
+    code = """
+import resource
+from grader.harness.plugin import limit_own_memory
+from grader.harness.worker import apply_limits
+limit_own_memory(1024)
+print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)
+apply_limits({"memory_mb": 2048, "file_size_mb": 16, "open_files": 64, "cpu_s": 60})  # as a worker would
+print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1024", "2048"]

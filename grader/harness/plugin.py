@@ -12,6 +12,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -32,6 +33,9 @@ from grader.harness.zygote import Zygote
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+# The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
+# limit makes sure no submission can make it take the machine's (or the container's) memory instead.
+HARNESS_MEMORY_MB = 1024
 
 
 @dataclass
@@ -64,6 +68,7 @@ class HarnessState:
         self.zygote_failed = False
         self.reference_module: ModuleType | None = None
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
         _prctl(PR_SET_DUMPABLE, 0)
 
@@ -190,6 +195,17 @@ class HarnessState:
         self.problems.append("processes left by the submission could not all be stopped")
 
 
+def limit_own_memory(megabytes: int) -> None:
+    """Lower this process's soft address-space limit. Only the soft one: a worker raises its own to the
+    exercise's memory limit, whatever that is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = megabytes * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft == resource.RLIM_INFINITY or soft > wanted:
+        resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+
+
 def _prctl(option: int, value: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -285,6 +301,8 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
     exc = excinfo.value
     if isinstance(exc, GradingStop):
         return exc.status, exc.message, []
+    if isinstance(exc, MemoryError) and getattr(exc, "remote", None) is None:
+        return "error", f"the grader itself ran out of memory ({HARNESS_MEMORY_MB} MiB) during this test", []
     if excinfo.typename == "Failed" and str(exc).startswith("Timeout"):
         limit = state().job.limits.test_timeout_s
         return "timeout", f"the test did not finish within {limit:g} s", []
