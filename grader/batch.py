@@ -18,6 +18,7 @@ from grader.exercise import Exercise
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError, validate_student_id
+from grader.text import valid_text
 from grader.validate import read_capped
 
 
@@ -107,16 +108,26 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
                 summary.interrupted = True
                 return
             except Exception as exc:  # the grader failed on this one; the batch goes on
-                summary.problems.append((candidate.student, f"not graded: {exc}"))
-                if on_done:
-                    on_done(candidate.student, None, str(exc))
+                report(candidate.student, None, f"not graded: {valid_text(exc, 500)}")
                 return
-            submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
-                                                    candidate.path.name, data)
-            store.save_scorecard(submission_id, card)
+            try:
+                submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
+                                                        candidate.path.name, data)
+                store.save_scorecard(submission_id, card)
+            except Exception as exc:  # storing this one failed (each save is its own transaction): go on
+                report(candidate.student, None, f"graded but not stored: {type(exc).__name__}: {valid_text(exc, 500)}")
+                return
             summary.graded.append((candidate.student, card))
+            report(candidate.student, card, "")
+
+        def report(student: str, card: Scorecard | None, problem: str) -> None:
+            if problem:
+                summary.problems.append((student, problem))
             if on_done:
-                on_done(candidate.student, card, "")
+                try:
+                    on_done(student, card, problem)
+                except Exception:  # a progress display must never cost another student's result
+                    pass
 
         try:
             while pending and not summary.interrupted:

@@ -84,7 +84,7 @@ def write_reports(card: Scorecard, html: str | None, md: str | None) -> list[tup
 
         for label, path, render in (("HTML report", html, render_html), ("Markdown report", md, render_markdown)):
             if path:
-                Path(path).write_text(render(card), encoding="utf-8")
+                Path(path).write_text(render(card), encoding="utf-8", errors="replace")
                 written.append((label, path))
     return written
 
@@ -111,7 +111,7 @@ def command_export(args: argparse.Namespace, console: Console) -> int:
     card = read_scorecard(args.scorecard)
     text = EXPORTS[args.format](card)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        Path(args.output).write_text(text, encoding="utf-8", errors="replace")
         console.print(Text(f"{args.format}: {args.output}", style="dim"))
     else:
         sys.stdout.write(text)

@@ -16,6 +16,7 @@ import grader
 from grader.exercise import Exercise, list_tests
 from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
+from grader.text import valid_data, valid_tail, valid_text
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
 from grader.seeding import seed_for_source
 from grader.validate import Rejected, validate
@@ -61,7 +62,7 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
 def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
     """Fill `card` from a backend's raw run, or mark it `error` with the reason."""
     def error(reason: str) -> None:
-        card.status, card.reason, card.score, card.tests = "error", reason, 0, []
+        card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
     printed = results_from_output(raw.output)
     if printed is None:
@@ -76,7 +77,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
         if results.get("nonce") != raw.nonce:
             return error("the results file was not written by this run's harness (it may have been forged)")
         tests = [result_from(entry, exercise) for entry in results["tests"]]
-        problems = [str(p) for p in results["problems"]]
+        problems = [valid_text(p, MESSAGE_CHARS) for p in results["problems"]]
     except (ValueError, KeyError, TypeError) as exc:
         return error(f"the harness's results could not be read ({exc})")
     if problems:
@@ -91,14 +92,23 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
     card.max_score = sum(t.max_score for t in tests)
 
 
+# Bounds on what a result may carry into the host; the harness keeps well under them already.
+NAME_CHARS, MESSAGE_CHARS, LINE_CHARS, OUTPUT_CHARS, ARTIFACT_CHARS = 500, 8_000, 500, 64_000, 4_000
+
+
 def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:
+    """One test's result from the harness's JSON. This is where results enter the host: every string in
+    them comes from the sandbox, so each is made valid text here, cut with a count past its bound."""
     if entry["suite"] not in exercise.suites or entry["status"] not in TEST_STATUSES:
-        raise ValueError(f"a result with suite {entry['suite']!r} and status {entry['status']!r}")
+        raise ValueError(f"a result with suite {valid_text(entry['suite'], 100)!r} and status "
+                         f"{valid_text(entry['status'], 100)!r}")
     points = exercise.points_for(entry["name"], entry["suite"])
+    output, cut = valid_tail(entry["output"], OUTPUT_CHARS)
     return TestResult(
-        id=str(entry["nodeid"]), name=str(entry["name"]), suite=entry["suite"], status=entry["status"],
-        score=points if entry["status"] == "passed" else 0, max_score=points, message=str(entry["message"]),
-        description=str(entry["description"]), duration_s=round(float(entry["duration_s"]), 4),
-        traceback=[str(t) for t in entry["traceback"]], output=str(entry["output"]),
-        output_cut=int(entry["output_cut"]), artifacts=list(entry["artifacts"]),
+        id=valid_text(entry["nodeid"], NAME_CHARS), name=valid_text(entry["name"], NAME_CHARS),
+        suite=entry["suite"], status=entry["status"], score=points if entry["status"] == "passed" else 0,
+        max_score=points, message=valid_text(entry["message"], MESSAGE_CHARS),
+        description=valid_text(entry["description"], NAME_CHARS), duration_s=round(float(entry["duration_s"]), 4),
+        traceback=[valid_text(t, LINE_CHARS) for t in entry["traceback"]][:32], output=output,
+        output_cut=int(entry["output_cut"]) + cut, artifacts=valid_data(list(entry["artifacts"]), ARTIFACT_CHARS),
     )

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from grader.text import without_surrogates
+
 SCHEMA_VERSION = 1
 
 # What a whole run can end as: graded (the tests ran), rejected (the submission was refused before
@@ -85,7 +87,9 @@ class Scorecard:
         return data
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+        # Text from a submission is made valid where results enter the host (grading.result_from); this
+        # is the last guard before a file or the store, so one stray surrogate can never stop a write.
+        return without_surrogates(json.dumps(self.to_dict(), indent=2, ensure_ascii=False))
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")

@@ -7,11 +7,13 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.scorecard import Scorecard
+from grader.text import without_surrogates
 
 STYLES = {"passed": "green", "failed": "red", "timeout": "yellow", "crashed": "magenta", "error": "red bold"}
 
 
 def first_line(text: str, width: int = 110) -> str:
+    text = without_surrogates(text)
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -22,7 +24,7 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
                          (f"{card.score}/{card.max_score} points", "bold"), f"  ·  {card.backend} sandbox")
     console.print(head)
     if card.status != "graded":
-        console.print(Text(f"{card.status.upper()}: {card.reason}", style="red bold"))
+        console.print(Text(f"{card.status.upper()}: {without_surrogates(card.reason)}", style="red bold"))
     if card.tests:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for column in ("suite", "test", "status", "points", "why"):

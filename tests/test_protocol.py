@@ -69,3 +69,28 @@ def test_sending_more_than_the_cap_is_refused(pipe):
     _, write = pipe
     with pytest.raises(protocol.ProtocolError):
         protocol.send(write, "x" * (protocol.MAX_MESSAGE_BYTES + 10))
+
+
+def test_a_send_to_a_peer_that_stops_reading_ends_at_its_deadline(pipe):
+    read, write = pipe  # nobody reads: the pipe's buffer fills and a blocking write would wait forever
+    with pytest.raises(protocol.Deadline):
+        protocol.send(write, {"plan": [[1, 1]] * 200_000}, time.monotonic() + 0.3)
+
+
+def test_a_send_with_a_deadline_delivers_a_message_larger_than_the_pipe(pipe):
+    import threading
+
+    read, write = pipe
+    message = {"plan": [[n, 1] for n in range(50_000)]}  # several times a pipe's 64 KiB
+    received = []
+    reader = threading.Thread(target=lambda: received.append(protocol.Inbox(read).receive(time.monotonic() + 10)))
+    reader.start()
+    protocol.send(write, message, time.monotonic() + 10)
+    reader.join()
+    assert received == [message]
+
+
+def test_a_message_that_arrived_before_the_deadline_passed_is_still_read(pipe):
+    read, write = pipe
+    protocol.send(write, {"ready": True})
+    assert protocol.Inbox(read).receive(time.monotonic() - 1) == {"ready": True}

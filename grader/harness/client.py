@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import select
 import signal
 import subprocess
 import time
@@ -61,6 +62,12 @@ class WorkerUnavailable(GradingStop):
     """No worker could be started: a fault of the grader's, never of the submission's."""
 
     status = "error"
+
+
+class ValueRefused(GradingStop):
+    """The submission handed the grader a value past its bounds (an int with 5,000 digits...)."""
+
+    status = "failed"
 
 
 class SubmissionError(Exception):
@@ -116,6 +123,11 @@ class WorkerClient:
         self.output_path = output_path
         self.proxies: dict[int, RemoteObject] = {}
         self.types: dict[int, dict[str, Any]] = {}
+        self.kept_attrs = self.kept_chars = 0  # in all proxies' attribute copies, bounded like the worker's
+        # Values of builtin-type subclasses (a namedtuple...) in their base form, with their original's handle:
+        # id(value) -> (value, handle, its elements when decoded); handle -> the value last decoded for it.
+        self.originals: dict[int, tuple[Any, int, tuple[Any, ...]]] = {}
+        self.original_of: dict[int, Any] = {}
         self.dead_reason: str | None = None
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
@@ -140,16 +152,26 @@ class WorkerClient:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def wait_ready(self) -> None:
-        """Wait for the worker's import of the submission; the deadline runs from the worker's start."""
+        """Wait for the worker's import of the submission, for a test that needs it now.
+
+        The deadline runs from now, not from the worker's start: a spare worker started while another
+        test ran must not be judged against a clock that the other test used up."""
         if self.is_ready:
             return
         self.is_ready = True
-        message = self._receive(self.started + self.limits.import_timeout_s, "importing your file")
+        message = self._receive(time.monotonic() + self.limits.import_timeout_s, "importing your file")
         if isinstance(message, dict) and "import_error" in message:
             self.import_error = self._remote_exception(message["import_error"], "importing your file")
             return
         if message.get("ready") is not True:
             self._violation("importing your file", "the worker did not report ready")
+
+    def idle(self) -> bool:
+        """Whether the worker, between calls, is still alive with nothing unasked on its pipe (a dead
+        worker's pipe reads as closed)."""
+        if self.dead_reason or self.inbox.buffer or self.process is None or self.process.poll() is not None:
+            return False
+        return not select.select([self.fd_in], [], [], 0)[0]
 
     def close(self) -> None:
         """Kill the worker's whole process group and release the pipes. Safe to call twice."""
@@ -192,6 +214,10 @@ class WorkerClient:
             self._violation(where, str(exc))
         if type(message) is not dict:
             self._violation(where, "a message that is not an object")
+        if "fatal" in message:  # the worker could not keep its side consistent: never judge on stale copies
+            self._kill()
+            self.dead_reason = _text(message["fatal"], 300) if type(message["fatal"]) is str else "it failed"
+            raise WorkerCrashed(f"your code can no longer be called after {where}: {self.dead_reason}")
         self._absorb(message, where)
         return message
 
@@ -217,12 +243,21 @@ class WorkerClient:
             raise self.import_error.as_exception()
         if self.dead_reason:
             raise WorkerCrashed(f"your code can no longer be called: {self.dead_reason}")
+        # One deadline from the moment the call is sent covers sending it and receiving the answer: a
+        # worker that stops reading its pipe cannot hold the harness longer than an endless loop can.
+        deadline = time.monotonic() + self.limits.call_timeout_s
         try:
-            protocol.send(self.fd_out, {"op": op, **fields})
+            protocol.send(self.fd_out, {"op": op, **fields}, deadline)
+        except protocol.Deadline:
+            self._kill()
+            limit = self.limits.call_timeout_s
+            self.dead_reason = f"{where} did not finish within {limit:g} s"
+            raise CallTimeout(f"{where} did not finish within {limit:g} s (your code stopped reading the "
+                              "grader's call to it: is there an endless loop, or a thread that blocks?)") from None
         except (BrokenPipeError, OSError):
             self._receive(time.monotonic() + 1.0, where)  # reports how the worker died
             self._violation(where, "the worker stopped reading")
-        reply = self._receive(time.monotonic() + self.limits.call_timeout_s, where)
+        reply = self._receive(deadline, where)
         if "ok" in reply:
             return self.decode(reply["ok"], where)
         if "exc" in reply:
@@ -232,8 +267,9 @@ class WorkerClient:
                 self.dead_reason = f"{where} ran out of memory"
                 raise WorkerCrashed(f"your code ran out of memory during {where} (limit {self.limits.memory_mb} MiB)")
             raise remote.as_exception()
-        if "too_big" in reply:
-            raise ValueError(f"{where} returned {str(reply['too_big'])[:200]}, more than the grader accepts")
+        if "too_big" in reply and type(reply["too_big"]) is str:
+            # A GradingStop, so that a test expecting an exception from this call cannot pass on it.
+            raise ValueRefused(f"{where} returned {_text(reply['too_big'], 300)}, more than the grader accepts")
         self._violation(where, "an answer of unknown shape")
 
     def _remote_exception(self, body: Any, where: str) -> RemoteException:
@@ -251,21 +287,38 @@ class WorkerClient:
         """Take in new types and fresh attribute snapshots that ride along with every reply."""
         try:
             for number, info in message.get("types", {}).items():
+                if len(self.types) >= protocol.MAX_TYPES or len(info["methods"]) > protocol.MAX_METHODS:
+                    raise ValueError("more types or methods than the bounds")
                 self.types[int(number)] = {"name": _text(info["name"], 200),
                                            "methods": frozenset(_text(m, 200) for m in info["methods"])}
             for number, info in message.get("objs", {}).items():
                 handle = int(number)
                 proxy = self.proxies.get(handle)
+                attrs = info["attrs"]
+                if (type(attrs) is not dict or len(attrs) > protocol.MAX_ATTRS
+                        or any(type(v) not in _SCALARS for v in attrs.values())):
+                    raise ValueError("attributes must be scalars")
+                if any(type(v) is str and len(v) > protocol.MAX_ATTR_CHARS for v in attrs.values()):
+                    raise ValueError("an attribute past the bound")
                 if proxy is None:
+                    if len(self.proxies) >= protocol.MAX_HANDLES:
+                        raise ValueError("more objects than the bound")
                     type_info = self.types[int(info["type"])]
                     proxy = RemoteObject(self, handle, type_info, bool(info["callable"]))
                     self.proxies[handle] = proxy
-                attrs = info["attrs"]
-                if type(attrs) is not dict or any(type(v) not in _SCALARS for v in attrs.values()):
-                    raise ValueError("attributes must be scalars")
-                object.__setattr__(proxy, "_attrs", attrs)
+                self._keep_attrs(proxy, attrs)
         except (KeyError, TypeError, ValueError, AttributeError):
             self._violation(where, "malformed object snapshots")
+
+    def _keep_attrs(self, proxy: RemoteObject, attrs: dict[str, Any]) -> None:
+        """Replace a proxy's attribute copies, within the per-worker bounds the worker also keeps."""
+        old = object.__getattribute__(proxy, "_attrs")
+        attrs_after = self.kept_attrs - len(old) + len(attrs)
+        chars_after = self.kept_chars - _chars(old) + _chars(attrs)
+        if attrs_after > protocol.MAX_KEPT_ATTRS or chars_after > protocol.MAX_KEPT_CHARS:
+            raise ValueError("more attributes than the bounds")
+        self.kept_attrs, self.kept_chars = attrs_after, chars_after
+        object.__setattr__(proxy, "_attrs", attrs)
 
     # -- values --------------------------------------------------------------------------------------
     def decode(self, value: Any, where: str, depth: int = 0) -> Any:
@@ -280,6 +333,9 @@ class WorkerClient:
             ((tag, inner),) = value.items()
             if tag == protocol.REF and type(inner) is int and inner in self.proxies:
                 return self.proxies[inner]
+            if tag == protocol.AS and type(inner) is list and len(inner) == 2 and type(inner[0]) is int \
+                    and inner[0] in self.proxies:
+                return self._original(inner[0], self.decode(inner[1], where, depth + 1))
             if tag == protocol.TUPLE and type(inner) is list:
                 return tuple(self.decode(v, where, depth + 1) for v in inner)
             if tag == protocol.SET and type(inner) is list:
@@ -294,10 +350,29 @@ class WorkerClient:
                     self._violation(where, "a malformed dict")
         self._violation(where, "a value of unknown shape")
 
+    def _original(self, handle: int, value: Any) -> Any:
+        """A subclass value in its base form, remembered with its original's handle. The same tuple
+        again is the same object here too, as a proxy is."""
+        if type(value) not in (list, tuple, dict) or not value:
+            return value
+        last = self.original_of.get(handle)
+        if type(last) is tuple and type(value) is tuple and _same_items(last, value):
+            return last
+        if last is not None:
+            self.originals.pop(id(last), None)
+        self.original_of[handle] = value
+        self.originals[id(value)] = (value, handle, _items(value))
+        return value
+
     def encode(self, value: Any, depth: int = 0) -> Any:
-        """Test-side values -> wire values. Proxies become handles; anything else must be plain data."""
+        """Test-side values -> wire values. Proxies become handles; anything else must be plain data.
+        A value that came from the worker as a subclass's base form (a namedtuple) goes back as the
+        original object, unless the test changed it."""
         if depth > protocol.MAX_DEPTH:
             raise ValueError("the grader cannot send a value nested this deeply")
+        original = self.originals.get(id(value))
+        if original is not None and original[0] is value and _same_items(original[2], _items(value)):
+            return {protocol.REF: original[1]}
         if isinstance(value, RemoteObject):
             if object.__getattribute__(value, "_client") is not self:
                 raise ValueError("an object from another run of your code cannot be passed here")
@@ -328,6 +403,20 @@ class WorkerClient:
 
 
 _SCALARS = (type(None), bool, int, float, str)
+
+
+def _chars(attrs: dict[str, Any]) -> int:
+    return sum(len(v) for v in attrs.values() if type(v) is str)
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    return tuple(x for pair in value.items() for x in pair) if type(value) is dict else tuple(value)
+
+
+def _same_items(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """The same elements, by identity for objects and by value (and exact type) for scalars."""
+    return len(a) == len(b) and all(x is y or (type(x) is type(y) and type(x) in _SCALARS and x == y)
+                                    for x, y in zip(a, b))
 
 
 def _text(value: Any, limit: int) -> str:

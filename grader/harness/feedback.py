@@ -10,6 +10,8 @@ Segment = tuple[str, int]  # (label, amount): how much of something one label ha
 
 MAX_ROWS = 200
 MAX_STEPS = 200
+MAX_SEGMENTS = 200  # per step: a plan of 20,000 entries must not make every test's record megabytes
+MAX_TEXT = 20_000  # characters of a text artifact's body
 
 
 def _cell(value: Any) -> Cell:
@@ -35,7 +37,10 @@ class Feedback:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
 
     def text(self, title: str, body: str) -> None:
-        self.artifacts.append({"kind": "text", "title": str(title), "body": str(body)})
+        body = str(body)
+        if len(body) > MAX_TEXT:
+            body = f"{body[:MAX_TEXT]}… [{len(body) - MAX_TEXT:,} more characters cut]"
+        self.artifacts.append({"kind": "text", "title": str(title)[:500], "body": body})
 
     def table(self, title: str, columns: list[str], rows: list[list[Any]], mark_row: int | None = None) -> None:
         """A table; `mark_row` (an index into rows) is highlighted, e.g. the first wrong row."""
@@ -56,9 +61,11 @@ class Feedback:
         of its actors got, say. `unit` names the amounts ("tokens", "blocks") where reports show
         them. The first step where the two differ is computed here, so every report marks the same one.
         """
-        exp = [[(str(lbl), int(n)) for lbl, n in step] for step in expected]
-        have = [[(str(lbl), int(n)) for lbl, n in step] for step in got]
-        diverge = first_difference(exp, have)
+        exp = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS + 1]] for step in expected]
+        have = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS + 1]] for step in got]
+        diverge = first_difference(exp, have)  # on one segment more than kept, so a cut still differs
+        cut = sum(max(0, len(step) - MAX_SEGMENTS) for side in (expected, got) for step in side)
+        exp, have = [step[:MAX_SEGMENTS] for step in exp], [step[:MAX_SEGMENTS] for step in have]
         # Keep a window around the first difference: the start, and the steps just before it.
         start = 0 if diverge is None or diverge < MAX_STEPS else diverge - MAX_STEPS // 2
         self.artifacts.append({
@@ -71,4 +78,5 @@ class Feedback:
             "expected": [[list(s) for s in step] for step in exp[start:start + MAX_STEPS]],
             "got": [[list(s) for s in step] for step in have[start:start + MAX_STEPS]],
             "first_difference": diverge,
+            "truncated_segments": cut,
         })

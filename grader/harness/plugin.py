@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import resource
 import signal
 import sys
 import time
@@ -30,6 +31,9 @@ from grader.harness.processes import children_of
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+# The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
+# limit makes sure no submission can make it take the machine's (or the container's) memory instead.
+HARNESS_MEMORY_MB = 1024
 
 
 @dataclass
@@ -67,6 +71,7 @@ class HarnessState:
         self.reference_module: ModuleType | None = None
         self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
         _prctl(PR_SET_DUMPABLE, 0)
 
@@ -169,7 +174,13 @@ class HarnessState:
             if isinstance(failure, RemoteException):
                 raise failure.as_exception()
             raise failure(message)
-        client, self.spare = (self.spare or self.spawn()), None
+        spare, self.spare = self.spare, None
+        if spare is not None and not self.survived(spare):
+            # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
+            # it: a test fails only for what happened in it, so its own worker, started now, decides.
+            self.discard(spare)
+            spare = None
+        client = spare or self.spawn()
         try:
             client.wait_ready()
         except GradingStop as stop:
@@ -183,6 +194,19 @@ class HarnessState:
 
     def close_spare(self) -> None:
         self.end_confinement()
+
+    @staticmethod
+    def survived(spare: WorkerClient) -> bool:
+        """Whether a spare finished its import and is still there to take calls."""
+        try:
+            spare.wait_ready()
+        except GradingStop:
+            return False
+        return spare.import_error is not None or spare.idle()
+
+    def discard(self, client: WorkerClient) -> None:
+        self.clean_up_after(client)
+        Path(client.output_path).unlink(missing_ok=True)
 
     def clean_up_after(self, client: WorkerClient) -> None:
         client.close()
@@ -220,6 +244,17 @@ class HarnessState:
                 return
             time.sleep(0.01)
         self.problems.append("processes left by the submission could not all be stopped")
+
+
+def limit_own_memory(megabytes: int) -> None:
+    """Lower this process's soft address-space limit. Only the soft one: a worker raises its own to the
+    exercise's memory limit, whatever that is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = megabytes * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft == resource.RLIM_INFINITY or soft > wanted:
+        resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -278,6 +313,9 @@ def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
         Path(client.output_path).unlink(missing_ok=True)
         if record is not None:
             record.output, record.output_cut = text, cut
+        # The item lives to the end of the run: let go of the worker's proxies and of what the test's
+        # frames held (an incident's traceback keeps them), so no test's values outlive it.
+        namespace._client, namespace._values = None, {}
 
 
 @pytest.fixture
@@ -329,6 +367,8 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
     exc = excinfo.value
     if isinstance(exc, GradingStop):
         return exc.status, exc.message, []
+    if isinstance(exc, MemoryError) and getattr(exc, "remote", None) is None:
+        return "error", f"the grader itself ran out of memory ({HARNESS_MEMORY_MB} MiB) during this test", []
     if excinfo.typename == "Failed" and str(exc).startswith("Timeout"):
         limit = state().job.limits.test_timeout_s
         return "timeout", f"the test did not finish within {limit:g} s", []
@@ -344,6 +384,13 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
     if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
         return "failed", str(exc), []
     return "failed", f"{type(exc).__name__}: {exc}", []
+
+
+MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
+
+
+def cut_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
 
 
 def assertion_message(exc: AssertionError, details: bool) -> str:
@@ -382,7 +429,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         status, message, trace = explain(call.excinfo, record.suite)
         if call.when != "call" and status == "failed":
             status = "error"
-        record.status, record.message, record.traceback = status, message, trace
+        record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
+    if report.failed:
+        # pytest keeps every failure's report to the end of the run; the record holds what counts, so its
+        # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).
+        report.longrepr = f"{record.status}: {record.message[:1000]}"
     if call.when == "call":
         namespace = item.stash.get(NAMESPACE, None)
         client = namespace._client if namespace is not None else None

@@ -3,7 +3,13 @@
 Both ends use it, so it must never do anything but move bytes and parse JSON: no pickle, no eval.
 Values cross as JSON scalars and arrays (lists), plus tagged objects for the few other shapes:
 `{"$t": [...]}` a tuple, `{"$set": [...]}` a set, `{"$dict": [[k, v], ...]}` a dict, and
-`{"$ref": n}` a handle to an object that lives in the worker.
+`{"$ref": n}` a handle to an object that lives in the worker, and `{"$as": [n, value]}` a value of a
+subclass of a builtin type (a namedtuple, an int subclass...) in its base type's form, with the handle of
+the original, so that passing it back gives the submission its own object again.
+
+The bounds below are shared: the worker refuses to send more (with a sentence saying what was too
+large) and the harness treats more as a broken protocol, so the trusted side's memory stays bounded
+whatever the worker does.
 """
 
 from __future__ import annotations
@@ -16,14 +22,31 @@ import time
 from typing import Any
 
 HEADER = struct.Struct(">I")
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
+MAX_INT_DIGITS = 4_000  # under Python's own 4,300-digit limit on converting ints to text
+MAX_STRING_CHARS = 1_000_000  # one string in a value
+MAX_HANDLES = 50_000  # objects of the submission the harness holds proxies of, per worker
+MAX_TYPES = 5_000  # types of those objects, per worker
+MAX_METHODS = 200  # public method names kept per type
+MAX_ATTRS = 64  # scalar attributes kept (copied into a proxy) per object; the rest are read on demand
+MAX_ATTR_CHARS = 1_000  # a longer string attribute is read on demand, not kept
+MAX_KEPT_ATTRS = 100_000  # attributes kept across all the proxies of one worker
+MAX_KEPT_CHARS = 1_000_000  # characters of string attributes kept across all the proxies of one worker
 
-TUPLE, SET, DICT, REF = "$t", "$set", "$dict", "$ref"
+TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
 
 
 class ProtocolError(Exception):
     """The other end sent something that is not a well-formed message."""
+
+
+class TooLarge(ProtocolError):
+    """A message past MAX_MESSAGE_BYTES, refused before it is sent."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"message of {size} bytes exceeds the {MAX_MESSAGE_BYTES} byte cap")
+        self.size = size
 
 
 class PeerClosed(ProtocolError):
@@ -34,14 +57,36 @@ class Deadline(Exception):
     """The other end did not answer in time."""
 
 
-def send(fd: int, message: Any) -> None:
+def encode(message: Any) -> bytes:
+    """The frame of one message. Raises ProtocolError past the cap."""
     data = json.dumps(message, separators=(",", ":")).encode("utf-8")
     if len(data) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message of {len(data)} bytes exceeds the {MAX_MESSAGE_BYTES} byte cap")
-    view = memoryview(HEADER.pack(len(data)) + data)
+        raise TooLarge(len(data))
+    return HEADER.pack(len(data)) + data
+
+
+def send(fd: int, message: Any, deadline: float | None = None) -> None:
+    """Send one message. With a `deadline` (a `time.monotonic()` instant) the writes do not block: a
+    peer that stops reading costs at most the time left, then Deadline is raised."""
+    write_frame(fd, encode(message), deadline)
+
+
+def write_frame(fd: int, frame: bytes, deadline: float | None = None) -> None:
+    view = memoryview(frame)
+    if deadline is None:
+        while view:
+            view = view[os.write(fd, view):]
+        return
+    os.set_blocking(fd, False)
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        try:
+            view = view[os.write(fd, view):]
+            continue
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise Deadline()
 
 
 class Inbox:
@@ -54,8 +99,9 @@ class Inbox:
 
     def _fill(self, deadline: float | None) -> None:
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            # A message that has already arrived is read even when the deadline has passed.
+            left = max(0.0, deadline - time.monotonic())
+            if not select.select([self.fd], [], [], left)[0]:
                 raise Deadline()
         chunk = os.read(self.fd, 1 << 20)
         if not chunk:

@@ -25,10 +25,74 @@ from grader.harness import protocol
 SCALARS = (type(None), bool, int, float, str)
 MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
+MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
+NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
 
 
 class TooBig(Exception):
-    pass
+    """A value the grader refuses to carry; the message says what it was ("an int with 5,000 digits")."""
+
+
+def int_digits(value: int) -> int:
+    """The number of decimal digits of `value`, without converting it to text (Python refuses past 4,300)."""
+    magnitude = -value if value < 0 else value
+    if magnitude < 10:
+        return 1
+    estimate = int(magnitude.bit_length() * 0.30102999566398120) + 1  # within one of the truth
+    if estimate <= 100_000 and magnitude < 10 ** (estimate - 1):  # past that, within one is enough
+        estimate -= 1
+    return estimate
+
+
+def plain_scalar(value: Any) -> Any:
+    """A scalar of a builtin type (or of a subclass of one) as the base type's own value; NOT_KEPT else.
+
+    The base type's own methods read the value, so an override (an `__eq__` that is always true, an
+    `__int__` that lies) has no say: `EqInt(-1)` crosses as -1. A bool stays a bool."""
+    kind = type(value)
+    if kind in SCALARS:
+        return value
+    try:
+        if issubclass(kind, int):  # bool cannot be subclassed, so this is never a bool
+            return int.__index__(value)
+        if issubclass(kind, float):
+            return float.__float__(value)
+        if issubclass(kind, str):
+            return str.__str__(value)
+    except Exception:  # a type whose layout lies about its base: keep it an object
+        pass
+    return NOT_KEPT
+
+
+def check_scalar(value: Any) -> Any:
+    """A plain scalar, or TooBig when it is past the grader's bounds."""
+    if type(value) is int and value.bit_length() > 13_000:  # 4,000 digits need about 13,300 bits
+        digits = int_digits(value)
+        if digits > protocol.MAX_INT_DIGITS:
+            raise TooBig(f"an int with {digits:,} digits")
+    if type(value) is str and len(value) > protocol.MAX_STRING_CHARS:
+        raise TooBig(f"a string of {len(value):,} characters")
+    return value
+
+
+def base_items(value: Any) -> tuple[Any, Any] | None:
+    """(the tag or kind, the elements) of a container of a builtin type or a subclass of one, read with
+    the base type's own methods so that overridden `__iter__`/`__len__`/`items` have no say."""
+    kind = type(value)
+    try:
+        if issubclass(kind, (list, collections.deque)):
+            return list, list(list.__iter__(value) if issubclass(kind, list) else collections.deque.__iter__(value))
+        if issubclass(kind, tuple):
+            return tuple, list(tuple.__iter__(value))
+        if issubclass(kind, dict):
+            return dict, list(dict.items(value))
+        if issubclass(kind, frozenset):
+            return set, list(frozenset.__iter__(value))
+        if issubclass(kind, set):
+            return set, list(set.__iter__(value))
+    except Exception:
+        pass
+    return None
 
 
 def apply_limits(limits: dict[str, int]) -> None:
@@ -61,64 +125,108 @@ class Worker:
         self.module: Any = None
         self.handles: dict[int, Any] = {}  # handle -> object, keeps each object alive
         self.handle_of: dict[int, int] = {}  # id(object) -> handle
+        self.next_handle = 1
         self.snapshots: dict[int, dict[str, Any]] = {}  # what the harness was last told
+        self.kept_attrs = 0  # attributes in all snapshots the harness holds
+        self.kept_chars = 0  # characters of string attributes in them
         self.type_ids: dict[int, int] = {}  # id(type) -> type number
         self.types_kept: list[type] = []  # keeps id(type) keys valid
         self.kinds: dict[int, tuple[bool, list[str]]] = {}
         self.new_types: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
+        self.new_handles: list[int] = []  # handles made since the last reply (undone if it cannot be sent)
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
     def encode(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+        """Plain data for the harness. Builtin scalars and containers (and subclasses of them, in their
+        base type's form) cross as data; anything else as a handle to the object, which stays here."""
         budget = budget if budget is not None else [MAX_ITEMS]
         budget[0] -= 1
         if budget[0] < 0:
-            raise TooBig(f"a value with more than {MAX_ITEMS} elements")
+            raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
         if depth > protocol.MAX_DEPTH:
             raise TooBig(f"a value nested more than {protocol.MAX_DEPTH} levels deep")
-        kind = type(value)
-        if kind in SCALARS:
-            return value
-        if kind is list or kind is collections.deque:
-            return [self.encode(v, depth + 1, budget) for v in value]
-        if kind is tuple:
-            return {protocol.TUPLE: [self.encode(v, depth + 1, budget) for v in value]}
-        if kind is set or kind is frozenset:
-            return {protocol.SET: [self.encode(v, depth + 1, budget) for v in value]}
+        scalar = plain_scalar(value)
+        if scalar is not NOT_KEPT:
+            return check_scalar(scalar)
+        found = base_items(value)
+        if found is None:
+            return {protocol.REF: self.handle(value)}
+        kind, items = found
         if kind is dict:
-            return {protocol.DICT: [[self.encode(k, depth + 1, budget), self.encode(v, depth + 1, budget)]
-                                    for k, v in value.items()]}
-        return {protocol.REF: self.handle(value)}
+            data: Any = {protocol.DICT: [[self.encode(k, depth + 1, budget), self.encode(v, depth + 1, budget)]
+                                         for k, v in items]}
+        else:
+            inner = [self.encode(v, depth + 1, budget) for v in items]
+            data = inner if kind is list else {protocol.TUPLE if kind is tuple else protocol.SET: inner}
+        if type(value) in (list, tuple, dict, set, frozenset, collections.deque) or not items or kind is set:
+            return data
+        # A namedtuple, a list subclass...: the harness gets the base type's value, and the handle of the
+        # original, so that passing the value back hands the submission its own object.
+        return {protocol.AS: [self.handle(value), data]}
 
     def handle(self, obj: Any) -> int:
         key = id(obj)
         if key in self.handle_of:
             return self.handle_of[key]
-        number = len(self.handles) + 1
-        self.handles[number] = obj
-        self.handle_of[key] = number
+        if len(self.handles) >= protocol.MAX_HANDLES:
+            raise TooBig(f"more than {protocol.MAX_HANDLES:,} of your objects at once")
         kind = type(obj)
+        is_callable = callable(obj)
+        snapshot = {} if isinstance(obj, type) or is_callable else self.snapshot(obj)
         if id(kind) not in self.type_ids:
+            if len(self.types_kept) >= protocol.MAX_TYPES:
+                raise TooBig(f"objects of more than {protocol.MAX_TYPES:,} different types")
             self.type_ids[id(kind)] = len(self.types_kept) + 1
             self.types_kept.append(kind)
+            name = getattr(kind, "__qualname__", None)
             self.new_types[str(self.type_ids[id(kind)])] = {
-                "name": getattr(kind, "__qualname__", "object") if isinstance(getattr(kind, "__qualname__", None), str) else "object",
-                "methods": public_methods(kind),
+                "name": plain_scalar(name)[:200] if isinstance(name, str) else "object",
+                "methods": public_methods(kind)[:protocol.MAX_METHODS],
             }
-        snapshot = {} if isinstance(obj, type) or callable(obj) else self.snapshot(obj)
-        if snapshot or not (isinstance(obj, type) or callable(obj)):
+        try:
+            self.account(snapshot, +1)
+        except TooBig:
+            snapshot = {}  # past the bound, the harness reads this object's attributes on demand
+        number = self.next_handle
+        self.next_handle += 1
+        self.handles[number] = obj
+        self.handle_of[key] = number
+        self.new_handles.append(number)
+        if snapshot or not (isinstance(obj, type) or is_callable):
             self.snapshots[number] = snapshot
-        self.changed[str(number)] = {
-            "type": self.type_ids[id(kind)],
-            "callable": callable(obj),
-            "attrs": snapshot,
-        }
+        self.changed[str(number)] = {"type": self.type_ids[id(kind)], "callable": is_callable, "attrs": snapshot}
         return number
 
+    def account(self, snapshot: dict[str, Any], sign: int) -> None:
+        """Count a snapshot in (+1) or out (-1) of what the harness keeps; refuse to keep past the bounds."""
+        attrs = len(snapshot) * sign
+        chars = sum(len(v) for v in snapshot.values() if type(v) is str) * sign
+        if sign > 0 and self.kept_attrs + attrs > protocol.MAX_KEPT_ATTRS:
+            raise TooBig(f"objects with more than {protocol.MAX_KEPT_ATTRS:,} attributes in all")
+        if sign > 0 and self.kept_chars + chars > protocol.MAX_KEPT_CHARS:
+            raise TooBig(f"objects whose text attributes hold more than {protocol.MAX_KEPT_CHARS:,} characters in all")
+        self.kept_attrs += attrs
+        self.kept_chars += chars
+
     def snapshot(self, obj: Any) -> dict[str, Any]:
-        """Public attributes holding scalars, as getattr reads them (properties and slots included)."""
+        """Public attributes holding scalars, as getattr reads them (properties and slots included).
+
+        At most MAX_ATTRS are kept, strings of at most MAX_ATTR_CHARS: the harness reads any other
+        attribute on demand, so a bound here costs a remote read, never a wrong value."""
         plain, described = self.attribute_names(type(obj))
         attrs: dict[str, Any] = {}
+
+        def keep(name: Any, value: Any) -> None:
+            if type(name) is not str or name[:1] == "_" or len(attrs) >= protocol.MAX_ATTRS or len(name) > 200:
+                return
+            value = plain_scalar(value)
+            if value is NOT_KEPT or (type(value) is str and len(value) > protocol.MAX_ATTR_CHARS):
+                return
+            if type(value) is int and value.bit_length() > 13_000 and int_digits(value) > protocol.MAX_INT_DIGITS:
+                return
+            attrs[name] = value
+
         if plain:
             # The common case, a plain class: its instance dict is exactly what getattr would read.
             try:
@@ -126,20 +234,19 @@ class Worker:
             except AttributeError:
                 instance = None
             if type(instance) is dict:
-                for name, value in instance.items():
-                    if type(name) is str and name[:1] != "_" and type(value) in SCALARS:
-                        attrs[name] = value
+                for name, value in list(instance.items())[:MAX_NAMES_READ]:
+                    keep(name, value)
         names = described if plain else self.all_names(obj, described)
-        for name in names:
+        for name in names[:MAX_NAMES_READ]:
+            if len(attrs) >= protocol.MAX_ATTRS:
+                break
+            if name in attrs:
+                continue
             try:
                 value = getattr(obj, name)
             except Exception:
                 continue
-            if type(value) in SCALARS:
-                attrs[name] = value
-        for name, value in attrs.items():
-            if type(value) is str and len(value) > MAX_TEXT:
-                attrs[name] = value[:MAX_TEXT]
+            keep(name, value)
         return attrs
 
     def attribute_names(self, kind: type) -> tuple[bool, list[str]]:
@@ -169,6 +276,11 @@ class Worker:
         for number, last in self.snapshots.items():
             current = self.snapshot(self.handles[number])
             if current != last:
+                self.account(last, -1)
+                try:
+                    self.account(current, +1)
+                except TooBig:
+                    current = {}  # past the bound, the harness reads this object's attributes on demand
                 self.snapshots[number] = current
                 entry = self.changed.setdefault(str(number), {})
                 entry["attrs"] = current
@@ -193,23 +305,45 @@ class Worker:
     # -- the loop ------------------------------------------------------------------------------------
     def reply(self, body: dict[str, Any]) -> None:
         body["objs"], body["types"] = self.changed, self.new_types
-        self.changed, self.new_types = {}, {}
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
                 pass
-        protocol.send(self.fd_out, body)
+        try:
+            frame = protocol.encode(body)
+        except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
+            frame = self.refusal(exc)
+        self.changed, self.new_types, self.new_handles = {}, {}, []
+        protocol.write_frame(self.fd_out, frame)
+
+    def refusal(self, exc: Exception) -> bytes:
+        """The frame that replaces a reply that cannot be sent: what was too large, and only the news the
+        harness must have (fresh attributes of the objects it already holds); the objects and types first
+        met in this reply are forgotten, as if never sent."""
+        for number in self.new_handles:
+            self.account(self.snapshots.pop(number, {}), -1)
+            del self.handle_of[id(self.handles.pop(number))]
+            self.changed.pop(str(number), None)
+        for number in sorted(map(int, self.new_types), reverse=True):
+            del self.type_ids[id(self.types_kept.pop(number - 1))]
+        what = (f"a reply of {exc.size:,} bytes (at most {protocol.MAX_MESSAGE_BYTES:,})"
+                if isinstance(exc, protocol.TooLarge) else "a value that is not plain data")
+        try:
+            return protocol.encode({"too_big": what, "objs": self.changed, "types": {}})
+        except Exception:
+            return protocol.encode({"fatal": f"the grader could not send the attributes of your objects ({what})",
+                                    "objs": {}, "types": {}})
 
     def describe(self, exc: BaseException) -> dict[str, Any]:
         try:
-            message = str(exc)[:MAX_TEXT]
+            message = str.__str__(str(exc))[:MAX_TEXT]
         except Exception:
             message = "(the exception's message could not be read)"
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == self.submission]
         return {
-            "type": type(exc).__name__,
-            "mro": [k.__name__ for k in type(exc).__mro__],
+            "type": str.__str__(type(exc).__name__)[:200],
+            "mro": [str.__str__(k.__name__)[:200] for k in type(exc).__mro__][:64],
             "message": message,
             "traceback": [f"line {f.lineno}, in {f.name}: {(f.line or '').strip()}"[:300] for f in frames[-8:]],
         }
@@ -274,7 +408,7 @@ def public_methods(kind: type) -> list[str]:
     except Exception:
         return []
     for name in candidates:
-        if not isinstance(name, str) or name.startswith("_"):
+        if type(name) is not str or name.startswith("_") or len(name) > 100:
             continue
         try:
             if callable(getattr(kind, name)) and not isinstance(getattr(kind, name), type):

@@ -296,6 +296,11 @@ class Divergence(Exception):
         self.step, self.message, self.expected, self.got = step, message, expected, got
 
 
+def _is_int(value: Any) -> bool:
+    """An int by what it is (an int subclass included); a bool is not a token count or an id."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], got: list[Plan]) -> Plan:
     """Convert a plan from the submission to [(rid, n)], failing clearly if it is malformed."""
 
@@ -313,14 +318,14 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
         if id(req) not in ids:
             raise bad(f"entry {i} does not hold one of the Req objects passed to add() (return the "
                       f"request objects themselves, not copies)")
-        if type(n) is not int:
+        if not _is_int(n):
             raise bad(f"the token count of entry {i} is a {type(n).__name__}, not an int")
         plan.append((ids[id(req)], n))
     return plan
 
 
 def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> list[int]:
-    if isinstance(raw, (list, tuple, set, frozenset)) and all(type(x) is int for x in raw):
+    if isinstance(raw, (list, tuple, set, frozenset)) and all(_is_int(x) for x in raw):
         return sorted(raw)
     raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
                            f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
