@@ -73,14 +73,9 @@ def mutant_description(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc else "(no description)"
 
 
-def top_tier(exercise: Exercise) -> str:
-    """The tier that runs the most suites (the first declared, on a tie)."""
-    return max(exercise.tiers, key=lambda name: len(set(exercise.tiers[name])))
-
-
 def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str | None = None,
               on_row: Callable[[AuditRow], None] | None = None) -> Audit:
-    tier = tier or top_tier(exercise)
+    tier = tier or exercise.top_tier
     covered = set(exercise.tiers[tier])
     uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
 

@@ -85,6 +85,11 @@ class Exercise:
             raise ExerciseError(f"unknown tier {name!r}; this exercise has: {', '.join(self.tiers)}")
         return name
 
+    @property
+    def top_tier(self) -> str:
+        """The tier that runs the most suites (the first declared, on a tie)."""
+        return max(self.tiers, key=lambda name: len(set(self.tiers[name])))
+
     def suites_for(self, tier: str) -> list[SuiteSpec]:
         return [self.suites[name] for name in self.tiers[self.tier(tier)]]
 

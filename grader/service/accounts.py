@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, insert, select, update
 
 from grader.db import schema
-from grader.exercise import TIERS
 from grader.store import Store, StoreError, now, validate_student_id
+
+# A student's plan: free students see what an exercise gives for free, premium ones everything.
+PLANS = ("free", "premium")
 
 SESSION_SECONDS = 7 * 24 * 3600
 NAME_LIMIT = 120
@@ -54,8 +56,8 @@ class Session:
 
 def add_student(store: Store, student: str, name: str = "", tier: str = "free") -> None:
     validate_student_id(student)
-    if tier not in TIERS:
-        raise StoreError(f"unknown tier {tier!r} for {student}: use {' or '.join(TIERS)}")
+    if tier not in PLANS:
+        raise StoreError(f"unknown tier {tier!r} for {student}: use {' or '.join(PLANS)}")
     with store.transaction() as db:
         store.ensure_student(db, student)
         db.execute(update(schema.students).where(schema.students.c.id == student)
@@ -63,8 +65,8 @@ def add_student(store: Store, student: str, name: str = "", tier: str = "free") 
 
 
 def set_tier(store: Store, student: str, tier: str) -> None:
-    if tier not in TIERS:
-        raise StoreError(f"unknown tier {tier!r}: use {' or '.join(TIERS)}")
+    if tier not in PLANS:
+        raise StoreError(f"unknown tier {tier!r}: use {' or '.join(PLANS)}")
     with store.transaction() as db:
         done = db.execute(update(schema.students).where(schema.students.c.id == student).values(tier=tier))
         if done.rowcount != 1:
@@ -101,8 +103,8 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
             validate_student_id(student_id)
         except StoreError as exc:
             raise StoreError(f"roster line {number}: {exc}") from None
-        if tier not in TIERS:
-            raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(TIERS)}")
+        if tier not in PLANS:
+            raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(PLANS)}")
         rows.append((student_id, (row.get("name") or "").strip(), tier))
     return rows
 

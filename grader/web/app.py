@@ -235,11 +235,19 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
             return exercise_view(service, request, who, None,
                                  f"You submitted less than {service.interval(exercise):g} s ago: next submission "
                                  f"possible at {ready.strftime('%H:%M:%S')} UTC.", 429)
-    submission_id, new = jobs.submit(service.store, who.student, exercise.slug, who.tier,
+    submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
                                      exercise.submission_file, content)
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def tier_for(exercise: Exercise, plan: str) -> str:
+    """The exercise's tier a student's plan grades on: the tier of that name where the exercise has
+    one; else, for premium, the tier that runs the most suites, and for free the first declared."""
+    if plan in exercise.tiers:
+        return plan
+    return exercise.top_tier if plan == "premium" else next(iter(exercise.tiers))
 
 
 def enqueue(service: Service, submission_id: int) -> None:

@@ -1,7 +1,7 @@
 """What the web service shows of an exercise beyond what grading needs: the statement, the visible
 tests' source, the "Before you code" prediction and the [web] settings of `exercise.toml`.
 
-Only the statement and the visible suite are ever read here for a student; hidden tests and the
+Only the statement and the suites in the exercise's own folder are ever read here for a student; hidden tests and the
 reference stay with the grader (the reference is shown to a premium student when the setting allows).
 """
 
@@ -88,8 +88,7 @@ def statement_html(exercise: Exercise) -> str:
 
 
 def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
-    """(file name, source) of the visible suite: free for every student to read."""
-    suite = exercise.suites.get("visible")
-    if suite is None:
-        return []
-    return [(p.name, p.read_text(encoding="utf-8")) for p in sorted(suite.path.glob("test_*.py"))]
+    """(file name, source) of the suites published with the statement (those inside the exercise's own
+    folder, which students read anyway): free for every student to read."""
+    public = [s for s in exercise.suites.values() if s.path.resolve().is_relative_to(exercise.folder.resolve())]
+    return [(p.name, p.read_text(encoding="utf-8")) for suite in public for p in sorted(suite.path.glob("test_*.py"))]
