@@ -1,8 +1,10 @@
 """Benchmark: batch grading throughput, `--jobs 1` against `--jobs 2`, local and Docker sandboxes.
 
 Makes a class of N submissions (the reference, every mutant, the stub, in turn), grades it into a
-fresh store with each setting, and prints submissions per minute and the speed-up from one job to
-two. On a 2-core machine the ideal speed-up is 2.
+fresh store with each setting, as `grader batch` does (a warm sandbox per thread), and prints
+submissions per minute, the machine's CPU time per submission (every process: grader, harness,
+workers, engine; from /proc/stat, so run it on an otherwise quiet machine) and the speed-up from one
+job to two. On a 2-core machine the ideal speed-up is 2.
 
     python benchmarks/bench_batch.py [--count 100] [--tier premium] [--sandboxes local,docker]
 """
@@ -55,16 +57,26 @@ def engine_cpu_seconds() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def timed_batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int) -> tuple[float, int, float]:
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent busy so far (every core, every process), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int) -> tuple[float, int, float, float]:
+    """(seconds, submissions graded, engine CPU seconds, machine CPU seconds) of one batch, graded as
+    `grader batch` does (a warm sandbox per thread)."""
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "bench.db") as store:
-        engine_before = engine_cpu_seconds()
+        engine_before, machine_before = engine_cpu_seconds(), machine_busy_seconds()
         started = time.perf_counter()
-        summary = run_batch(store, exercise, tier, lambda: choose_backend(sandbox), discover(folder, exercise), jobs=jobs)
+        summary = run_batch(store, exercise, tier, lambda: choose_backend(sandbox, warm=True),
+                            discover(folder, exercise), jobs=jobs)
         elapsed = time.perf_counter() - started
-        engine = engine_cpu_seconds() - engine_before
+        engine, machine = engine_cpu_seconds() - engine_before, machine_busy_seconds() - machine_before
     if summary.problems:
         raise SystemExit(f"problems in the batch: {summary.problems[:3]}")
-    return elapsed, len(summary.graded), engine
+    return elapsed, len(summary.graded), engine, machine
 
 
 def main() -> None:
@@ -82,13 +94,13 @@ def main() -> None:
               f"tier {args.tier}")
         for sandbox in args.sandboxes.split(","):
             choose_backend(sandbox)  # fails early when Docker is asked for and absent
-            one, graded, engine_one = timed_batch(folder, exercise, args.tier, sandbox, 1)
-            two, _, engine_two = timed_batch(folder, exercise, args.tier, sandbox, 2)
-            engine = (lambda cpu: f", engine CPU {cpu:.1f} s ({cpu / graded * 1000:.0f} ms a submission)"
-                      if sandbox == "docker" else "")
-            print(f"  {sandbox:6s} --jobs 1: {one:6.1f} s, {graded / one * 60:6.1f} submissions/min{engine(engine_one)}")
-            print(f"  {sandbox:6s} --jobs 2: {two:6.1f} s, {graded / two * 60:6.1f} submissions/min"
-                  f"   speed-up {one / two:.2f}x{engine(engine_two)}")
+            one, graded, engine_one, cpu_one = timed_batch(folder, exercise, args.tier, sandbox, 1)
+            two, _, engine_two, cpu_two = timed_batch(folder, exercise, args.tier, sandbox, 2)
+            engine = (lambda cpu: f", engine CPU {cpu / graded * 1000:.0f} ms" if sandbox == "docker" else "")
+            for jobs, elapsed, cpu, engine_cpu in ((1, one, cpu_one, engine_one), (2, two, cpu_two, engine_two)):
+                print(f"  {sandbox:6s} --jobs {jobs}: {elapsed:6.1f} s, {graded / elapsed * 60:6.1f} submissions/min, "
+                      f"machine CPU {cpu / graded:.2f} s a submission{engine(engine_cpu)}"
+                      + (f"   speed-up {one / two:.2f}x" if jobs == 2 else ""))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

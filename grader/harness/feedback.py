@@ -21,11 +21,13 @@ def _cell(value: Any) -> Cell:
 
 
 def first_difference(expected: list[list[Segment]], got: list[list[Segment]]) -> int | None:
-    """The index of the first step where the two traces differ, or None when they agree."""
+    """The index of the first step where the two traces differ, or None when they agree. Segments are
+    compared as (text, int), one step at a time, however long the steps."""
+    def plain(step: list[Segment] | None) -> list[tuple[str, int]] | None:
+        return None if step is None else [(str(lbl), int(n)) for lbl, n in step]
+
     for i in range(max(len(expected), len(got))):
-        want = expected[i] if i < len(expected) else None
-        have = got[i] if i < len(got) else None
-        if want != have:
+        if plain(expected[i] if i < len(expected) else None) != plain(got[i] if i < len(got) else None):
             return i
     return None
 
@@ -61,11 +63,11 @@ class Feedback:
         of its actors got, say. `unit` names the amounts ("tokens", "blocks") where reports show
         them. The first step where the two differ is computed here, so every report marks the same one.
         """
-        exp = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS + 1]] for step in expected]
-        have = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS + 1]] for step in got]
-        diverge = first_difference(exp, have)  # on one segment more than kept, so a cut still differs
+        # On the whole steps: a difference past the segments kept is still the step's difference.
+        diverge = first_difference(expected, got)
         cut = sum(max(0, len(step) - MAX_SEGMENTS) for side in (expected, got) for step in side)
-        exp, have = [step[:MAX_SEGMENTS] for step in exp], [step[:MAX_SEGMENTS] for step in have]
+        exp = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS]] for step in expected]
+        have = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS]] for step in got]
         # Keep a window around the first difference: the start, and the steps just before it.
         start = 0 if diverge is None or diverge < MAX_STEPS else diverge - MAX_STEPS // 2
         self.artifacts.append({

@@ -5,8 +5,8 @@ A worker that can read the machine finds a lot: the SQLite store (every student'
 batch folder with every student's file, the submissions of jobs running at the same time under the
 temporary folder, and the project with its `.git` history (which holds the hidden suite), the latter
 located through the harness's command line in /proc. This submission looks in all of those places for
-text marked `canary-` (tests plant such canaries where a careless machine would keep those files) and
-for hidden test source, and puts what it finds into every error message it raises.
+canary marks (tests plant them where a careless machine would keep those files), and puts what it
+finds into every error message it raises. Its own file, wherever the grader keeps it, does not count.
 """
 
 import os
@@ -17,6 +17,8 @@ found = []
 
 
 def _look(path):
+    if os.path.realpath(path) == os.path.realpath(__file__):
+        return
     try:
         with open(path, "rb") as handle:
             data = handle.read(1 << 16)
