@@ -1,8 +1,10 @@
 """The trusted side of the worker: starts it, talks to it, and hands tests proxies of its objects.
 
 A test never touches an object of the submission. It gets `RemoteObject` proxies whose scalar
-attributes are local copies (refreshed after every call) and whose methods are remote calls with a
-deadline. Whatever comes back is decoded from plain data here, so an object with a rigged `__eq__`
+attributes are local copies and whose methods are remote calls with a deadline. A copy is fresh until
+the next call: the objects a call concerns (its result, its target and arguments, and those the test
+read since its previous call) come back with fresh copies, and any other is fetched again when the test
+reads it, so a call costs the same however many objects the worker holds. Whatever comes back is decoded from plain data here, so an object with a rigged `__eq__`
 stays a proxy that only ever equals itself.
 """
 
@@ -129,6 +131,8 @@ class WorkerClient:
         self.originals: dict[int, tuple[Any, int, tuple[Any, ...]]] = {}
         self.original_of: dict[int, Any] = {}
         self.dead_reason: str | None = None
+        self.epoch = 0  # calls so far: a proxy's copy taken at an earlier epoch is stale
+        self.read: dict[int, None] = {}  # proxies whose copies the test read since the last call
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
         output = private_file(output_path)
@@ -246,6 +250,11 @@ class WorkerClient:
         # One deadline from the moment the call is sent covers sending it and receiving the answer: a
         # worker that stops reading its pipe cannot hold the harness longer than an endless loop can.
         deadline = time.monotonic() + self.limits.call_timeout_s
+        if op != "snap":  # anything that runs the submission's code may change any of its objects
+            self.epoch += 1
+            if self.read:
+                fields["watch"] = list(self.read)[:protocol.MAX_WATCH]
+                self.read = {}
         try:
             protocol.send(self.fd_out, {"op": op, **fields}, deadline)
         except protocol.Deadline:
@@ -307,6 +316,7 @@ class WorkerClient:
                     proxy = RemoteObject(self, handle, type_info, bool(info["callable"]))
                     self.proxies[handle] = proxy
                 self._keep_attrs(proxy, attrs)
+                object.__setattr__(proxy, "_epoch", self.epoch)
         except (KeyError, TypeError, ValueError, AttributeError):
             self._violation(where, "malformed object snapshots")
 
@@ -428,7 +438,7 @@ def _text(value: Any, limit: int) -> str:
 class RemoteObject:
     """A proxy for one object in the worker. Identity is the only equality it has."""
 
-    __slots__ = ("_client", "_handle", "_type", "_callable", "_attrs", "_label")
+    __slots__ = ("_client", "_handle", "_type", "_callable", "_attrs", "_label", "_epoch")
 
     def __init__(self, client: WorkerClient, handle: int, type_info: dict[str, Any], is_callable: bool) -> None:
         object.__setattr__(self, "_client", client)
@@ -437,19 +447,32 @@ class RemoteObject:
         object.__setattr__(self, "_callable", is_callable)
         object.__setattr__(self, "_attrs", {})
         object.__setattr__(self, "_label", type_info["name"])
+        object.__setattr__(self, "_epoch", client.epoch)
 
     def __getattr__(self, name: str) -> Any:
         attrs = object.__getattribute__(self, "_attrs")
+        client: WorkerClient = object.__getattribute__(self, "_client")
+        handle = object.__getattribute__(self, "_handle")
+        type_info = object.__getattribute__(self, "_type")
+        if object.__getattribute__(self, "_epoch") != client.epoch and not object.__getattribute__(self, "_callable"):
+            # A copy from before the last call. A method needs no copy; an attribute the copy held is
+            # fetched with the object's fresh snapshot (one round trip, then cached until the next call);
+            # any other name is read remotely, which brings the fresh snapshot along too.
+            if name.startswith("__") or (name in type_info["methods"] and name not in attrs):
+                pass
+            elif name in attrs:
+                client.request("snap", f"reading {type_info['name']}.{name}", ref=handle)
+                attrs = object.__getattribute__(self, "_attrs")
+            else:
+                return client.request("getattr", f"reading {type_info['name']}.{name}", ref=handle, name=name)
         if name in attrs:
+            client.read[handle] = None
             return attrs[name]
         if name.startswith("__"):
             raise AttributeError(name)
-        type_info = object.__getattribute__(self, "_type")
         if name in type_info["methods"]:
             return RemoteMethod(self, name)
-        client = object.__getattribute__(self, "_client")
-        return client.request("getattr", f"reading {type_info['name']}.{name}",
-                              ref=object.__getattribute__(self, "_handle"), name=name)
+        return client.request("getattr", f"reading {type_info['name']}.{name}", ref=handle, name=name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("objects of the submission are read-only to tests")
@@ -470,6 +493,11 @@ class RemoteObject:
     __iter__ = __len__ = __getitem__ = __contains__ = _not_a_container
 
     def __repr__(self) -> str:
+        client: WorkerClient = object.__getattribute__(self, "_client")
+        if object.__getattribute__(self, "_epoch") != client.epoch and not client.dead_reason \
+                and not object.__getattribute__(self, "_callable"):
+            client.request("snap", f"reading a {object.__getattribute__(self, '_type')['name']}",
+                           ref=object.__getattribute__(self, "_handle"))
         attrs = object.__getattribute__(self, "_attrs")
         shown = ", ".join(f"{k}={v!r}" for k, v in list(attrs.items())[:8])
         return f"{_callee_label(self)}({shown})"

@@ -33,6 +33,7 @@ MAX_ATTRS = 64  # scalar attributes kept (copied into a proxy) per object; the r
 MAX_ATTR_CHARS = 1_000  # a longer string attribute is read on demand, not kept
 MAX_KEPT_ATTRS = 100_000  # attributes kept across all the proxies of one worker
 MAX_KEPT_CHARS = 1_000_000  # characters of string attributes kept across all the proxies of one worker
+MAX_WATCH = 10_000  # objects whose snapshots a call may ask to have sent back with its answer
 
 TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
 

@@ -27,6 +27,7 @@ MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
 MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
 NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
+WATCH_BYTES = 1 << 20  # about how much of a reply the prefetched snapshots of watched objects may take
 
 
 class TooBig(Exception):
@@ -135,6 +136,12 @@ class Worker:
         self.new_types: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
         self.new_handles: list[int] = []  # handles made since the last reply (undone if it cannot be sent)
+        # Objects whose fresh snapshot rides with the next reply: those in its result, the call's target and
+        # arguments, and the ones the harness asks to watch. Nothing else is re-read, so a call costs the
+        # same however many objects the harness holds.
+        self.touched: dict[int, None] = {}
+        self.watched: set[int] = set()
+        self.previous: dict[int, dict[str, Any]] = {}  # snapshots replaced in this reply (restored if refused)
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
     def encode(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -168,7 +175,9 @@ class Worker:
     def handle(self, obj: Any) -> int:
         key = id(obj)
         if key in self.handle_of:
-            return self.handle_of[key]
+            number = self.handle_of[key]
+            self.touched[number] = None
+            return number
         if len(self.handles) >= protocol.MAX_HANDLES:
             raise TooBig(f"more than {protocol.MAX_HANDLES:,} of your objects at once")
         kind = type(obj)
@@ -271,19 +280,32 @@ class Worker:
             found = []
         return list(dict.fromkeys(found + described))
 
-    def refresh(self) -> None:
-        """Queue fresh snapshots of every object the harness holds whose attributes changed."""
-        for number, last in self.snapshots.items():
+    def freshen(self) -> None:
+        """Queue fresh snapshots of the objects this reply concerns (`touched`); new ones already have one.
+
+        Each is sent even when unchanged: the harness treats every other copy as stale after a call."""
+        budget = WATCH_BYTES
+        new = set(self.new_handles)
+        touched, self.touched = self.touched, {}
+        for number in touched:
+            last = self.snapshots.get(number)
+            if last is None or number in new:
+                continue
             current = self.snapshot(self.handles[number])
-            if current != last:
-                self.account(last, -1)
-                try:
-                    self.account(current, +1)
-                except TooBig:
-                    current = {}  # past the bound, the harness reads this object's attributes on demand
-                self.snapshots[number] = current
-                entry = self.changed.setdefault(str(number), {})
-                entry["attrs"] = current
+            if number in self.watched:
+                budget -= snapshot_size(current)
+                if budget < 0:
+                    continue  # past the prefetch budget: the harness reads this one on demand
+            self.account(last, -1)
+            try:
+                self.account(current, +1)
+            except TooBig:
+                current = {}  # past the bound, the harness reads this object's attributes on demand
+            self.previous.setdefault(number, last)
+            self.snapshots[number] = current
+            entry = self.changed.setdefault(str(number), {})
+            entry["attrs"] = current
+        self.watched = set()
 
     # -- decoding (harness arguments -> values here) -----------------------------------------------
     def decode(self, value: Any) -> Any:
@@ -292,6 +314,7 @@ class Worker:
         if type(value) is dict:
             ((tag, inner),) = value.items()
             if tag == protocol.REF:
+                self.touched[inner] = None
                 return self.handles[inner]
             if tag == protocol.TUPLE:
                 return tuple(self.decode(v) for v in inner)
@@ -314,19 +337,24 @@ class Worker:
             frame = protocol.encode(body)
         except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
             frame = self.refusal(exc)
-        self.changed, self.new_types, self.new_handles = {}, {}, []
+        self.changed, self.new_types, self.new_handles, self.previous = {}, {}, [], {}
         protocol.write_frame(self.fd_out, frame)
 
     def refusal(self, exc: Exception) -> bytes:
         """The frame that replaces a reply that cannot be sent: what was too large, and only the news the
-        harness must have (fresh attributes of the objects it already holds); the objects and types first
-        met in this reply are forgotten, as if never sent."""
+        harness must have; the objects and types first met in this reply are forgotten, as if never sent,
+        and the snapshots refreshed for it are taken back (the harness reads them again on demand)."""
         for number in self.new_handles:
             self.account(self.snapshots.pop(number, {}), -1)
             del self.handle_of[id(self.handles.pop(number))]
             self.changed.pop(str(number), None)
         for number in sorted(map(int, self.new_types), reverse=True):
             del self.type_ids[id(self.types_kept.pop(number - 1))]
+        for number, last in self.previous.items():  # the harness keeps its copies: so does the count here
+            self.account(self.snapshots[number], -1)
+            self.account(last, +1)
+            self.snapshots[number] = last
+            self.changed.pop(str(number), None)
         what = (f"a reply of {exc.size:,} bytes (at most {protocol.MAX_MESSAGE_BYTES:,})"
                 if isinstance(exc, protocol.TooLarge) else "a value that is not plain data")
         try:
@@ -369,18 +397,26 @@ class Worker:
             except protocol.PeerClosed:
                 return
             try:
+                self.watch(request.get("watch", ()))
                 result = self.perform(request)
-                self.refresh()
                 body = {"ok": self.encode(result)}
+                self.freshen()
             except TooBig as exc:
                 body = {"too_big": str(exc)}
+                self.touched, self.watched = {}, set()
             except BaseException as exc:
                 try:
-                    self.refresh()
+                    self.freshen()
                 except BaseException:
                     pass
                 body = {"exc": self.describe(exc)}
             self.reply(body)
+
+    def watch(self, handles: Any) -> None:
+        """Objects the harness read since its last call: their snapshots ride along (prefetched), within
+        WATCH_BYTES, since a test that read them is likely to read them again."""
+        self.watched = {n for n in handles[:protocol.MAX_WATCH] if n in self.snapshots}
+        self.touched.update(dict.fromkeys(self.watched))
 
     def perform(self, request: dict[str, Any]) -> Any:
         op = request["op"]
@@ -390,6 +426,9 @@ class Worker:
                 raise AttributeError(f"your file does not define {name!r}")
             return getattr(self.module, name)
         target = self.handles[request["ref"]]
+        self.touched[request["ref"]] = None
+        if op == "snap":  # a fresh snapshot of the target, nothing else
+            return None
         if op == "getattr":
             return getattr(target, request["name"])
         args = self.decode(request.get("args", []))
@@ -399,6 +438,25 @@ class Worker:
         if op == "method":
             return getattr(target, request["name"])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
+
+
+def text_size(value: str) -> int:
+    """At least the bytes of `value` as JSON text (escapes included)."""
+    return len(value) * (2 if value.isascii() and value.isprintable() else 12) + 2
+
+
+def snapshot_size(attrs: dict[str, Any]) -> int:
+    """About the bytes of a snapshot as JSON, never less (a kept int has at most 4,000 digits)."""
+    size = 16
+    for name, value in attrs.items():
+        size += text_size(name) + 2
+        if type(value) is str:
+            size += text_size(value)
+        elif type(value) is int and value.bit_length() > 64:
+            size += value.bit_length() // 3 + 2
+        else:
+            size += 24
+    return size
 
 
 def public_methods(kind: type) -> list[str]:
