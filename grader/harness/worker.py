@@ -17,6 +17,7 @@ import os
 import resource
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -141,6 +142,13 @@ class Worker:
         # same however many objects the harness holds.
         self.touched: dict[int, None] = {}
         self.watched: set[int] = set()
+        self.changed_bytes = 0  # about the size of the snapshots in `changed`, for a scenario's frames
+        self.slots: list[Any] = []  # the results of a running scenario's operations so far
+        self.pending: list[str] = []  # their observations not sent yet, as JSON text
+        self.pending_size = 0
+        self.last_frame = 0.0
+        self.in_op = False  # the submission's code of a scenario's operation is running
+        self.refused = False
         self.previous: dict[int, dict[str, Any]] = {}  # snapshots replaced in this reply (restored if refused)
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
@@ -205,6 +213,7 @@ class Worker:
         if snapshot or not (isinstance(obj, type) or is_callable):
             self.snapshots[number] = snapshot
         self.changed[str(number)] = {"type": self.type_ids[id(kind)], "callable": is_callable, "attrs": snapshot}
+        self.changed_bytes += snapshot_size(snapshot)
         return number
 
     def account(self, snapshot: dict[str, Any], sign: int) -> None:
@@ -316,6 +325,8 @@ class Worker:
             if tag == protocol.REF:
                 self.touched[inner] = None
                 return self.handles[inner]
+            if tag == protocol.SLOT:
+                return self.slots[inner]
             if tag == protocol.TUPLE:
                 return tuple(self.decode(v) for v in inner)
             if tag == protocol.SET:
@@ -326,19 +337,29 @@ class Worker:
         return value
 
     # -- the loop ------------------------------------------------------------------------------------
-    def reply(self, body: dict[str, Any]) -> None:
+    def reply(self, body: dict[str, Any], results: tuple[str, list[str]] | None = None) -> bool:
+        """Send `body` with the news about objects; False when it was refused as too large and a refusal
+        went instead. `results`, for a scenario: (a key, observations already in JSON text) to add."""
         body["objs"], body["types"] = self.changed, self.new_types
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
                 pass
+        sent = True
         try:
-            frame = protocol.encode(body)
+            if results is None:
+                frame = protocol.encode(body)
+            else:
+                key, texts = results
+                text = f'{{"{key}":[{",".join(texts)}],' + json.dumps(body, separators=(",", ":"))[1:]
+                frame = protocol.frame(text.encode("utf-8"))
         except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
-            frame = self.refusal(exc)
+            frame, sent = self.refusal(exc), False
         self.changed, self.new_types, self.new_handles, self.previous = {}, {}, [], {}
+        self.changed_bytes = 0
         protocol.write_frame(self.fd_out, frame)
+        return sent
 
     def refusal(self, exc: Exception) -> bytes:
         """The frame that replaces a reply that cannot be sent: what was too large, and only the news the
@@ -396,6 +417,9 @@ class Worker:
                 request = self.inbox.receive()
             except protocol.PeerClosed:
                 return
+            if request.get("op") == "scenario":
+                self.run_scenario(request["ops"], float(request["beat"]))
+                continue
             try:
                 self.watch(request.get("watch", ()))
                 result = self.perform(request)
@@ -411,6 +435,103 @@ class Worker:
                     pass
                 body = {"exc": self.describe(exc)}
             self.reply(body)
+
+    # -- scenarios: many operations in one message ---------------------------------------------------
+    def run_scenario(self, ops: list[Any], beat: float) -> None:
+        """Run the operations in order, sending their results as plain data in frames of about
+        SCENARIO_CHUNK_BYTES, and what is done at least every `beat` seconds: after an operation, or from
+        a timer while the submission's code runs, so that the harness, which times each operation from
+        the last frame, knows which one is running. The last frame says "scenario" and how it ended; an
+        exception (or a value too large) stops the scenario at its step."""
+        self.slots, self.pending, self.pending_size, self.refused = [], [], 0, False
+        self.last_frame = time.monotonic()
+        items = 0
+        ending: dict[str, Any] = {}
+        previous = signal.signal(signal.SIGALRM, self.on_beat)
+        signal.setitimer(signal.ITIMER_REAL, beat, beat)
+        try:
+            for at, op in enumerate(ops[:protocol.MAX_SCENARIO_OPS]):
+                try:
+                    value, observed = self.scenario_step(op)
+                    if self.refused:
+                        return  # a frame sent from the timer was refused as too large: that ended it
+                    budget = [MAX_ITEMS]
+                    text = json.dumps(self.encode(observed, budget=budget), separators=(",", ":"))
+                    items += MAX_ITEMS - budget[0]
+                    if items > protocol.MAX_SCENARIO_ITEMS:
+                        raise TooBig(f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values in all")
+                    if len(text) > protocol.MAX_MESSAGE_BYTES // 2:
+                        raise TooBig(f"a value of {len(text):,} bytes")
+                except TooBig as exc:
+                    ending = {"too_big": str(exc), "at": at}
+                    break
+                except BaseException as exc:
+                    if self.refused:
+                        return
+                    ending = {"exc": self.describe(exc), "at": at}
+                    break
+                finally:
+                    self.in_op = False
+                    self.touched = {}
+                self.slots.append(value)
+                self.pending.append(text)
+                self.pending_size += len(text) + 1
+                if (self.pending_size + self.changed_bytes > protocol.SCENARIO_CHUNK_BYTES
+                        or time.monotonic() - self.last_frame >= beat):
+                    if not self.flush():
+                        return
+            self.reply(ending, ("scenario", self.pending))
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            self.slots, self.pending = [], []
+
+    def flush(self) -> bool:
+        """Send the results so far as a part of the scenario; False if it was refused (too large)."""
+        sent = self.reply({}, ("part", self.pending))
+        self.pending, self.pending_size, self.last_frame = [], 0, time.monotonic()
+        self.refused = self.refused or not sent
+        return sent
+
+    def on_beat(self, signum: int, frame: Any) -> None:
+        # Only while the submission's own code runs: then nothing of this side is half-done.
+        if self.in_op and self.pending and not self.refused:
+            self.in_op = False
+            try:
+                self.flush()
+            finally:
+                self.in_op = not self.refused
+
+    def scenario_step(self, op: list[Any]) -> tuple[Any, Any]:
+        """(the value an operation gives later ones, what the harness is told of it)."""
+        kind = op[0]
+        if kind == "new":
+            name, args, kwargs = op[1], op[2], op[3]
+            if not hasattr(self.module, name):
+                raise AttributeError(f"your file does not define {name!r}")
+            function = getattr(self.module, name)
+            args, kwargs = self.decode(args), {k: self.decode(v) for k, v in kwargs.items()}
+            self.in_op = True
+            value = function(*args, **kwargs)
+            self.in_op = False
+            return value, value
+        target = self.decode(op[1])
+        if kind == "call":
+            args, kwargs = self.decode(op[3]), {k: self.decode(v) for k, v in op[4].items()}
+            method = getattr(target, op[2])
+            self.in_op = True
+            value = method(*args, **kwargs)
+            self.in_op = False
+            return value, value
+        if kind == "read":  # like getattr(target, name, None): a missing attribute is left out
+            found = {}
+            for name in op[2]:
+                try:
+                    found[name] = getattr(target, name)
+                except AttributeError:
+                    continue
+            return found, found
+        raise ValueError(f"unknown operation {kind!r}")
 
     def watch(self, handles: Any) -> None:
         """Objects the harness read since its last call: their snapshots ride along (prefetched), within
