@@ -24,8 +24,10 @@ def test_a_scenario_runs_every_operation_in_order_and_observes_each_step():
         sc.call(box, "put", sc.new("Item", 8, 1))
         after = sc.read(box, "count")
         table = sc.call(box, "table")
+        each = sc.read_each([item, put, box], "rid", "done")
         seen = sc.run()
-        assert len(seen) == 9 and seen.failed_at is None and seen.error is None
+        assert seen[each] == [{"rid": 7, "done": 1}, {"rid": 7, "done": 1}, {}]
+        assert len(seen) == 10 and seen.failed_at is None and seen.error is None
         made = seen[item]
         assert isinstance(made, RemoteObject) and seen[put] is made  # identity, as with proxies
         assert seen[before] == {"count": 1, "items": [made]}  # a missing attribute is left out

@@ -2,8 +2,8 @@
 
 A test never touches an object of the submission. It gets `RemoteObject` proxies whose scalar
 attributes are local copies and whose methods are remote calls with a deadline. A copy is fresh until
-the next call: the objects a call concerns (its result, its target and arguments, and those the test
-read since its previous call) come back with fresh copies, and any other is fetched again when the test
+the next call: the objects a call concerns (those in its result, its target, and those the test read
+since its previous call) come back with fresh copies, and any other is fetched again when the test
 reads it, so a call costs the same however many objects the worker holds. Whatever comes back is decoded from plain data here, so an object with a rigged `__eq__`
 stays a proxy that only ever equals itself.
 """
@@ -677,6 +677,10 @@ class Scenario:
     def read(self, target: Any, *names: str) -> Slot:
         """The attributes `names` of an earlier step's result, as a dict; a missing one is left out."""
         return self._add(["read", self._target(target), list(names)], f"reading {', '.join(names)}")
+
+    def read_each(self, targets: list[Any], *names: str) -> Slot:
+        """`read` of each of `targets` in one operation: a list of dicts."""
+        return self._add(["each", [self._target(t) for t in targets], list(names)], f"reading {', '.join(names)}")
 
     def run(self) -> "Observations":
         return self.client.scenario(self.ops, self.labels)

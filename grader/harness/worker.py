@@ -28,6 +28,7 @@ MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
 MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
 NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
+COMPACT = json.JSONEncoder(separators=(",", ":"))
 WATCH_BYTES = 1 << 20  # about how much of a reply the prefetched snapshots of watched objects may take
 
 
@@ -137,8 +138,8 @@ class Worker:
         self.new_types: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
         self.new_handles: list[int] = []  # handles made since the last reply (undone if it cannot be sent)
-        # Objects whose fresh snapshot rides with the next reply: those in its result, the call's target and
-        # arguments, and the ones the harness asks to watch. Nothing else is re-read, so a call costs the
+        # Objects whose fresh snapshot rides with the next reply: those in its result, the call's target,
+        # and the ones the harness asks to watch. Nothing else is re-read, so a call costs the
         # same however many objects the harness holds.
         self.touched: dict[int, None] = {}
         self.watched: set[int] = set()
@@ -161,6 +162,16 @@ class Worker:
             raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
         if depth > protocol.MAX_DEPTH:
             raise TooBig(f"a value nested more than {protocol.MAX_DEPTH} levels deep")
+        kind = type(value)
+        # The common shapes first (a plan is a list of (object, int) tuples): the same result, sooner.
+        if kind is int or kind is str:
+            return check_scalar(value)
+        if kind is bool or kind is float or value is None:
+            return value
+        if kind is list:
+            return [self.encode(v, depth + 1, budget) for v in value]
+        if kind is tuple:
+            return {protocol.TUPLE: [self.encode(v, depth + 1, budget) for v in value]}
         scalar = plain_scalar(value)
         if scalar is not NOT_KEPT:
             return check_scalar(scalar)
@@ -323,7 +334,6 @@ class Worker:
         if type(value) is dict:
             ((tag, inner),) = value.items()
             if tag == protocol.REF:
-                self.touched[inner] = None
                 return self.handles[inner]
             if tag == protocol.SLOT:
                 return self.slots[inner]
@@ -456,7 +466,7 @@ class Worker:
                     if self.refused:
                         return  # a frame sent from the timer was refused as too large: that ended it
                     budget = [MAX_ITEMS]
-                    text = json.dumps(self.encode(observed, budget=budget), separators=(",", ":"))
+                    text = COMPACT.encode(self.encode(observed, budget=budget))
                     items += MAX_ITEMS - budget[0]
                     if items > protocol.MAX_SCENARIO_ITEMS:
                         raise TooBig(f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values in all")
@@ -523,13 +533,10 @@ class Worker:
             value = method(*args, **kwargs)
             self.in_op = False
             return value, value
-        if kind == "read":  # like getattr(target, name, None): a missing attribute is left out
-            found = {}
-            for name in op[2]:
-                try:
-                    found[name] = getattr(target, name)
-                except AttributeError:
-                    continue
+        if kind in ("read", "each"):  # like getattr(target, name, None): a missing attribute is left out
+            self.in_op = True  # properties are the submission's code
+            found = [read_attributes(one, op[2]) for one in target] if kind == "each" else read_attributes(target, op[2])
+            self.in_op = False
             return found, found
         raise ValueError(f"unknown operation {kind!r}")
 
@@ -559,6 +566,16 @@ class Worker:
         if op == "method":
             return getattr(target, request["name"])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
+
+
+def read_attributes(target: Any, names: list[str]) -> dict[str, Any]:
+    found = {}
+    for name in names:
+        try:
+            found[name] = getattr(target, name)
+        except AttributeError:
+            continue
+    return found
 
 
 def text_size(value: str) -> int:
