@@ -1,8 +1,8 @@
 """Driver shared by the continuous_batching premium suite (a helper module, not a test module).
 
 A `Scenario` is a scheduler configuration plus the requests added before given steps. `check()` runs
-it on the reference (trusted, in this process) and on the submission (through `ns`: proxies to another
-process when grading), step by step, and fails at the first divergence with a message in a student's
+it on the reference (trusted, in this process) and on the submission (through `ns`: one scenario of
+operations run in another process when grading, whose observations are judged here), step by step, and fails at the first divergence with a message in a student's
 terms and a side-by-side trace of the plans. `check_random()` does the same for a generated workload
 and shrinks the scenario before reporting it.
 
