@@ -4,8 +4,9 @@ A test never touches an object of the submission. It gets `RemoteObject` proxies
 attributes are local copies and whose methods are remote calls with a deadline. A copy is fresh until
 the next call: the objects a call concerns (those in its result, its target, and those the test read
 since its previous call) come back with fresh copies, and any other is fetched again when the test
-reads it, so a call costs the same however many objects the worker holds. Whatever comes back is decoded from plain data here, so an object with a rigged `__eq__`
-stays a proxy that only ever equals itself.
+reads it, so a call costs the same however many objects the worker holds. Whatever comes back is
+decoded from plain data here, so an object with a rigged `__eq__` stays a proxy that only ever equals
+itself. A `Scenario` runs many operations in one message and hands back what each observed.
 """
 
 from __future__ import annotations
@@ -307,7 +308,8 @@ class WorkerClient:
         limit = self.limits.call_timeout_s
         # Each operation runs under the call deadline, measured here: the worker sends what it has at
         # least every `beat` seconds, so no frame for `limit + beat` seconds means the operation running
-        # has taken longer than `limit`. The whole is bounded by len(ops) deadlines and the test's own.
+        # has taken longer than `limit`. The whole is bounded by len(ops) deadlines and the test's own
+        # (a deadline for the whole alone would let an endless first operation hold the test that long).
         beat = min(0.5, limit / 10)
         values: list[Any] = []
 
@@ -324,8 +326,9 @@ class WorkerClient:
             self._receive(time.monotonic() + 1.0, where())
             self._violation(where(), "the worker stopped reading")
         self.decode_budget = protocol.MAX_SCENARIO_ITEMS
+        whole = time.monotonic() + (limit + beat) * max(1, len(ops))  # frames that say nothing cannot extend it
         while True:
-            reply = self._receive(time.monotonic() + limit + beat, where())
+            reply = self._receive(min(time.monotonic() + limit + beat, whole), where())
             key = "part" if "part" in reply else "scenario"
             batch = reply.get(key)
             if type(batch) is not list or len(values) + len(batch) > len(ops):
