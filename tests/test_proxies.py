@@ -181,3 +181,38 @@ def test_an_endless_import_times_out():
     with pytest.raises(CallTimeout, match="importing your file did not finish within 0.5 s"):
         with worker_for("while True:\n    pass\n", Limits(import_timeout_s=0.5)):
             pass
+
+
+def test_copies_are_read_again_after_a_call_and_only_the_objects_read_travel():
+    source = PLAIN + '''
+def touch(items):
+    for item in items:
+        item.done += 1
+
+def nothing():
+    return None
+'''
+    with worker_for(source) as client:
+        items = [client.lookup("Item")(i, 1) for i in range(50)]
+        touch, nothing = client.lookup("touch"), client.lookup("nothing")
+        sent: list[tuple[str, int]] = []  # (op, objects whose copies came back)
+        request, absorb = client._request, client._absorb
+        client._request = lambda op, where, **fields: (sent.append((op, 0)), request(op, where, **fields))[1]
+        client._absorb = lambda message, where: (sent.append(("reply", len(message.get("objs", {})))),
+                                                 absorb(message, where))[1]
+        nothing()
+        assert sent == [("call", 0), ("reply", 0)]
+        touch(items)  # changes objects the call neither returns nor is called on
+        sent.clear()
+        assert [item.done for item in items] == [1] * 50  # each stale copy is read again once
+        assert [op for op, _ in sent].count("snap") == 50
+        assert [item.rid for item in items] == list(range(50))  # then cached until the next call
+        assert [op for op, _ in sent].count("snap") == 50
+        sent.clear()
+        touch(items)  # the objects read since the last call come back with its answer
+        assert sent[1] == ("reply", 50)
+        assert [item.done for item in items] == [2] * 50 and not any(op == "snap" for op, _ in sent)
+        sent.clear()
+        nothing()
+        nothing()  # nothing read in between: nothing travels
+        assert sent[-1] == ("reply", 0)

@@ -1,9 +1,12 @@
 """The trusted side of the worker: starts it, talks to it, and hands tests proxies of its objects.
 
 A test never touches an object of the submission. It gets `RemoteObject` proxies whose scalar
-attributes are local copies (refreshed after every call) and whose methods are remote calls with a
-deadline. Whatever comes back is decoded from plain data here, so an object with a rigged `__eq__`
-stays a proxy that only ever equals itself.
+attributes are local copies and whose methods are remote calls with a deadline. A copy is fresh until
+the next call: the objects a call concerns (those in its result, its target, and those the test read
+since its previous call) come back with fresh copies, and any other is fetched again when the test
+reads it, so a call costs the same however many objects the worker holds. Whatever comes back is
+decoded from plain data here, so an object with a rigged `__eq__` stays a proxy that only ever equals
+itself. A `Scenario` runs many operations in one message and hands back what each observed.
 """
 
 from __future__ import annotations
@@ -129,6 +132,10 @@ class WorkerClient:
         self.originals: dict[int, tuple[Any, int, tuple[Any, ...]]] = {}
         self.original_of: dict[int, Any] = {}
         self.dead_reason: str | None = None
+        self.epoch = 0  # calls so far: a proxy's copy taken at an earlier epoch is stale
+        self.read: dict[int, None] = {}  # proxies whose copies the test read since the last call
+        self.decode_budget: int | None = None  # values a running scenario may still receive
+        self.building: Scenario | None = None  # the scenario whose operation is being encoded
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
         output = private_file(output_path)
@@ -246,6 +253,11 @@ class WorkerClient:
         # One deadline from the moment the call is sent covers sending it and receiving the answer: a
         # worker that stops reading its pipe cannot hold the harness longer than an endless loop can.
         deadline = time.monotonic() + self.limits.call_timeout_s
+        if op != "snap":  # anything that runs the submission's code may change any of its objects
+            self.epoch += 1
+            if self.read:
+                fields["watch"] = list(self.read)[:protocol.MAX_WATCH]
+                self.read = {}
         try:
             protocol.send(self.fd_out, {"op": op, **fields}, deadline)
         except protocol.Deadline:
@@ -271,6 +283,77 @@ class WorkerClient:
             # A GradingStop, so that a test expecting an exception from this call cannot pass on it.
             raise ValueRefused(f"{where} returned {_text(reply['too_big'], 300)}, more than the grader accepts")
         self._violation(where, "an answer of unknown shape")
+
+    def scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
+        """Run a scenario's operations (already in wire form) in one message; see `Scenario`."""
+        try:
+            return self._scenario(ops, labels)
+        except GradingStop as stop:
+            self.incident = self.incident or stop
+            raise
+        finally:
+            self.decode_budget = None
+            # The snapshots that came with the results are of their step, not of the end: all stale.
+            self.epoch += 1
+
+    def _scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
+        if self.import_error is not None:
+            raise self.import_error.as_exception()
+        if self.dead_reason:
+            raise WorkerCrashed(f"your code can no longer be called: {self.dead_reason}")
+        if len(ops) > protocol.MAX_SCENARIO_OPS:
+            raise ValueError(f"a scenario has at most {protocol.MAX_SCENARIO_OPS:,} operations")
+        self.epoch += 1
+        self.read = {}
+        limit = self.limits.call_timeout_s
+        # Each operation runs under the call deadline, measured here: the worker sends what it has at
+        # least every `beat` seconds, so no frame for `limit + beat` seconds means the operation running
+        # has taken longer than `limit`. The whole is bounded by len(ops) deadlines and the test's own
+        # (a deadline for the whole alone would let an endless first operation hold the test that long).
+        beat = min(0.5, limit / 10)
+        values: list[Any] = []
+
+        def where() -> str:  # the operation running, named as a proxy call would be
+            return labels[min(len(values), len(labels) - 1)] if labels else "a scenario"
+
+        try:
+            protocol.send(self.fd_out, {"op": "scenario", "ops": ops, "beat": beat}, time.monotonic() + limit)
+        except protocol.Deadline:
+            self._kill()
+            self.dead_reason = f"{where()} did not finish within {limit:g} s"
+            raise CallTimeout(f"{self.dead_reason} (your code stopped reading the grader's call to it)") from None
+        except (BrokenPipeError, OSError):
+            self._receive(time.monotonic() + 1.0, where())
+            self._violation(where(), "the worker stopped reading")
+        self.decode_budget = protocol.MAX_SCENARIO_ITEMS
+        whole = time.monotonic() + (limit + beat) * max(1, len(ops))  # frames that say nothing cannot extend it
+        while True:
+            reply = self._receive(min(time.monotonic() + limit + beat, whole), where())
+            key = "part" if "part" in reply else "scenario"
+            batch = reply.get(key)
+            if type(batch) is not list or len(values) + len(batch) > len(ops):
+                if "too_big" in reply and type(reply["too_big"]) is str:
+                    raise ValueRefused(f"{where()} returned {_text(reply['too_big'], 300)}, more than the "
+                                       "grader accepts")
+                self._violation(where(), "an answer of unknown shape")
+            for value in batch:
+                values.append(self.decode(value, where()))
+            if key == "part":
+                continue
+            if "too_big" in reply and type(reply["too_big"]) is str:
+                raise ValueRefused(f"{where()} returned {_text(reply['too_big'], 300)}, more than the grader "
+                                   "accepts")
+            if "exc" in reply:
+                remote = self._remote_exception(reply["exc"], where())
+                if remote.type_name == "MemoryError" or "MemoryError" in remote.lineage:
+                    self._kill()
+                    self.dead_reason = f"{where()} ran out of memory"
+                    raise WorkerCrashed(f"your code ran out of memory during {where()} "
+                                        f"(limit {self.limits.memory_mb} MiB)")
+                return Observations(values, remote)
+            if len(values) != len(ops):
+                self._violation(where(), "a scenario that ended early without a reason")
+            return Observations(values, None)
 
     def _remote_exception(self, body: Any, where: str) -> RemoteException:
         try:
@@ -307,6 +390,7 @@ class WorkerClient:
                     proxy = RemoteObject(self, handle, type_info, bool(info["callable"]))
                     self.proxies[handle] = proxy
                 self._keep_attrs(proxy, attrs)
+                object.__setattr__(proxy, "_epoch", self.epoch)
         except (KeyError, TypeError, ValueError, AttributeError):
             self._violation(where, "malformed object snapshots")
 
@@ -324,6 +408,10 @@ class WorkerClient:
     def decode(self, value: Any, where: str, depth: int = 0) -> Any:
         if depth > protocol.MAX_DEPTH:
             self._violation(where, "a value nested too deeply")
+        if self.decode_budget is not None:
+            self.decode_budget -= 1
+            if self.decode_budget < 0:
+                self._violation(where, f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values")
         kind = type(value)
         if kind in _SCALARS:
             return value
@@ -373,6 +461,8 @@ class WorkerClient:
         original = self.originals.get(id(value))
         if original is not None and original[0] is value and _same_items(original[2], _items(value)):
             return {protocol.REF: original[1]}
+        if type(value) is Slot:
+            return {protocol.SLOT: value.check(self)}
         if isinstance(value, RemoteObject):
             if object.__getattribute__(value, "_client") is not self:
                 raise ValueError("an object from another run of your code cannot be passed here")
@@ -428,7 +518,7 @@ def _text(value: Any, limit: int) -> str:
 class RemoteObject:
     """A proxy for one object in the worker. Identity is the only equality it has."""
 
-    __slots__ = ("_client", "_handle", "_type", "_callable", "_attrs", "_label")
+    __slots__ = ("_client", "_handle", "_type", "_callable", "_attrs", "_label", "_epoch")
 
     def __init__(self, client: WorkerClient, handle: int, type_info: dict[str, Any], is_callable: bool) -> None:
         object.__setattr__(self, "_client", client)
@@ -437,19 +527,32 @@ class RemoteObject:
         object.__setattr__(self, "_callable", is_callable)
         object.__setattr__(self, "_attrs", {})
         object.__setattr__(self, "_label", type_info["name"])
+        object.__setattr__(self, "_epoch", client.epoch)
 
     def __getattr__(self, name: str) -> Any:
         attrs = object.__getattribute__(self, "_attrs")
+        client: WorkerClient = object.__getattribute__(self, "_client")
+        handle = object.__getattribute__(self, "_handle")
+        type_info = object.__getattribute__(self, "_type")
+        if object.__getattribute__(self, "_epoch") != client.epoch and not object.__getattribute__(self, "_callable"):
+            # A copy from before the last call. A method needs no copy; an attribute the copy held is
+            # fetched with the object's fresh snapshot (one round trip, then cached until the next call);
+            # any other name is read remotely, which brings the fresh snapshot along too.
+            if name.startswith("__") or (name in type_info["methods"] and name not in attrs):
+                pass
+            elif name in attrs:
+                client.request("snap", f"reading {type_info['name']}.{name}", ref=handle)
+                attrs = object.__getattribute__(self, "_attrs")
+            else:
+                return client.request("getattr", f"reading {type_info['name']}.{name}", ref=handle, name=name)
         if name in attrs:
+            client.read[handle] = None
             return attrs[name]
         if name.startswith("__"):
             raise AttributeError(name)
-        type_info = object.__getattribute__(self, "_type")
         if name in type_info["methods"]:
             return RemoteMethod(self, name)
-        client = object.__getattribute__(self, "_client")
-        return client.request("getattr", f"reading {type_info['name']}.{name}",
-                              ref=object.__getattribute__(self, "_handle"), name=name)
+        return client.request("getattr", f"reading {type_info['name']}.{name}", ref=handle, name=name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("objects of the submission are read-only to tests")
@@ -470,6 +573,11 @@ class RemoteObject:
     __iter__ = __len__ = __getitem__ = __contains__ = _not_a_container
 
     def __repr__(self) -> str:
+        client: WorkerClient = object.__getattribute__(self, "_client")
+        if object.__getattribute__(self, "_epoch") != client.epoch and not client.dead_reason \
+                and not object.__getattribute__(self, "_callable"):
+            client.request("snap", f"reading a {object.__getattribute__(self, '_type')['name']}",
+                           ref=object.__getattribute__(self, "_handle"))
         attrs = object.__getattribute__(self, "_attrs")
         shown = ", ".join(f"{k}={v!r}" for k, v in list(attrs.items())[:8])
         return f"{_callee_label(self)}({shown})"
@@ -495,3 +603,111 @@ class RemoteMethod:
 
     def __repr__(self) -> str:
         return f"<method {self.name} of your code>"
+
+
+class Slot:
+    """The result of one operation of a `Scenario`, to pass to later operations or to look up in its
+    `Observations`."""
+
+    __slots__ = ("scenario", "index")
+
+    def __init__(self, scenario: "Scenario", index: int) -> None:
+        self.scenario, self.index = scenario, index
+
+    def check(self, client: WorkerClient) -> int:
+        if client.building is not self.scenario:
+            raise ValueError("a step of another scenario cannot be passed here")
+        return self.index
+
+    def __repr__(self) -> str:
+        return f"<step {self.index + 1}: {self.scenario.labels[self.index]}>"
+
+
+class Scenario:
+    """Many operations on the submission in one message: build it, `run()` it, judge what it observed.
+
+        sc = ns.scenario()
+        sched = sc.new("Scheduler", 64, 4, 1000)     # construct from a top-level name
+        req = sc.new("Req", 0, 10, 3)
+        sc.call(sched, "add", req)                   # a method of an earlier result; args may hold steps
+        plan = sc.call(sched, "schedule")
+        state = sc.read(sched, "waiting", "reserved")  # attributes as they are at this step
+        seen = sc.run()
+        seen[plan]  -> [(<proxy of req>, 3)]; seen[state] -> {"waiting": [], "reserved": 13}
+
+    The worker only runs the operations and sends back their results as plain data, decoded as a
+    proxy call's would be (objects as proxies; one made by the scenario carries the snapshot of its
+    creation, and a read step gives attributes as they were at that step). An exception stops the
+    scenario at its step: looking up that step, or a later one, raises it as a proxy call would.
+    """
+
+    def __init__(self, client: WorkerClient, names: list[str] | None = None) -> None:
+        self.client = client
+        self.names = names
+        self.ops: list[list[Any]] = []
+        self.labels: list[str] = []
+
+    def _encode(self, value: Any) -> Any:
+        self.client.building = self
+        try:
+            return self.client.encode(value)
+        finally:
+            self.client.building = None
+
+    def _add(self, op: list[Any], label: str) -> Slot:
+        self.ops.append(op)
+        self.labels.append(label)
+        return Slot(self, len(self.ops) - 1)
+
+    def _target(self, target: Any) -> Any:
+        if type(target) is not Slot and not isinstance(target, RemoteObject):
+            raise TypeError("a scenario's operations apply to an earlier step or to an object of the submission")
+        return self._encode(target)
+
+    def new(self, name: str, *args: Any, **kwargs: Any) -> Slot:
+        """Call the top-level name `name` (a class, usually) with the arguments."""
+        if self.names is not None and name not in self.names:
+            raise KeyError(f"the exercise does not declare the name {name!r}")
+        encode = self._encode
+        return self._add(["new", name, encode(list(args)), {k: encode(v) for k, v in kwargs.items()}], f"{name}(...)")
+
+    def call(self, target: Any, method: str, *args: Any, **kwargs: Any) -> Slot:
+        """Call `method` of an earlier step's result (or of a proxy) with the arguments."""
+        encode = self._encode
+        return self._add(["call", self._target(target), method, encode(list(args)),
+                          {k: encode(v) for k, v in kwargs.items()}], f"{method}()")
+
+    def read(self, target: Any, *names: str) -> Slot:
+        """The attributes `names` of an earlier step's result, as a dict; a missing one is left out."""
+        return self._add(["read", self._target(target), list(names)], f"reading {', '.join(names)}")
+
+    def read_each(self, targets: list[Any], *names: str) -> Slot:
+        """`read` of each of `targets` in one operation: a list of dicts."""
+        return self._add(["each", [self._target(t) for t in targets], list(names)], f"reading {', '.join(names)}")
+
+    def run(self) -> "Observations":
+        return self.client.scenario(self.ops, self.labels)
+
+
+class Observations:
+    """What a scenario's run observed: one value per operation, up to the one that raised."""
+
+    def __init__(self, values: list[Any], error: RemoteException | None) -> None:
+        self.values = values
+        self.error = error  # the exception that stopped the scenario, at step len(values)
+
+    @property
+    def failed_at(self) -> int | None:
+        """The index of the operation that raised, or None."""
+        return None if self.error is None else len(self.values)
+
+    def __getitem__(self, step: Slot | int) -> Any:
+        index = step.index if type(step) is Slot else step
+        if index < len(self.values):
+            return self.values[index]
+        if self.error is not None:
+            raise self.error.as_exception()
+        raise IndexError(index)
+
+    def __len__(self) -> int:
+        return len(self.values)

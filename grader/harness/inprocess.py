@@ -9,11 +9,13 @@ exists to avoid: a submission can patch pytest from here. Use it to run a suite 
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import os
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Callable
 
 import pytest
 
@@ -29,10 +31,101 @@ def load_module(path: str | os.PathLike[str], name: str) -> ModuleType:
     return module
 
 
+class LocalSlot:
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class LocalObservations:
+    def __init__(self, values: list[Any], error: BaseException | None) -> None:
+        self.values, self.error = values, error
+
+    @property
+    def failed_at(self) -> int | None:
+        return None if self.error is None else len(self.values)
+
+    def __getitem__(self, step: LocalSlot | int) -> Any:
+        index = step.index if isinstance(step, LocalSlot) else step
+        if index < len(self.values):
+            return self.values[index]
+        if self.error is not None:
+            raise self.error
+        raise IndexError(index)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _read(target: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: _now(getattr(target, name)) for name in names if hasattr(target, name)}
+
+
+def _now(value: Any) -> Any:
+    """Containers copied as they are now (a deque as a list), as the worker's results would be."""
+    if isinstance(value, (list, collections.deque)):
+        return [_now(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_now(v) for v in value)
+    if type(value) is dict:
+        return {k: _now(v) for k, v in value.items()}
+    if type(value) in (set, frozenset):
+        return set(value)
+    return value
+
+
+class LocalScenario:
+    """`client.Scenario`'s interface, run directly on the objects of this process."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.names = names
+        self.steps: list[Callable[[list[Any]], Any]] = []
+
+    def _add(self, step: Callable[[list[Any]], Any]) -> LocalSlot:
+        self.steps.append(step)
+        return LocalSlot(len(self.steps) - 1)
+
+    @staticmethod
+    def _resolve(value: Any, values: list[Any]) -> Any:
+        if isinstance(value, LocalSlot):
+            return values[value.index]
+        if type(value) in (list, tuple):
+            return type(value)(LocalScenario._resolve(v, values) for v in value)
+        if type(value) is dict:
+            return {k: LocalScenario._resolve(v, values) for k, v in value.items()}
+        return value
+
+    def new(self, name: str, *args: Any, **kwargs: Any) -> LocalSlot:
+        return self._add(lambda v: self.names[name](*self._resolve(args, v), **self._resolve(kwargs, v)))
+
+    def call(self, target: Any, method: str, *args: Any, **kwargs: Any) -> LocalSlot:
+        return self._add(lambda v: _now(getattr(self._resolve(target, v), method)(*self._resolve(args, v),
+                                                                                  **self._resolve(kwargs, v))))
+
+    def read(self, target: Any, *names: str) -> LocalSlot:
+        return self._add(lambda v: _read(self._resolve(target, v), names))
+
+    def read_each(self, targets: list[Any], *names: str) -> LocalSlot:
+        return self._add(lambda v: [_read(t, names) for t in self._resolve(targets, v)])
+
+    def run(self) -> LocalObservations:
+        values: list[Any] = []
+        for step in self.steps:
+            try:
+                values.append(step(values))
+            except Exception as exc:
+                return LocalObservations(values, exc)
+        return LocalObservations(values, None)
+
+
+class LocalNamespace(dict):  # type: ignore[type-arg]
+    def scenario(self) -> LocalScenario:
+        return LocalScenario(self)
+
+
 @pytest.fixture
-def ns() -> dict[str, object]:
+def ns() -> LocalNamespace:
     path = os.environ["GRADER_SUBMISSION"]
-    return vars(load_module(path, Path(path).stem))
+    return LocalNamespace(vars(load_module(path, Path(path).stem)))
 
 
 @pytest.fixture

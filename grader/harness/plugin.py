@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from grader.harness.client import GradingStop, RemoteException, WorkerClient, WorkerUnavailable
+from grader.harness.client import GradingStop, RemoteException, Scenario, WorkerClient, WorkerUnavailable
 from grader.harness.feedback import Feedback
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
@@ -290,6 +290,12 @@ class Namespace(Mapping[str, Any]):
                 self._client = self._harness.start_worker()
             self._values[name] = self._client.lookup(name)
         return self._values[name]
+
+    def scenario(self) -> Scenario:
+        """A scenario: many operations run in the worker in one message (`client.Scenario`)."""
+        if self._client is None:
+            self._client = self._harness.start_worker()
+        return Scenario(self._client, self._harness.job.names)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._harness.job.names)

@@ -33,8 +33,13 @@ MAX_ATTRS = 64  # scalar attributes kept (copied into a proxy) per object; the r
 MAX_ATTR_CHARS = 1_000  # a longer string attribute is read on demand, not kept
 MAX_KEPT_ATTRS = 100_000  # attributes kept across all the proxies of one worker
 MAX_KEPT_CHARS = 1_000_000  # characters of string attributes kept across all the proxies of one worker
+MAX_WATCH = 10_000  # objects whose snapshots a call may ask to have sent back with its answer
+MAX_SCENARIO_OPS = 200_000  # operations of one scenario (one message)
+MAX_SCENARIO_ITEMS = 4_000_000  # values (elements of containers included) in all the results of one scenario
+SCENARIO_CHUNK_BYTES = 1 << 20  # a scenario's results travel in frames of about this size
 
 TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
+SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier operation of the same scenario
 
 
 class ProtocolError(Exception):
@@ -59,7 +64,11 @@ class Deadline(Exception):
 
 def encode(message: Any) -> bytes:
     """The frame of one message. Raises ProtocolError past the cap."""
-    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    return frame(json.dumps(message, separators=(",", ":")).encode("utf-8"))
+
+
+def frame(data: bytes) -> bytes:
+    """The frame of a message already in JSON text. Raises ProtocolError past the cap."""
     if len(data) > MAX_MESSAGE_BYTES:
         raise TooLarge(len(data))
     return HEADER.pack(len(data)) + data

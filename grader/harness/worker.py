@@ -17,6 +17,7 @@ import os
 import resource
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -27,6 +28,8 @@ MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
 MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
 NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
+COMPACT = json.JSONEncoder(separators=(",", ":"))
+WATCH_BYTES = 1 << 20  # about how much of a reply the prefetched snapshots of watched objects may take
 
 
 class TooBig(Exception):
@@ -135,6 +138,19 @@ class Worker:
         self.new_types: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
         self.new_handles: list[int] = []  # handles made since the last reply (undone if it cannot be sent)
+        # Objects whose fresh snapshot rides with the next reply: those in its result, the call's target,
+        # and the ones the harness asks to watch. Nothing else is re-read, so a call costs the
+        # same however many objects the harness holds.
+        self.touched: dict[int, None] = {}
+        self.watched: set[int] = set()
+        self.changed_bytes = 0  # about the size of the snapshots in `changed`, for a scenario's frames
+        self.slots: list[Any] = []  # the results of a running scenario's operations so far
+        self.pending: list[str] = []  # their observations not sent yet, as JSON text
+        self.pending_size = 0
+        self.last_frame = 0.0
+        self.in_op = False  # the submission's code of a scenario's operation is running
+        self.refused = False
+        self.previous: dict[int, dict[str, Any]] = {}  # snapshots replaced in this reply (restored if refused)
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
     def encode(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -146,6 +162,16 @@ class Worker:
             raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
         if depth > protocol.MAX_DEPTH:
             raise TooBig(f"a value nested more than {protocol.MAX_DEPTH} levels deep")
+        kind = type(value)
+        # The common shapes first (a plan is a list of (object, int) tuples): the same result, sooner.
+        if kind is int or kind is str:
+            return check_scalar(value)
+        if kind is bool or kind is float or value is None:
+            return value
+        if kind is list:
+            return [self.encode(v, depth + 1, budget) for v in value]
+        if kind is tuple:
+            return {protocol.TUPLE: [self.encode(v, depth + 1, budget) for v in value]}
         scalar = plain_scalar(value)
         if scalar is not NOT_KEPT:
             return check_scalar(scalar)
@@ -168,7 +194,9 @@ class Worker:
     def handle(self, obj: Any) -> int:
         key = id(obj)
         if key in self.handle_of:
-            return self.handle_of[key]
+            number = self.handle_of[key]
+            self.touched[number] = None
+            return number
         if len(self.handles) >= protocol.MAX_HANDLES:
             raise TooBig(f"more than {protocol.MAX_HANDLES:,} of your objects at once")
         kind = type(obj)
@@ -196,6 +224,7 @@ class Worker:
         if snapshot or not (isinstance(obj, type) or is_callable):
             self.snapshots[number] = snapshot
         self.changed[str(number)] = {"type": self.type_ids[id(kind)], "callable": is_callable, "attrs": snapshot}
+        self.changed_bytes += snapshot_size(snapshot)
         return number
 
     def account(self, snapshot: dict[str, Any], sign: int) -> None:
@@ -271,19 +300,32 @@ class Worker:
             found = []
         return list(dict.fromkeys(found + described))
 
-    def refresh(self) -> None:
-        """Queue fresh snapshots of every object the harness holds whose attributes changed."""
-        for number, last in self.snapshots.items():
+    def freshen(self) -> None:
+        """Queue fresh snapshots of the objects this reply concerns (`touched`); new ones already have one.
+
+        Each is sent even when unchanged: the harness treats every other copy as stale after a call."""
+        budget = WATCH_BYTES
+        new = set(self.new_handles)
+        touched, self.touched = self.touched, {}
+        for number in touched:
+            last = self.snapshots.get(number)
+            if last is None or number in new:
+                continue
             current = self.snapshot(self.handles[number])
-            if current != last:
-                self.account(last, -1)
-                try:
-                    self.account(current, +1)
-                except TooBig:
-                    current = {}  # past the bound, the harness reads this object's attributes on demand
-                self.snapshots[number] = current
-                entry = self.changed.setdefault(str(number), {})
-                entry["attrs"] = current
+            if number in self.watched:
+                budget -= snapshot_size(current)
+                if budget < 0:
+                    continue  # past the prefetch budget: the harness reads this one on demand
+            self.account(last, -1)
+            try:
+                self.account(current, +1)
+            except TooBig:
+                current = {}  # past the bound, the harness reads this object's attributes on demand
+            self.previous.setdefault(number, last)
+            self.snapshots[number] = current
+            entry = self.changed.setdefault(str(number), {})
+            entry["attrs"] = current
+        self.watched = set()
 
     # -- decoding (harness arguments -> values here) -----------------------------------------------
     def decode(self, value: Any) -> Any:
@@ -293,6 +335,8 @@ class Worker:
             ((tag, inner),) = value.items()
             if tag == protocol.REF:
                 return self.handles[inner]
+            if tag == protocol.SLOT:
+                return self.slots[inner]
             if tag == protocol.TUPLE:
                 return tuple(self.decode(v) for v in inner)
             if tag == protocol.SET:
@@ -303,30 +347,45 @@ class Worker:
         return value
 
     # -- the loop ------------------------------------------------------------------------------------
-    def reply(self, body: dict[str, Any]) -> None:
+    def reply(self, body: dict[str, Any], results: tuple[str, list[str]] | None = None) -> bool:
+        """Send `body` with the news about objects; False when it was refused as too large and a refusal
+        went instead. `results`, for a scenario: (a key, observations already in JSON text) to add."""
         body["objs"], body["types"] = self.changed, self.new_types
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
                 pass
+        sent = True
         try:
-            frame = protocol.encode(body)
+            if results is None:
+                frame = protocol.encode(body)
+            else:
+                key, texts = results
+                text = f'{{"{key}":[{",".join(texts)}],' + json.dumps(body, separators=(",", ":"))[1:]
+                frame = protocol.frame(text.encode("utf-8"))
         except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
-            frame = self.refusal(exc)
-        self.changed, self.new_types, self.new_handles = {}, {}, []
+            frame, sent = self.refusal(exc), False
+        self.changed, self.new_types, self.new_handles, self.previous = {}, {}, [], {}
+        self.changed_bytes = 0
         protocol.write_frame(self.fd_out, frame)
+        return sent
 
     def refusal(self, exc: Exception) -> bytes:
         """The frame that replaces a reply that cannot be sent: what was too large, and only the news the
-        harness must have (fresh attributes of the objects it already holds); the objects and types first
-        met in this reply are forgotten, as if never sent."""
+        harness must have; the objects and types first met in this reply are forgotten, as if never sent,
+        and the snapshots refreshed for it are taken back (the harness reads them again on demand)."""
         for number in self.new_handles:
             self.account(self.snapshots.pop(number, {}), -1)
             del self.handle_of[id(self.handles.pop(number))]
             self.changed.pop(str(number), None)
         for number in sorted(map(int, self.new_types), reverse=True):
             del self.type_ids[id(self.types_kept.pop(number - 1))]
+        for number, last in self.previous.items():  # the harness keeps its copies: so does the count here
+            self.account(self.snapshots[number], -1)
+            self.account(last, +1)
+            self.snapshots[number] = last
+            self.changed.pop(str(number), None)
         what = (f"a reply of {exc.size:,} bytes (at most {protocol.MAX_MESSAGE_BYTES:,})"
                 if isinstance(exc, protocol.TooLarge) else "a value that is not plain data")
         try:
@@ -368,19 +427,124 @@ class Worker:
                 request = self.inbox.receive()
             except protocol.PeerClosed:
                 return
+            if request.get("op") == "scenario":
+                self.run_scenario(request["ops"], float(request["beat"]))
+                continue
             try:
+                self.watch(request.get("watch", ()))
                 result = self.perform(request)
-                self.refresh()
                 body = {"ok": self.encode(result)}
+                self.freshen()
             except TooBig as exc:
                 body = {"too_big": str(exc)}
+                self.touched, self.watched = {}, set()
             except BaseException as exc:
                 try:
-                    self.refresh()
+                    self.freshen()
                 except BaseException:
                     pass
                 body = {"exc": self.describe(exc)}
             self.reply(body)
+
+    # -- scenarios: many operations in one message ---------------------------------------------------
+    def run_scenario(self, ops: list[Any], beat: float) -> None:
+        """Run the operations in order, sending their results as plain data in frames of about
+        SCENARIO_CHUNK_BYTES, and what is done at least every `beat` seconds: after an operation, or from
+        a timer while the submission's code runs, so that the harness, which times each operation from
+        the last frame, knows which one is running. The last frame says "scenario" and how it ended; an
+        exception (or a value too large) stops the scenario at its step."""
+        self.slots, self.pending, self.pending_size, self.refused = [], [], 0, False
+        self.last_frame = time.monotonic()
+        items = 0
+        ending: dict[str, Any] = {}
+        previous = signal.signal(signal.SIGALRM, self.on_beat)
+        signal.setitimer(signal.ITIMER_REAL, beat, beat)
+        try:
+            for at, op in enumerate(ops[:protocol.MAX_SCENARIO_OPS]):
+                try:
+                    value, observed = self.scenario_step(op)
+                    if self.refused:
+                        return  # a frame sent from the timer was refused as too large: that ended it
+                    budget = [MAX_ITEMS]
+                    text = COMPACT.encode(self.encode(observed, budget=budget))
+                    items += MAX_ITEMS - budget[0]
+                    if items > protocol.MAX_SCENARIO_ITEMS:
+                        raise TooBig(f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values in all")
+                    if len(text) > protocol.MAX_MESSAGE_BYTES // 2:
+                        raise TooBig(f"a value of {len(text):,} bytes")
+                except TooBig as exc:
+                    ending = {"too_big": str(exc), "at": at}
+                    break
+                except BaseException as exc:
+                    if self.refused:
+                        return
+                    ending = {"exc": self.describe(exc), "at": at}
+                    break
+                finally:
+                    self.in_op = False
+                    self.touched = {}
+                self.slots.append(value)
+                self.pending.append(text)
+                self.pending_size += len(text) + 1
+                if (self.pending_size + self.changed_bytes > protocol.SCENARIO_CHUNK_BYTES
+                        or time.monotonic() - self.last_frame >= beat):
+                    if not self.flush():
+                        return
+            self.reply(ending, ("scenario", self.pending))
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            self.slots, self.pending = [], []
+
+    def flush(self) -> bool:
+        """Send the results so far as a part of the scenario; False if it was refused (too large)."""
+        sent = self.reply({}, ("part", self.pending))
+        self.pending, self.pending_size, self.last_frame = [], 0, time.monotonic()
+        self.refused = self.refused or not sent
+        return sent
+
+    def on_beat(self, signum: int, frame: Any) -> None:
+        # Only while the submission's own code runs: then nothing of this side is half-done.
+        if self.in_op and self.pending and not self.refused:
+            self.in_op = False
+            try:
+                self.flush()
+            finally:
+                self.in_op = not self.refused
+
+    def scenario_step(self, op: list[Any]) -> tuple[Any, Any]:
+        """(the value an operation gives later ones, what the harness is told of it)."""
+        kind = op[0]
+        if kind == "new":
+            name, args, kwargs = op[1], op[2], op[3]
+            if not hasattr(self.module, name):
+                raise AttributeError(f"your file does not define {name!r}")
+            function = getattr(self.module, name)
+            args, kwargs = self.decode(args), {k: self.decode(v) for k, v in kwargs.items()}
+            self.in_op = True
+            value = function(*args, **kwargs)
+            self.in_op = False
+            return value, value
+        target = self.decode(op[1])
+        if kind == "call":
+            args, kwargs = self.decode(op[3]), {k: self.decode(v) for k, v in op[4].items()}
+            method = getattr(target, op[2])
+            self.in_op = True
+            value = method(*args, **kwargs)
+            self.in_op = False
+            return value, value
+        if kind in ("read", "each"):  # like getattr(target, name, None): a missing attribute is left out
+            self.in_op = True  # properties are the submission's code
+            found = [read_attributes(one, op[2]) for one in target] if kind == "each" else read_attributes(target, op[2])
+            self.in_op = False
+            return found, found
+        raise ValueError(f"unknown operation {kind!r}")
+
+    def watch(self, handles: Any) -> None:
+        """Objects the harness read since its last call: their snapshots ride along (prefetched), within
+        WATCH_BYTES, since a test that read them is likely to read them again."""
+        self.watched = {n for n in handles[:protocol.MAX_WATCH] if n in self.snapshots}
+        self.touched.update(dict.fromkeys(self.watched))
 
     def perform(self, request: dict[str, Any]) -> Any:
         op = request["op"]
@@ -390,6 +554,9 @@ class Worker:
                 raise AttributeError(f"your file does not define {name!r}")
             return getattr(self.module, name)
         target = self.handles[request["ref"]]
+        self.touched[request["ref"]] = None
+        if op == "snap":  # a fresh snapshot of the target, nothing else
+            return None
         if op == "getattr":
             return getattr(target, request["name"])
         args = self.decode(request.get("args", []))
@@ -399,6 +566,35 @@ class Worker:
         if op == "method":
             return getattr(target, request["name"])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
+
+
+def read_attributes(target: Any, names: list[str]) -> dict[str, Any]:
+    found = {}
+    for name in names:
+        try:
+            found[name] = getattr(target, name)
+        except AttributeError:
+            continue
+    return found
+
+
+def text_size(value: str) -> int:
+    """At least the bytes of `value` as JSON text (escapes included)."""
+    return len(value) * (2 if value.isascii() and value.isprintable() else 12) + 2
+
+
+def snapshot_size(attrs: dict[str, Any]) -> int:
+    """About the bytes of a snapshot as JSON, never less (a kept int has at most 4,000 digits)."""
+    size = 16
+    for name, value in attrs.items():
+        size += text_size(name) + 2
+        if type(value) is str:
+            size += text_size(value)
+        elif type(value) is int and value.bit_length() > 64:
+            size += value.bit_length() // 3 + 2
+        else:
+            size += 24
+    return size
 
 
 def public_methods(kind: type) -> list[str]:

@@ -1,8 +1,8 @@
 """Driver shared by the continuous_batching premium suite (a helper module, not a test module).
 
 A `Scenario` is a scheduler configuration plus the requests added before given steps. `check()` runs
-it on the reference (trusted, in this process) and on the submission (through `ns`: proxies to another
-process when grading), step by step, and fails at the first divergence with a message in a student's
+it on the reference (trusted, in this process) and on the submission (through `ns`: one scenario of
+operations run in another process when grading, whose observations are judged here), step by step, and fails at the first divergence with a message in a student's
 terms and a side-by-side trace of the plans. `check_random()` does the same for a generated workload
 and shrinks the scenario before reporting it.
 
@@ -341,22 +341,29 @@ STATE_RULES = {
 }
 
 
-def _plain_state(sched: Any, ids: dict[int, int]) -> State | str:
-    """The submission's waiting, running and reserved as plain data, or a sentence saying what is wrong.
+STATE_NAMES = ("waiting", "running", "reserved")
 
-    Two proxy round trips (waiting and running); reserved is a scalar, read from the local snapshot."""
+
+def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
+    """The submission's waiting, running and reserved (as one read of the scenario observed them) as
+    plain data, or a sentence saying what is wrong."""
     lists = []
     for name in ("waiting", "running"):
-        raw = getattr(sched, name, None)
+        raw = found.get(name)
         if not isinstance(raw, (list, tuple, collections.deque)):
             return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
         if any(id(r) not in ids for r in raw):
             return f"{name} holds something else than the Req objects passed to add()"
         lists.append([ids[id(r)] for r in raw])
-    reserved = getattr(sched, "reserved", None)
+    reserved = found.get("reserved")
     if not isinstance(reserved, int) or isinstance(reserved, bool):
         return f"reserved must be an int, but it is a {type(reserved).__name__}"
     return lists[0], lists[1], reserved
+
+
+def _counts(found: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """(prefilled, generated) of each request, as one read of the scenario observed them."""
+    return [(one.get("prefilled"), one.get("generated")) for one in found]
 
 
 def _state_problem(got: State | str, want: State, call: str) -> str | None:
@@ -372,21 +379,63 @@ def _state_problem(got: State | str, want: State, call: str) -> str | None:
     return None
 
 
+@dataclass
+class StepOps:
+    """The operations of one step of a scenario's run on the submission (the results' places in it)."""
+
+    made: list[tuple[int, Any, Any]]  # (rid, Req(...), add()) of each arrival
+    before: Any  # the state read after the arrivals' add() calls, if any
+    plan: Any
+    rids: list[int]  # the requests whose counts are read, in that order
+    counts_scheduled: Any
+    scheduled: Any
+    emitted: Any = None  # complete(), and what follows it, for every step but the last
+    counts_completed: Any = None
+    completed: Any = None
+
+
+def _scenario_ops(ns: Any, sc: Scenario, ref: list[RefStep]) -> tuple[Any, Any, list[StepOps]]:
+    """The whole replay as one scenario of operations (one message to the worker): the calls the old
+    step-by-step driver made, and a read of the documented state and counts where it checked them."""
+    run = ns.scenario()
+    sched = run.new("Scheduler", sc.budget, sc.max_seqs, sc.kv_tokens)
+    reqs: dict[int, Any] = {}
+    steps: list[StepOps] = []
+    for rs in ref:
+        made = []
+        for spec in sc.arrivals(rs.step):
+            r = run.new("Req", spec.rid, spec.prompt_len, spec.max_new)
+            made.append((spec.rid, r, run.call(sched, "add", r)))
+            reqs[spec.rid] = r
+        before = run.read(sched, *STATE_NAMES) if made else None
+        plan = run.call(sched, "schedule")
+        ops = StepOps(made, before, plan, list(reqs), run.read_each(list(reqs.values()), "prefilled", "generated"),
+                      run.read(sched, *STATE_NAMES))
+        if rs.emitted is not None:
+            ops.emitted = run.call(sched, "complete", plan)
+            ops.counts_completed = run.read_each(list(reqs.values()), "prefilled", "generated")
+            ops.completed = run.read(sched, *STATE_NAMES)
+        steps.append(ops)
+    return run, sched, steps
+
+
 def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                    expected: list[Plan] | None = None, got: list[Plan] | None = None,
                    work: list[int] | None = None) -> None:
     """Replay the scenario on the submission; raise Divergence at the first difference.
 
+    The replay runs in the worker as one scenario (one message); what it observed is judged here step by
+    step, in the order it happened, so an exception of the submission surfaces at the step it happened.
     Checked at every step: the documented state (waiting, running, reserved) after this step's add()
     calls, the plan, that schedule() changed no prefilled/generated, the state after schedule(), the
     ids complete() returns, every request's counts and the state after complete().
     `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises;
-    `work[0]` counts the steps replayed times the requests of the scenario (the shrinker's work bound:
-    every call into the worker refreshes each request the test holds).
+    `work[0]` counts the steps judged times the requests of the scenario (the shrinker's work bound).
     """
-    s = ns["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
-    reqs: dict[int, Any] = {}  # rid -> the submission's request (kept alive, so id() stays unique)
-    ids: dict[int, int] = {}  # id(request object) -> rid
+    run, sched, steps = _scenario_ops(ns, sc, ref)
+    seen = run.run()
+    seen[sched]
+    ids: dict[int, int] = {}  # id(request proxy) -> rid
     counts: dict[int, tuple[int, int]] = {}  # rid -> (prefilled, generated) after the last complete()
     expected = [] if expected is None else expected
     got = [] if got is None else got
@@ -394,20 +443,19 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
     def diverge(step: int, message: str) -> Divergence:
         return Divergence(step, f"step {step}: {message}", expected, got)
 
-    for rs in ref:
+    for rs, ops in zip(ref, steps):
         step = rs.step
         if work is not None:
             work[0] += len(sc.reqs)
-        arrivals = sc.arrivals(step)
-        for spec in arrivals:
-            r = ns["Req"](spec.rid, spec.prompt_len, spec.max_new)
-            s.add(r)
-            reqs[spec.rid], ids[id(r)] = r, spec.rid
-            counts[spec.rid] = (0, 0)
-        if arrivals and (problem := _state_problem(_plain_state(s, ids), rs.before, "add()")):
+        for rid, made, added in ops.made:
+            r = seen[made]
+            seen[added]
+            ids[id(r)] = rid
+            counts[rid] = (0, 0)
+        if ops.made and (problem := _state_problem(_plain_state(seen[ops.before], ids), rs.before, "add()")):
             raise diverge(step, problem)
         expected.append(rs.plan)
-        raw = s.schedule()
+        raw = seen[ops.plan]
         plan = _plain_plan(raw, ids, step, expected, got)
         got.append(plan)
         if plan != rs.plan:
@@ -420,25 +468,23 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                 msg = (f"step {step}: expected plan {fmt_plan(rs.plan)} but your schedule() returned "
                        f"{fmt_plan(plan)}: {explain_plan(rs, sc, plan)}")
             raise Divergence(step, msg, expected, got)
-        for rid, r in reqs.items():
-            have = (r.prefilled, r.generated)
+        for rid, have in zip(ops.rids, _counts(seen[ops.counts_scheduled])):
             if have != counts[rid]:
                 raise diverge(step, f"schedule() changed r{rid} from prefilled={counts[rid][0]}, generated="
                                     f"{counts[rid][1]} to prefilled={have[0]}, generated={have[1]}: schedule() "
                                     f"only plans the step, complete() applies it once the step has run")
         assert rs.scheduled is not None
-        if problem := _state_problem(_plain_state(s, ids), rs.scheduled, "schedule()"):
+        if problem := _state_problem(_plain_state(seen[ops.scheduled], ids), rs.scheduled, "schedule()"):
             raise diverge(step, problem)
         if rs.emitted is None:
             return
-        emitted = _plain_ids(s.complete(raw), step, expected, got)
+        emitted = _plain_ids(seen[ops.emitted], step, expected, got)
         if emitted != rs.emitted:
             raise Divergence(step, f"step {step}: the plan {fmt_plan(plan)} is right, but complete() "
                                    f"returned {fmt_ids(emitted)} instead of {fmt_ids(rs.emitted)} (in any "
                                    f"order): {explain_emitted(rs, emitted)}", expected, got)
-        for rid, r in reqs.items():
+        for rid, have in zip(ops.rids, _counts(seen[ops.counts_completed])):
             want = rs.after[rid]
-            have = (r.prefilled, r.generated)
             if have != want:
                 hint = ""
                 if have[0] != want[0]:
@@ -453,7 +499,7 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                                        f"generated={want[1]}{hint}", expected, got)
         counts = dict(rs.after)
         assert rs.completed is not None
-        if problem := _state_problem(_plain_state(s, ids), rs.completed, "complete()"):
+        if problem := _state_problem(_plain_state(seen[ops.completed], ids), rs.completed, "complete()"):
             raise diverge(step, problem)
 
 
