@@ -27,7 +27,7 @@ W = TypeVar("W", bound=Waiting)
 
 @dataclass
 class WarmSlots(Generic[W]):
-    """The waiting sandboxes of one backend, by exercise and tier."""
+    """The waiting sandbox of one backend, with the exercise and tier it was made for."""
 
     ready: dict[tuple[str, str, str], W] = field(default_factory=dict)
 
@@ -44,8 +44,13 @@ class WarmSlots(Generic[W]):
         return waiting or start()
 
     def refill(self, exercise: Exercise, tier: str, start: Callable[[], W]) -> Callable[[], None]:
-        """What to run once a submission is on its way: start the next sandbox for this tier."""
-        return lambda: self.ready.__setitem__(self.key(exercise, tier), start())
+        """What to run once a submission is on its way: start the next sandbox for this tier. One
+        sandbox waits at a time (a service grading many exercises keeps the latest one's), so what a
+        backend holds stays bounded."""
+        def start_next() -> None:
+            self.close()
+            self.ready[self.key(exercise, tier)] = start()
+        return start_next
 
     def close(self) -> None:
         while self.ready:
