@@ -33,7 +33,8 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
                      graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                      suite_labels=exercise.suite_labels)
     card.locked = locked_tests(exercise, tier)
-    card.max_score = sum(expected_max(exercise, tier).values())
+    expected = expected_max(exercise, tier)  # worked out once: the score's ceiling, then the check of the results
+    card.max_score = sum(expected.values())
     try:
         submission = validate(data, exercise.submission_file, exercise.max_submission_bytes)
     except Rejected as why:
@@ -42,7 +43,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     else:
         card.submission_sha256 = submission.sha256
         card.seed = seed_for_source(submission.source, exercise)  # the same derivation as the job's (layout)
-        judge(card, backend(exercise, submission.source, tier), exercise, tier)
+        judge(card, backend(exercise, submission.source, tier), exercise, tier, expected)
     card.duration_s = round(time.monotonic() - started, 3)
     return card
 
@@ -59,8 +60,10 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
             for suite in exercise.suites.values() if suite.name not in run for name in list_tests(suite)]
 
 
-def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
-    """Fill `card` from a backend's raw run, or mark it `error` with the reason."""
+def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
+          expected: dict[tuple[str, str], int] | None = None) -> None:
+    """Fill `card` from a backend's raw run, or mark it `error` with the reason. `expected` is the
+    tier's tests with their points (see `expected_max`), when the caller has it already."""
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
@@ -82,7 +85,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str) -> None:
         return error(f"the harness's results could not be read ({exc})")
     if problems:
         return error("; ".join(problems))
-    expected = expected_max(exercise, tier)
+    expected = expected if expected is not None else expected_max(exercise, tier)
     reported = {(t.suite, t.name) for t in tests}
     missing = sorted(f"{suite}::{name}" for suite, name in expected if (suite, name) not in reported)
     if missing:

@@ -62,11 +62,11 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
 
     backend = LocalBackend(warm=True)
     grade(backend, STUB.read_bytes(), tier="free")
-    (waiting,) = backend._ready.values()
+    (waiting,) = backend._ready.ready.values()
     base, pid = waiting.base, waiting.process.pid
     assert base.is_dir()
     backend.close()
-    assert not base.exists() and backend._ready == {}
+    assert not base.exists() and len(backend._ready) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     left = subprocess.run(["pgrep", "-f", str(base)], capture_output=True, text=True).stdout.split()

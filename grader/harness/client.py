@@ -408,19 +408,25 @@ class WorkerClient:
     def decode(self, value: Any, where: str, depth: int = 0) -> Any:
         if depth > protocol.MAX_DEPTH:
             self._violation(where, "a value nested too deeply")
-        if self.decode_budget is not None:
-            self.decode_budget -= 1
-            if self.decode_budget < 0:
-                self._violation(where, f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values")
+        self._spend(1, where)
         kind = type(value)
         if kind in _SCALARS:
             return value
         if kind is list:
+            if _flat(value):  # the common case, a list of numbers or names: nothing to decode inside
+                self._spend(len(value), where)
+                return value
             return [self.decode(v, where, depth + 1) for v in value]
         if kind is dict and len(value) == 1:
             ((tag, inner),) = value.items()
             if tag == protocol.REF and type(inner) is int and inner in self.proxies:
                 return self.proxies[inner]
+            if tag == protocol.TUPLE and type(inner) is list and _flat(inner):
+                self._spend(len(inner), where)
+                return tuple(inner)
+            if tag == protocol.DICT and type(inner) is list and _flat_pairs(inner):
+                self._spend(2 * len(inner), where)
+                return {k: v for k, v in inner}
             if tag == protocol.AS and type(inner) is list and len(inner) == 2 and type(inner[0]) is int \
                     and inner[0] in self.proxies:
                 return self._original(inner[0], self.decode(inner[1], where, depth + 1))
@@ -437,6 +443,12 @@ class WorkerClient:
                 except (TypeError, ValueError):
                     self._violation(where, "a malformed dict")
         self._violation(where, "a value of unknown shape")
+
+    def _spend(self, count: int, where: str) -> None:
+        if self.decode_budget is not None:
+            self.decode_budget -= count
+            if self.decode_budget < 0:
+                self._violation(where, f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values")
 
     def _original(self, handle: int, value: Any) -> Any:
         """A subclass value in its base form, remembered with its original's handle. The same tuple
@@ -507,6 +519,22 @@ def _same_items(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """The same elements, by identity for objects and by value (and exact type) for scalars."""
     return len(a) == len(b) and all(x is y or (type(x) is type(y) and type(x) in _SCALARS and x == y)
                                     for x, y in zip(a, b))
+
+
+def _flat(values: list[Any]) -> bool:
+    """Whether a decoded JSON list holds scalars only (JSON gives no other scalar types)."""
+    for v in values:
+        if type(v) not in _SCALARS:
+            return False
+    return True
+
+
+def _flat_pairs(pairs: list[Any]) -> bool:
+    """Whether a decoded dict's [key, value] pairs hold scalars only."""
+    for pair in pairs:
+        if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in _SCALARS or type(pair[1]) not in _SCALARS:
+            return False
+    return True
 
 
 def _text(value: Any, limit: int) -> str:

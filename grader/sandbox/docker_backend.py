@@ -28,6 +28,7 @@ from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout, harness_input,
                                    new_run, prepare_suites, run_input)
 from grader.sandbox.local import HARNESS_ENV, worker_account
+from grader.sandbox.warm import WarmSlots
 
 BASE = "/job"
 NOBODY = 65534
@@ -57,22 +58,17 @@ class DockerBackend:
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
     warm: bool = False  # keep a container started and ready for the next submission of the same tier
-    _ready: dict[tuple[str, str, str], "StartedContainer"] = field(default_factory=dict, repr=False)
+    _ready: WarmSlots["StartedContainer"] = field(default_factory=WarmSlots, repr=False)
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         began = time.monotonic()
         if exercise.packages not in self.images:
             self.images[exercise.packages] = ensure_image(self.client, self.progress, exercise.packages)
         image_s = time.monotonic() - began
-        key = (str(exercise.root), exercise.slug, tier)
-        started = self._ready.pop(key, None)
-        if started is not None and not started.fresh_for(exercise, tier):
-            started.discard()
-            started = None
-        started = started or self.start(exercise, tier)
+        start = lambda: self.start(exercise, tier)  # noqa: E731
+        started = self._ready.take(exercise, tier, start)
         started.timings.image_s = image_s
-        then = (lambda: self._ready.__setitem__(key, self.start(exercise, tier))) if self.warm else None
-        run = started.finish(exercise, source, then)
+        run = started.finish(exercise, source, self._ready.refill(exercise, tier, start) if self.warm else None)
         self.last_timings = started.timings
         return run
 
@@ -123,8 +119,7 @@ class DockerBackend:
 
     def close(self) -> None:
         """Remove the containers waiting for a submission."""
-        while self._ready:
-            self._ready.popitem()[1].discard()
+        self._ready.close()
 
 
 def _remove(container: Any) -> None:

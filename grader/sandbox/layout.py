@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.exercise import Exercise
+from grader.exercise import Exercise, files_fingerprint
 from grader.harness.contract import JOB_FILE, Job, Run, Suite, frame, worker_zip
 from grader.seeding import KEY_FILE, seed_for_source
 
@@ -87,16 +87,6 @@ def _tree(source: Path, target: str) -> list[Entry]:
     return entries
 
 
-def _fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
-    """What tells a changed suite from an unchanged one without reading it: names, sizes, times."""
-    found = []
-    for path in paths:
-        for file in ([path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []):
-            stat = file.stat()
-            found.append((str(file), stat.st_size, stat.st_mtime_ns))
-    return tuple(found)
-
-
 _prepared: dict[tuple[str, str, str], tuple[tuple[tuple[str, int, int], ...], PreparedSuites]] = {}
 _prepared_lock = threading.Lock()
 
@@ -105,7 +95,7 @@ def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
     """The suites and the reference of a tier, read once per process while their files are unchanged."""
     specs = exercise.suites_for(tier)
     uses_reference = exercise.reference.is_file() and exercise.needs_reference(tier)
-    fingerprint = _fingerprint([s.path for s in specs] + ([exercise.reference] if uses_reference else []))
+    fingerprint = files_fingerprint([s.path for s in specs] + ([exercise.reference] if uses_reference else []))
     key = (str(exercise.root), exercise.slug, tier)
     with _prepared_lock:
         cached = _prepared.get(key)

@@ -35,6 +35,7 @@ from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
 from grader.harness.contract import bootstrap
 from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
                                    harness_input, new_run, prepare_suites, run_input)
+from grader.sandbox.warm import WarmSlots
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -178,7 +179,7 @@ class LocalBackend:
 
     unsafe: bool = False
     warm: bool = False
-    _ready: dict[tuple[str, str, str], "StartedHarness"] = field(default_factory=dict, repr=False)
+    _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
 
     def check(self) -> None:
         """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
@@ -206,24 +207,14 @@ class LocalBackend:
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         self.check()
-        key = (str(exercise.root), exercise.slug, tier)
-        started = self._ready.pop(key, None)
-        if started is not None and not started.fresh_for(exercise, tier):
-            started.discard()
-            started = None
-        started = started or self.start(exercise, tier)
-        if self.warm:
-            # The next submission's sandbox gets ready while this one grades.
-            run = finish_harness(started, exercise, source, then=lambda: self._ready.__setitem__(
-                key, self.start(exercise, tier)))
-        else:
-            run = finish_harness(started, exercise, source)
-        return run
+        start = lambda: self.start(exercise, tier)  # noqa: E731
+        started = self._ready.take(exercise, tier, start)
+        # A warm backend gets the next submission's sandbox ready while this one grades.
+        return finish_harness(started, exercise, source, self._ready.refill(exercise, tier, start) if self.warm else None)
 
     def close(self) -> None:
         """End the sandboxes waiting for a submission."""
-        while self._ready:
-            self._ready.popitem()[1].discard()
+        self._ready.close()
 
 
 run_local = LocalBackend()

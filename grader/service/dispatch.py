@@ -48,14 +48,19 @@ class ThreadDispatcher:
 
     def work(self) -> None:
         backend = self.make_backend()
-        while not self.stopping.is_set():
-            submission_id = self.pending.get()
-            if submission_id is None:
-                return
-            try:
-                jobs.grade_submission(self.store, submission_id, backend, self.lease_s)
-            except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
-                log.exception("grading submission %s failed", submission_id)
+        try:
+            while not self.stopping.is_set():
+                submission_id = self.pending.get()
+                if submission_id is None:
+                    return
+                try:
+                    jobs.grade_submission(self.store, submission_id, backend, self.lease_s)
+                except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
+                    log.exception("grading submission %s failed", submission_id)
+        finally:
+            close = getattr(backend[0], "close", None)
+            if close is not None:
+                close()  # the sandbox waiting for the next submission
 
     def watch(self) -> None:
         while not self.stopping.wait(max(1.0, self.lease_s / 3)):
@@ -69,6 +74,9 @@ class ThreadDispatcher:
         self.stopping.set()
         for _ in self.threads:
             self.pending.put(None)
+        for thread in self.threads[:-1]:  # the grading threads close their waiting sandboxes as they end
+            if thread.is_alive():
+                thread.join(timeout=5)
 
 
 def redis_connection(url: str):  # type: ignore[no-untyped-def]

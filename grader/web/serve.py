@@ -66,7 +66,9 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
         how = f"queue {options.broker.split('@')[-1]} (start graders with `grader worker`)"
     else:
         name = choose_backend(options.sandbox)[1]
-        dispatcher = ThreadDispatcher(store, lambda: choose_backend(options.sandbox), options.workers, options.lease_s)
+        # Each grading thread keeps a sandbox ready for the next submission of the same exercise and tier.
+        dispatcher = ThreadDispatcher(store, lambda: choose_backend(options.sandbox, warm=True), options.workers,
+                                      options.lease_s)
         how = f"{options.workers} grading thread(s) in this process, {name} sandbox"
     service = Service(store=store, dispatcher=dispatcher, exercises=load_exercises(), base_url=url,
                       submission_interval_s=options.submission_interval_s,
