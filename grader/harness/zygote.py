@@ -38,10 +38,23 @@ import tempfile
 from typing import Any
 
 PR_SET_DUMPABLE = 4
+# Standard modules a solution commonly imports, loaded once here so that each worker inherits them
+# instead of importing them again (dataclasses alone costs about 10 ms a worker). Nothing of a
+# submission is involved: they are the standard library's, loaded before any submission exists.
+PRELOADED = ("abc", "bisect", "collections", "dataclasses", "enum", "functools", "heapq", "itertools", "math",
+             "operator", "random", "re", "typing")
 
 
 def serve() -> None:
+    import importlib
+
     from grader.harness import worker  # imported once here, inherited by every child
+
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
     config = json.loads(sys.argv[-1])
     limits = dict(config["limits"])
