@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -155,7 +156,17 @@ def test_a_docker_socket_that_denies_access_is_named_as_such(monkeypatch, tmp_pa
     assert "exists but this user may not use it" in why and str(socket_file) in why
 
 
-UNPRIVILEGED_UID = 63500  # outside the accounts lent to gradings
+def unprivileged_account() -> tuple[int, int]:
+    """The unprivileged user CI makes (`grader-ci`), else a uid no account has, outside the range lent
+    to gradings."""
+    try:
+        account = pwd.getpwnam("grader-ci")
+        return account.pw_uid, account.pw_gid
+    except KeyError:
+        return 63500, 63500
+
+
+UNPRIVILEGED_UID, UNPRIVILEGED_GID = unprivileged_account()
 
 
 def debian_python_with_pytest() -> bool:
@@ -178,7 +189,7 @@ def unprivileged_copy(tmp_path_factory):
         shutil.copytree(PROJECT / top, root / top, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(HUNTER, root / "hunter.py")
     for path in [root, *root.rglob("*")]:
-        os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+        os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_GID)
     yield root
     shutil.rmtree(root, ignore_errors=True)
 
@@ -186,7 +197,7 @@ def unprivileged_copy(tmp_path_factory):
 def run_unprivileged(root: Path, program: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["/usr/bin/python3", "-c", textwrap.dedent(program)], cwd=root, user=UNPRIVILEGED_UID,
-        group=UNPRIVILEGED_UID, extra_groups=[], capture_output=True, text=True, timeout=300,
+        group=UNPRIVILEGED_GID, extra_groups=[], capture_output=True, text=True, timeout=300,
         env={"PATH": "/usr/bin:/bin", "HOME": str(root), "PYTHONPATH": str(root), **env})
 
 
