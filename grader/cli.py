@@ -13,20 +13,23 @@ import hashlib
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from grader.exercise import ExerciseError, load_exercise, project_root
-from grader.errors import GradingError
+from grader.errors import GradingError, StoreError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING
 from grader.scorecard import Scorecard
-from grader.store import Store, StoreError
 from grader.terminal import print_summary
 from grader.validate import read_capped
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by the commands that use it
+    from grader.store import Store
 
 OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
 TIER_HELP = "one of the tiers the exercise declares (default: its default tier)"
@@ -161,6 +164,8 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
 
 
 def open_store(args: argparse.Namespace) -> Store:
+    from grader.store import Store
+
     return Store(store_location(args.db))
 
 
@@ -333,7 +338,7 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
         text = Path(args.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{args.file}: cannot be read ({exc})") from None
-    with Store(store_location(args.db)) as store:
+    with open_store(args) as store:
         made = import_roster(store, text)
     url = args.base_url or base_url("127.0.0.1", 8000)
     for student, token in made:

@@ -7,3 +7,7 @@ class GradingError(Exception):
 
 class SandboxUnavailable(GradingError):
     """The sandbox asked for cannot give untrusted code the isolation it promises on this machine."""
+
+
+class StoreError(Exception):
+    """The store cannot be used as asked: a bad student id, a newer schema, a broken file."""

@@ -27,16 +27,13 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from grader.db import schema
 from grader.db.engine import is_url, make_engine, sqlite_path
+from grader.errors import StoreError
 from grader.scorecard import Scorecard
 
 DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
 SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
-
-
-class StoreError(Exception):
-    """The store cannot be used as asked: a bad student id, a newer schema, a broken file."""
 
 
 def validate_student_id(student: str) -> str:
