@@ -24,9 +24,9 @@ def test_a_scenario_runs_every_operation_in_order_and_observes_each_step():
         sc.call(box, "put", sc.new("Item", 8, 1))
         after = sc.read(box, "count")
         table = sc.call(box, "table")
-        each = sc.read_each([item, put, box], "rid", "done")
+        columns = sc.read_columns([item, put, box], "rid", "done")
         seen = sc.run()
-        assert seen[each] == [{"rid": 7, "done": 1}, {"rid": 7, "done": 1}, {}]
+        assert seen[columns] == {"rid": [7, 7, None], "done": [1, 1, None]}  # None: the box has neither
         assert len(seen) == 10 and seen.failed_at is None and seen.error is None
         made = seen[item]
         assert isinstance(made, RemoteObject) and seen[put] is made  # identity, as with proxies
@@ -35,6 +35,21 @@ def test_a_scenario_runs_every_operation_in_order_and_observes_each_step():
         assert seen[after] == {"count": 2}  # each read is of its own step
         assert seen[table] == {7: (30, None, 1.5, "s"), 8: (1, None, 1.5, "s")}
         assert made.done == 1  # proxies made by a scenario work as any other, read as they are now
+
+
+def test_a_group_gathers_objects_once_and_grows_by_earlier_groups():
+    with worker_for(PLAIN) as client:
+        sc = Scenario(client)
+        first, second, third = (sc.new("Item", rid, 1) for rid in (1, 2, 3))
+        two = sc.group(first, second)
+        before = sc.read_columns(two, "rid")
+        sc.call(sc.new("Box"), "put", first)  # put() marks the item done
+        three = sc.group(two, third)
+        after = sc.read_columns(three, "rid", "done")
+        seen = sc.run()
+        assert seen[two] is None and seen[three] is None  # a group observes nothing: it is not sent back
+        assert seen[before] == {"rid": [1, 2]}
+        assert seen[after] == {"rid": [1, 2, 3], "done": [1, 0, 0]}
 
 
 def test_a_scenario_can_act_on_proxies_and_its_objects_are_proxies_afterwards():

@@ -421,6 +421,8 @@ class WorkerClient:
             ((tag, inner),) = value.items()
             if tag == protocol.REF and type(inner) is int and inner in self.proxies:
                 return self.proxies[inner]
+            if tag == protocol.REFS and type(inner) is list:
+                return self._decode_refs(inner, where)
             if tag == protocol.TUPLE and type(inner) is list and _flat(inner):
                 self._spend(len(inner), where)
                 return tuple(inner)
@@ -443,6 +445,14 @@ class WorkerClient:
                 except (TypeError, ValueError):
                     self._violation(where, "a malformed dict")
         self._violation(where, "a value of unknown shape")
+
+    def _decode_refs(self, handles: list[Any], where: str) -> list[Any]:
+        self._spend(len(handles), where)
+        proxies = self.proxies
+        for handle in handles:
+            if type(handle) is not int or handle not in proxies:
+                self._violation(where, "a list of objects that were never sent")
+        return [proxies[handle] for handle in handles]
 
     def _spend(self, count: int, where: str) -> None:
         if self.decode_budget is not None:
@@ -709,9 +719,17 @@ class Scenario:
         """The attributes `names` of an earlier step's result, as a dict; a missing one is left out."""
         return self._add(["read", self._target(target), list(names)], f"reading {', '.join(names)}")
 
-    def read_each(self, targets: list[Any], *names: str) -> Slot:
-        """`read` of each of `targets` in one operation: a list of dicts."""
-        return self._add(["each", [self._target(t) for t in targets], list(names)], f"reading {', '.join(names)}")
+    def group(self, *members: Any) -> Slot:
+        """Objects gathered in the worker, to read together with `read_columns`; a member that is an
+        earlier group adds its members, so a growing set of objects is sent once, not at every read.
+        It observes nothing (None)."""
+        return self._add(["group", [self._target(m) for m in members]], "grouping objects")
+
+    def read_columns(self, targets: list[Any] | Slot, *names: str) -> Slot:
+        """The attributes `names` of each of `targets` (a list, or a `group`) in one operation, as a dict
+        of lists: name -> the values of the targets in order, None where one has no such attribute."""
+        wire = self._target(targets) if type(targets) is Slot else [self._target(t) for t in targets]
+        return self._add(["columns", wire, list(names)], f"reading {', '.join(names)}")
 
     def run(self) -> "Observations":
         return self.client.scenario(self.ops, self.labels)

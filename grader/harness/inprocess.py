@@ -47,7 +47,8 @@ class LocalObservations:
     def __getitem__(self, step: LocalSlot | int) -> Any:
         index = step.index if isinstance(step, LocalSlot) else step
         if index < len(self.values):
-            return self.values[index]
+            value = self.values[index]
+            return None if type(value) is _Group else value
         if self.error is not None:
             raise self.error
         raise IndexError(index)
@@ -71,6 +72,10 @@ def _now(value: Any) -> Any:
     if type(value) in (set, frozenset):
         return set(value)
     return value
+
+
+class _Group(list):  # type: ignore[type-arg]
+    """A scenario's `group`: its observation is None, as the worker's."""
 
 
 class LocalScenario:
@@ -104,8 +109,19 @@ class LocalScenario:
     def read(self, target: Any, *names: str) -> LocalSlot:
         return self._add(lambda v: _read(self._resolve(target, v), names))
 
-    def read_each(self, targets: list[Any], *names: str) -> LocalSlot:
-        return self._add(lambda v: [_read(t, names) for t in self._resolve(targets, v)])
+    def group(self, *members: Any) -> LocalSlot:
+        def gather(v: list[Any]) -> _Group:
+            found = _Group()
+            for member in self._resolve(list(members), v):
+                found.extend(member) if type(member) is _Group else found.append(member)
+            return found
+        return self._add(gather)
+
+    def read_columns(self, targets: Any, *names: str) -> LocalSlot:
+        def columns(v: list[Any]) -> dict[str, list[Any]]:
+            targets_now = self._resolve(targets, v)
+            return {name: [_now(getattr(t, name, None)) for t in targets_now] for name in names}
+        return self._add(columns)
 
     def run(self) -> LocalObservations:
         values: list[Any] = []

@@ -6,6 +6,7 @@ Values cross as JSON scalars and arrays (lists), plus tagged objects for the few
 `{"$ref": n}` a handle to an object that lives in the worker, and `{"$as": [n, value]}` a value of a
 subclass of a builtin type (a namedtuple, an int subclass...) in its base type's form, with the handle of
 the original, so that passing it back gives the submission its own object again.
+A list of objects of the worker (a queue of requests) crosses compactly as `{"$refs": [n, ...]}`.
 
 The bounds below are shared: the worker refuses to send more (with a sentence saying what was too
 large) and the harness treats more as a broken protocol, so the trusted side's memory stays bounded
@@ -39,6 +40,7 @@ MAX_SCENARIO_ITEMS = 4_000_000  # values (elements of containers included) in al
 SCENARIO_CHUNK_BYTES = 1 << 20  # a scenario's results travel in frames of about this size
 
 TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
+REFS = "$refs"
 SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier operation of the same scenario
 
 

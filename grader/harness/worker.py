@@ -169,7 +169,7 @@ class Worker:
         if kind is bool or kind is float or value is None:
             return value
         if kind is list:
-            return [self.encode(v, depth + 1, budget) for v in value]
+            return packed([self.encode(v, depth + 1, budget) for v in value])
         if kind is tuple:
             return {protocol.TUPLE: [self.encode(v, depth + 1, budget) for v in value]}
         scalar = plain_scalar(value)
@@ -184,7 +184,7 @@ class Worker:
                                          for k, v in items]}
         else:
             inner = [self.encode(v, depth + 1, budget) for v in items]
-            data = inner if kind is list else {protocol.TUPLE if kind is tuple else protocol.SET: inner}
+            data = packed(inner) if kind is list else {protocol.TUPLE if kind is tuple else protocol.SET: inner}
         if type(value) in (list, tuple, dict, set, frozenset, collections.deque) or not items or kind is set:
             return data
         # A namedtuple, a list subclass...: the harness gets the base type's value, and the handle of the
@@ -525,6 +525,11 @@ class Worker:
             value = function(*args, **kwargs)
             self.in_op = False
             return value, value
+        if kind == "group":
+            members = Group()
+            for part in self.decode(op[1]):
+                members.extend(part) if type(part) is Group else members.append(part)
+            return members, None
         target = self.decode(op[1])
         if kind == "call":
             args, kwargs = self.decode(op[3]), {k: self.decode(v) for k, v in op[4].items()}
@@ -533,9 +538,9 @@ class Worker:
             value = method(*args, **kwargs)
             self.in_op = False
             return value, value
-        if kind in ("read", "each"):  # like getattr(target, name, None): a missing attribute is left out
-            self.in_op = True  # properties are the submission's code
-            found = [read_attributes(one, op[2]) for one in target] if kind == "each" else read_attributes(target, op[2])
+        if kind in ("read", "columns"):  # properties are the submission's code
+            self.in_op = True
+            found = read_columns(target, op[2]) if kind == "columns" else read_attributes(target, op[2])
             self.in_op = False
             return found, found
         raise ValueError(f"unknown operation {kind!r}")
@@ -566,6 +571,33 @@ class Worker:
         if op == "method":
             return getattr(target, request["name"])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
+
+
+def packed(items: list[Any]) -> Any:
+    """A list of the submission's objects as one flat list of handles (`protocol.REFS`), else as is."""
+    if len(items) < 2:
+        return items
+    for item in items:
+        if type(item) is not dict or len(item) != 1 or protocol.REF not in item:
+            return items
+    return {protocol.REFS: [item[protocol.REF] for item in items]}
+
+
+class Group(list):  # type: ignore[type-arg]
+    """Objects a scenario gathered to read together (`columns`); a group in a group adds its members."""
+
+
+def read_columns(targets: list[Any], names: list[str]) -> dict[str, list[Any]]:
+    """Each attribute of `names` of every target, a list per name (None where one is missing): many
+    objects' attributes as a few flat lists, the cheapest shape to send and to check."""
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for target in targets:
+        for name, column in columns.items():
+            try:
+                column.append(getattr(target, name))
+            except AttributeError:
+                column.append(None)
+    return columns
 
 
 def read_attributes(target: Any, names: list[str]) -> dict[str, Any]:

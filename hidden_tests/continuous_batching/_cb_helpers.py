@@ -361,9 +361,9 @@ def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
     return lists[0], lists[1], reserved
 
 
-def _counts(found: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+def _counts(found: dict[str, list[Any]]) -> list[tuple[Any, Any]]:
     """(prefilled, generated) of each request, as one read of the scenario observed them."""
-    return [(one.get("prefilled"), one.get("generated")) for one in found]
+    return list(zip(found["prefilled"], found["generated"]))
 
 
 def _state_problem(got: State | str, want: State, call: str) -> str | None:
@@ -399,21 +399,24 @@ def _scenario_ops(ns: Any, sc: Scenario, ref: list[RefStep]) -> tuple[Any, Any, 
     step-by-step driver made, and a read of the documented state and counts where it checked them."""
     run = ns.scenario()
     sched = run.new("Scheduler", sc.budget, sc.max_seqs, sc.kv_tokens)
-    reqs: dict[int, Any] = {}
+    rids: list[int] = []
+    everyone: Any = None  # every request added so far, gathered in the worker: sent once, read every step
     steps: list[StepOps] = []
     for rs in ref:
         made = []
         for spec in sc.arrivals(rs.step):
             r = run.new("Req", spec.rid, spec.prompt_len, spec.max_new)
             made.append((spec.rid, r, run.call(sched, "add", r)))
-            reqs[spec.rid] = r
+            rids.append(spec.rid)
+        if made:
+            everyone = run.group(*([everyone] if everyone is not None else []), *(r for _, r, _ in made))
         before = run.read(sched, *STATE_NAMES) if made else None
         plan = run.call(sched, "schedule")
-        ops = StepOps(made, before, plan, list(reqs), run.read_each(list(reqs.values()), "prefilled", "generated"),
+        ops = StepOps(made, before, plan, list(rids), run.read_columns(everyone or [], "prefilled", "generated"),
                       run.read(sched, *STATE_NAMES))
         if rs.emitted is not None:
             ops.emitted = run.call(sched, "complete", plan)
-            ops.counts_completed = run.read_each(list(reqs.values()), "prefilled", "generated")
+            ops.counts_completed = run.read_columns(everyone or [], "prefilled", "generated")
             ops.completed = run.read(sched, *STATE_NAMES)
         steps.append(ops)
     return run, sched, steps
