@@ -416,7 +416,7 @@ class WorkerClient:
             if _flat(value):  # the common case, a list of numbers or names: nothing to decode inside
                 self._spend(len(value), where)
                 return value
-            return [self.decode(v, where, depth + 1) for v in value]
+            return self._elements(value, where, depth)
         if kind is dict and len(value) == 1:
             ((tag, inner),) = value.items()
             if tag == protocol.REF and type(inner) is int and inner in self.proxies:
@@ -433,7 +433,7 @@ class WorkerClient:
                     and inner[0] in self.proxies:
                 return self._original(inner[0], self.decode(inner[1], where, depth + 1))
             if tag == protocol.TUPLE and type(inner) is list:
-                return tuple(self.decode(v, where, depth + 1) for v in inner)
+                return tuple(self._elements(inner, where, depth))
             if tag == protocol.SET and type(inner) is list:
                 try:
                     return {self.decode(v, where, depth + 1) for v in inner}
@@ -445,6 +445,26 @@ class WorkerClient:
                 except (TypeError, ValueError):
                     self._violation(where, "a malformed dict")
         self._violation(where, "a value of unknown shape")
+
+    def _elements(self, values: list[Any], where: str, depth: int) -> list[Any]:
+        """A list's or tuple's elements: scalars and handles (the bulk of a plan) taken as they are,
+        anything else decoded in full."""
+        proxies = self.proxies
+        found = []
+        plain = 0
+        for value in values:
+            kind = type(value)
+            if kind in _SCALARS:
+                plain += 1
+                found.append(value)
+            elif kind is dict and len(value) == 1 and type(handle := value.get(protocol.REF)) is int \
+                    and handle in proxies:
+                plain += 1
+                found.append(proxies[handle])
+            else:
+                found.append(self.decode(value, where, depth + 1))
+        self._spend(plain, where)
+        return found
 
     def _decode_refs(self, handles: list[Any], where: str) -> list[Any]:
         self._spend(len(handles), where)

@@ -22,6 +22,7 @@ import posixpath
 import struct
 import zipfile
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,12 @@ WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "ha
                   "harness/processes.py", "harness/worker.py", "harness/zygote.py")
 
 
-def bootstrap(root: str, module: str, function: str) -> str:
+def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:
     """The `python3 -I -c` program that puts `root` (a folder or zip holding `grader/`) first on the
-    path and calls `module.function()`. -I keeps the environment and the current folder out of it."""
-    return (f"import sys; sys.path.insert(0, {root!r}); "
+    path, `paths` last, and calls `module.function()`. -I keeps the environment and the current folder
+    out of it; with -S too, `paths` names the site folders (without running their .pth files)."""
+    extend = f"sys.path.extend({list(paths)!r}); " if paths else ""
+    return (f"import sys; sys.path.insert(0, {root!r}); {extend}"
             f"from {module} import {function}; sys.exit({function}())")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 from typing import Any
@@ -24,6 +25,21 @@ def kill_group(process: Any, timeout: float = 5.0) -> None:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         pass
+
+
+def wait_for_exit(process: subprocess.Popen[Any], timeout: float) -> int:
+    """`process.wait(timeout)`, woken by the exit itself (a pidfd) rather than by polling, which
+    `Popen.wait` does with a timeout (every 50 ms at worst). Raises `subprocess.TimeoutExpired`."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # an older kernel, or already reaped
+        return process.wait(timeout=timeout)
+    try:
+        if not select.select([pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(process.args, timeout)
+    finally:
+        os.close(pidfd)
+    return process.wait()
 
 
 def children_of(parent: int) -> list[int]:

@@ -27,6 +27,7 @@ Messages on the zygote's socket (SOCK_SEQPACKET, JSON, file descriptors passed a
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -55,6 +56,10 @@ def serve() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
+    # What is loaded now lives as long as every worker: out of the collector's sight, a worker's full
+    # collections skip it, and forked children don't copy its pages by touching their gc headers.
+    gc.collect()
+    gc.freeze()
 
     config = json.loads(sys.argv[-1])
     limits = dict(config["limits"])

@@ -33,6 +33,7 @@ from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
 from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
 from grader.harness.contract import bootstrap
+from grader.harness.processes import wait_for_exit
 from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
                                    harness_input, new_run, prepare_suites, run_input)
 from grader.sandbox.warm import WarmSlots
@@ -266,6 +267,13 @@ class StartedHarness:
         return printed, self.process.returncode
 
 
+def harness_paths() -> list[str]:
+    """Where this interpreter finds pytest and its plugins (its path, with what site folders and their
+    .pth files added), so that the harness starts with -S: no .pth file runs in it, which also saves
+    their start-up on every grading."""
+    return [entry for entry in sys.path[1:] if entry and os.path.exists(entry)]
+
+
 def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
                   account: contextlib.ExitStack) -> StartedHarness:
     """Start the harness in a fresh job folder and hand it the job; it gets ready on its own."""
@@ -276,7 +284,8 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
     try:
         prepared = prepare_suites(exercise, tier)
         layout = build_layout(exercise, tier, settings)
-        command = [sys.executable, "-I", "-c", bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main"),
+        command = [sys.executable, "-I", "-S", "-c",
+                   bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
                    str(base)]
         output = tempfile.TemporaryFile(dir=base)
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
@@ -315,7 +324,7 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
             except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
                 pass
         try:
-            process.wait(timeout=exercise.limits.total_timeout_s)
+            wait_for_exit(process, exercise.limits.total_timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:
