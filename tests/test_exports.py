@@ -143,7 +143,8 @@ def test_gradescope_scores_and_outputs_match_the_scorecard(cards):
     for test, result in zip(data["tests"], card.tests):
         assert test["status"] == ("passed" if result.status == "passed" else "failed")
         assert test["output"].startswith(f"**{result.status}** · {result.score}/{result.max_score} points")
-        assert result.message.splitlines()[0] in test["output"] if result.message else True
+        if result.message:
+            assert result.message.splitlines()[0] in test["output"]
         if any(a["kind"] == "trace" for a in result.artifacts):
             assert "⬅️ **first difference**" in test["output"]  # the step table, as the Markdown report has it
     card = cards["every status"]
