@@ -41,6 +41,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
+from markupsafe import escape
+
 from grader.exercise import VISIBILITIES
 from grader.report import (MESSAGE_LIMIT, OUTPUT_LIMIT, RUN_HELP, clip, clip_tail, md_code, md_fence, md_text,
                            one_line, printable, result_text, result_view, run_text)
@@ -133,12 +135,12 @@ def _gradescope_locked(card: Scorecard, suite: str, visibility: str) -> dict[str
 
 def _run_help_md(card: Scorecard) -> list[str]:
     """Why a run was not graded, the reason (fenced) and what to do next, as Markdown lines."""
-    help_ = RUN_HELP[card.status]
+    help_ = RUN_HELP[card.status]  # the reports' own words, HTML-escaped as their templates escape them
     reason, cut = clip(printable(card.reason).strip("\n"), MESSAGE_LIMIT)
-    lines = [f"> **{help_['title']}.** {help_['text']}", ""]
+    lines = [f"> **{escape(help_['title'])}.** {escape(help_['text'])}", ""]
     if reason:
         lines += [md_fence(reason), *([f"*… {cut:,} more characters not shown*"] if cut else []), ""]
-    return lines + ["**What to do next**", "", *(f"- {tip}" for tip in help_["tips"]), ""]
+    return lines + ["**What to do next**", "", *(f"- {escape(tip)}" for tip in help_["tips"]), ""]
 
 
 def _gradescope_output(card: Scorecard, shown: dict[str, str]) -> str:

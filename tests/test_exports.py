@@ -63,7 +63,7 @@ def cards() -> dict[str, Scorecard]:
 def every_status() -> Scorecard:
     feedback = Feedback()
     feedback.trace("plans", [[("r1", 2)], [("r1", 1)]], [[("r1", 2)], [("r1", 1), ("<b>r2</b>&", 3)]])
-    feedback.table("values", ["a", "b"], [[1, 2], [3, None]], mark_row=1)
+    feedback.table("values", ["a", "b"], [[1, HOSTILE], [3, None]], mark_row=1)
     tests = [
         Result("v::a", "test_a", "visible", "passed", 5, 5, duration_s=0.5, output="fine\n",
                description="adds one request"),
@@ -227,9 +227,12 @@ def test_gradescope_markdown_escapes_everything_from_the_submission(cards):
         tags = markup_of(rendered(text))
         assert {tag for tag, _ in tags} <= MARKDOWN_TAGS, tags  # no <script>, <img>, <b>, <a> from the submission
         assert {attrs for _, attrs in tags} <= MARKDOWN_ATTRIBUTES, tags
-    rejected = Scorecard(EXERCISE, "premium", "00" * 32, "rejected", 0, 58, reason=HOSTILE)
-    for text in [json.loads(gradescope(rejected))["output"], json.loads(gradescope(rejected))["tests"][0]["output"]]:
-        assert "<script" not in rendered(text) and "&lt;script&gt;" in rendered(text)
+    for status in ("rejected", "error"):
+        data = json.loads(gradescope(Scorecard(EXERCISE, "premium", "00" * 32, status, 0, 58, reason=HOSTILE)))
+        for text in (data["output"], data["tests"][0]["output"]):
+            html = rendered(text)
+            assert {tag for tag, _ in markup_of(html)} <= MARKDOWN_TAGS and "&lt;script&gt;" in html
+        assert "py_compile &lt;your file&gt;" in rendered(data["output"]) or status == "error"
 
 
 # -- PrairieLearn -------------------------------------------------------------------------------------
