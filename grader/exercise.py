@@ -5,8 +5,8 @@ The statement, the stub and the file names are fixed, so adding an exercise neve
     solutions/<slug>/         the reference (same file name as the submission) and mutants/
 Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
 files, relative to the project folder, with the label a student sees, its points, whether it may
-use the reference and whether its failure details are shown), its tiers (each a list of suites) and
-the Debian packages its sandbox needs.
+use the reference, whether its failure details are shown and when Gradescope shows its results), its
+tiers (each a list of suites) and the Debian packages its sandbox needs.
 """
 
 from __future__ import annotations
