@@ -109,10 +109,13 @@ def command_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_export(args: argparse.Namespace, console: Console) -> int:
-    from grader.exports import EXPORTS
+    from grader.exports import export
 
     card = read_scorecard(args.scorecard)
-    text = EXPORTS[args.format](card)
+    try:
+        text = export(card, args.format, hidden_visibility=args.hidden_visibility)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8", errors="replace")
         console.print(Text(f"{args.format}: {args.output}", style="dim"))
@@ -374,6 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("scorecard", help="a scorecard JSON file")
     export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"))
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    from grader.exercise import VISIBILITIES
+
+    export.add_argument("--hidden-visibility", choices=VISIBILITIES, default=None,
+                        help="gradescope only: when students see the results of the suites outside the free "
+                             "tier (default: each suite's `visibility` in exercise.toml, else after_published)")
     export.set_defaults(run=command_export)
 
     db_help = "the submissions store (default: $GRADER_DB or ./grader.db)"

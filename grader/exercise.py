@@ -5,8 +5,8 @@ The statement, the stub and the file names are fixed, so adding an exercise neve
     solutions/<slug>/         the reference (same file name as the submission) and mutants/
 Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
 files, relative to the project folder, with the label a student sees, its points, whether it may
-use the reference and whether its failure details are shown), its tiers (each a list of suites) and
-the Debian packages its sandbox needs.
+use the reference, whether its failure details are shown and when Gradescope shows its results), its
+tiers (each a list of suites) and the Debian packages its sandbox needs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from grader.harness.limits import Limits
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
+# When a platform that holds results back (Gradescope) shows a suite's results to students: never, after
+# the due date, once the instructor publishes the grades, or at once.
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
 class ExerciseError(Exception):
@@ -40,6 +43,7 @@ class SuiteSpec:
     label: str = ""  # what a student sees: "Visible tests"
     reference: bool = False  # its tests may use the `reference` fixture (the reference ships with the job)
     details: bool = True  # a failed assertion shows its expression when the author wrote no message
+    visibility: str = ""  # when Gradescope shows its results to students (VISIBILITIES); "": the default
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,18 @@ class Exercise:
     @property
     def suite_labels(self) -> dict[str, str]:
         return {name: suite.label for name, suite in self.suites.items()}
+
+    @property
+    def suite_visibility(self) -> dict[str, str]:
+        """The visibility each suite sets in exercise.toml (suites that set none are left out)."""
+        return {name: suite.visibility for name, suite in self.suites.items() if suite.visibility}
+
+    @property
+    def open_suites(self) -> list[str]:
+        """The suites of the tier that runs the fewest (the free tier; the first declared, on a tie):
+        every student may see them, so their results are shown at once unless exercise.toml says
+        otherwise."""
+        return list(self.tiers[min(self.tiers, key=lambda name: len(set(self.tiers[name])))])
 
     def points_for(self, test_name: str, suite: str) -> int:
         base = test_name.split("[", 1)[0]
@@ -204,7 +220,7 @@ def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
         raise ExerciseError(f"{source}: {where}: a suite name is lower-case letters, digits, '_' and '-'")
     if not isinstance(table, dict):
         raise ExerciseError(f"{source}: {where} must be a table")
-    unknown = set(table) - {"folder", "label", "points", "reference", "details"}
+    unknown = set(table) - {"folder", "label", "points", "reference", "details", "visibility"}
     if unknown:
         raise ExerciseError(f"{source}: {where} has unknown keys: {', '.join(sorted(unknown))}")
     folder, points = table.get("folder"), table.get("points")
@@ -218,7 +234,11 @@ def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
     flags = {key: table.get(key, default) for key, default in (("reference", False), ("details", True))}
     if not isinstance(label, str) or not all(isinstance(v, bool) for v in flags.values()):
         raise ExerciseError(f"{source}: {where}: label is text, reference and details are true or false")
-    return SuiteSpec(name, root / folder, points, label, flags["reference"], flags["details"])
+    visibility = table.get("visibility", "")
+    if "visibility" in table and visibility not in VISIBILITIES:
+        raise ExerciseError(f"{source}: {where}: visibility is one of {', '.join(VISIBILITIES)} (when Gradescope "
+                            f"shows this suite's results to students), not {visibility!r}")
+    return SuiteSpec(name, root / folder, points, label, flags["reference"], flags["details"], visibility)
 
 
 def files_fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:

@@ -31,7 +31,8 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     card = Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
                      max_score=0, title=exercise.title, backend=backend_name, grader_version=grader.__version__,
                      graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     suite_labels=exercise.suite_labels)
+                     suite_labels=exercise.suite_labels, suite_visibility=exercise.suite_visibility,
+                     open_suites=exercise.open_suites, submission_file=exercise.submission_file)
     card.locked = locked_tests(exercise, tier)
     expected = expected_max(exercise, tier)  # worked out once: the score's ceiling, then the check of the results
     card.max_score = sum(expected.values())

@@ -64,6 +64,11 @@ class Scorecard:
     grader_version: str = ""
     seed: int | None = None  # what random workloads were drawn from (grader.seeding); None: not run
     suite_labels: dict[str, str] = field(default_factory=dict)  # suite name -> what a student sees
+    # When Gradescope shows each suite's results (exercise.toml's `visibility`, for the suites that set
+    # one), and the suites of the free tier, whose results are shown at once unless they set otherwise.
+    suite_visibility: dict[str, str] = field(default_factory=dict)
+    open_suites: list[str] = field(default_factory=list)
+    submission_file: str = ""  # the file name the submission is graded as (exercise.toml's `submission`)
     schema_version: int = SCHEMA_VERSION
 
     def suite_label(self, suite: str) -> str:

@@ -126,12 +126,12 @@ def _nice_ceiling(value: float) -> int:
     return int(10 * magnitude)
 
 
-def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
+def timeline(artifact: dict[str, Any], max_steps: int = CHART_STEPS) -> dict[str, Any]:
     """Geometry of the inline SVG timeline of a trace: per step, the amounts per label as two stacked
     bars side by side (expected on the left, drawn lighter; got on the right, solid), a band and a
     caption on the first difference, step numbers on the x axis, amounts on the y axis.
 
-    The drawing covers the steps up to a few after the first difference (at most CHART_STEPS of them,
+    The drawing covers the steps up to a few after the first difference (at most `max_steps` of them,
     ending there), so the difference sits at its right end. Bars shrink with the number of steps, down
     to 3 px, and the page shows the drawing in a box that scrolls sideways and starts at its right end.
     """
@@ -139,7 +139,7 @@ def timeline(artifact: dict[str, Any]) -> dict[str, Any]:
     expected, got, first = data["expected"], data["got"], data["first_difference"]
     count = max(len(expected), len(got), 1)
     hi = count if first is None else min(count, first + CHART_AFTER + 1)
-    lo = max(0, hi - CHART_STEPS)
+    lo = max(0, hi - max_steps)
     shown = hi - lo
     step_w = max(9.0, min(60.0, 640.0 / shown))
     gap = max(1.5, step_w * 0.22)
