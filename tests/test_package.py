@@ -12,16 +12,18 @@ entrypoint with /grade/tests, /grade/student and /grade/results mounted and no n
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import uuid
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from grader.bundles import HOST_PACKAGES, gradescope_zip, packages_for, prairielearn_folder
+from grader.bundles import HOST_PACKAGES, export_knows_visibility, gradescope_zip, packages_for, prairielearn_folder
 from grader.exercise import load_exercise
 from tests.helpers import EXERCISE, REFERENCE, STUB
 
@@ -139,29 +141,37 @@ UNPACK = ("import sys, zipfile, os\n"
           "        os.chmod(path, info.external_attr >> 16 & 0o777 or 0o644)\n")
 
 
-@pytest.fixture(scope="module")
-def gradescope_image(docker_client, platform_base, exercise, tmp_path_factory):
+@contextlib.contextmanager
+def gradescope_autograder(client, base: str, bundle: bytes, folder: Path) -> Iterator[str]:
     """The autograder's image, made as Gradescope makes it: unzip, setup.sh as root, run_autograder
     copied to /autograder; committed so that every submission starts from it afresh."""
-    folder = tmp_path_factory.mktemp("gradescope")
-    (folder / "autograder.zip").write_bytes(gradescope_zip(exercise, "premium", None))
+    (folder / "autograder.zip").write_bytes(bundle)
     script = (f"python3 -c \"$UNPACK\" /upload/autograder.zip && cd /autograder/source && bash ./setup.sh "
               "&& cp run_autograder /autograder/run_autograder && mkdir -p /autograder/results /autograder/submission")
-    container = docker_client.containers.run(platform_base, ["sh", "-c", script], detach=True, network_mode="none",
-                                             environment={"UNPACK": UNPACK},
-                                             volumes={str(folder): {"bind": "/upload", "mode": "ro"}})
+    container = client.containers.run(base, ["sh", "-c", script], detach=True, network_mode="none",
+                                      environment={"UNPACK": UNPACK},
+                                      volumes={str(folder): {"bind": "/upload", "mode": "ro"}})
     try:
         status = container.wait(timeout=600)["StatusCode"]
         logs = container.logs().decode("utf-8", "replace")
         assert status == 0, logs
         assert "every package the grader needs is installed" in logs  # offline: setup.sh installed nothing
-        tag = f"grader-test-gradescope:{uuid.uuid4().hex[:12]}"
-        container.commit(repository=tag.split(":")[0], tag=tag.split(":")[1],
+        repository, tag = "grader-test-gradescope", uuid.uuid4().hex[:12]
+        container.commit(repository=repository, tag=tag,
                          conf={"WorkingDir": "/autograder", "Cmd": ["/autograder/run_autograder"]})
     finally:
         container.remove(force=True)
-    yield tag
-    docker_client.images.remove(tag, force=True)
+    try:
+        yield f"{repository}:{tag}"
+    finally:
+        client.images.remove(f"{repository}:{tag}", force=True)
+
+
+@pytest.fixture(scope="module")
+def gradescope_image(docker_client, platform_base, exercise, tmp_path_factory):
+    with gradescope_autograder(docker_client, platform_base, gradescope_zip(exercise, "premium", None),
+                               tmp_path_factory.mktemp("gradescope")) as image:
+        yield image
 
 
 def gradescope_run(client, image: str, tmp_path: Path, files: Path, privileged: bool = True) -> dict:
@@ -220,6 +230,28 @@ def test_gradescope_without_the_namespaces_the_run_fails_closed_and_says_why(doc
     assert results.get("score", 0) == 0 and not any(t["status"] == "passed" for t in results["tests"])
 
 
+@pytest.mark.slow
+def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_client, platform_base, exercise, tmp_path):
+    if not export_knows_visibility():
+        pytest.skip("this grader's export has no --hidden-visibility yet")
+    bundle = gradescope_zip(exercise, "premium", "after_due_date")
+    with gradescope_autograder(docker_client, platform_base, bundle, tmp_path) as image:
+        results = gradescope_run(docker_client, image, tmp_path / "run",
+                                 submission(tmp_path / "run", **{"scheduler.py": REFERENCE.read_bytes()}))
+    by_suite = {t["tags"][0]: t.get("visibility", "visible") for t in results["tests"]}
+    assert by_suite["hidden"] == "after_due_date" and by_suite["visible"] == "visible"
+
+
+def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exercise):
+    from grader.bundles.run import PLATFORMS, export_command
+
+    with zipfile.ZipFile(io.BytesIO(gradescope_zip(exercise, "premium", "hidden"))) as archive:
+        config = json.loads(archive.read("bundle.json"))
+    command = export_command(Path("card.json"), PLATFORMS["gradescope"], config["hidden_visibility"])
+    assert command[-2:] == ["--hidden-visibility", "hidden"] and "/autograder/results/results.json" in command
+    assert "--hidden-visibility" not in export_command(Path("card.json"), PLATFORMS["gradescope"], None)
+
+
 @pytest.fixture(scope="module")
 def prairielearn_question(docker_client, platform_base, exercise, tmp_path_factory):
     """The question folder, and its grading image built from its own recipe on the stand-in base."""
@@ -268,3 +300,10 @@ def test_prairielearn_marks_a_syntax_error_and_two_files_not_gradable_with_the_r
                            submission(tmp_path / "t",
                                       **{"scheduler.py": REFERENCE.read_bytes(), "notes.py": b"x = 1\n"}))
     assert two["gradable"] is False and "submit only your scheduler.py" in " ".join(two["format_errors"])
+
+
+if __name__ == "__main__":  # CI builds the stand-in up front (python -m tests.test_package), as it does the grading image
+    from grader.sandbox.engine import engine_client
+    from grader.sandbox.image import ensure_base
+
+    print(ensure_base(engine_client(), print, packages_for(load_exercise(EXERCISE))))
