@@ -16,6 +16,8 @@ import contextlib
 import io
 import json
 import os
+import subprocess
+import sys
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -76,6 +78,7 @@ def test_the_prairielearn_question_names_its_image_entrypoint_and_timeout_and_ke
     assert 'file-name="scheduler.py"' in html and "<pl-external-grader-results>" in html
     assert (tmp_path / "starter_scheduler.py").read_bytes() == STUB.read_bytes()
     assert (tmp_path / "tests" / "project" / "hidden_tests" / EXERCISE / "seed.key").is_file()
+    assert not (tmp_path / "tests" / "project" / "solutions").exists()  # the free tier's suites never use it
     assert (tmp_path / "image" / "Dockerfile").read_text().startswith("#")
     first = info["uuid"]
     prairielearn_folder(exercise, "free", tmp_path, "someone/grader:1")
@@ -90,6 +93,31 @@ def test_the_package_command_refuses_options_of_the_other_platform(tmp_path, cap
     assert code == 2 and "Gradescope setting" in capsys.readouterr().err
     assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--image", "x",
                  "-o", str(tmp_path / "a.zip")]) == 2
+
+
+def test_a_submitted_link_is_refused_even_alone_and_dotfiles_do_not_count(tmp_path):
+    from grader.bundles.run import refusal, submitted_files
+
+    folder = tmp_path / "submission"
+    (folder / "__MACOSX").mkdir(parents=True)
+    (folder / "__MACOSX" / "._scheduler.py").write_bytes(b"junk")
+    (folder / ".DS_Store").write_bytes(b"junk")
+    (folder / "scheduler.py").symlink_to(REFERENCE)
+    files = submitted_files(folder)
+    assert files == [folder / "scheduler.py"]
+    assert refusal(files, folder, "scheduler.py") == "scheduler.py is a link, not a file: submit your scheduler.py itself"
+    (folder / "scheduler.py").unlink()
+    (folder / "scheduler.py").write_bytes(b"x = 1\n")
+    assert refusal(submitted_files(folder), folder, "scheduler.py") is None
+
+
+def test_grading_and_exporting_load_only_what_the_bundles_install():
+    """The platform's container has Debian's pytest, Jinja and rich, not SQLAlchemy or the Docker SDK."""
+    code = ("import sys, grader.cli, grader.exports, grader.bundles.run, grader.sandbox.local, grader.report\n"
+            "print(sorted({'sqlalchemy', 'alembic', 'docker', 'requests', 'starlette'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.strip() == "[]"
 
 
 # -- the platforms, stood in for by Debian bookworm containers --------------------------------------
@@ -264,13 +292,13 @@ def prairielearn_question(docker_client, platform_base, exercise, tmp_path_facto
     docker_client.images.remove(tag, force=True)
 
 
-def prairielearn_run(client, question, tmp_path: Path, files: Path) -> dict:
+def prairielearn_run(client, question, tmp_path: Path, files: Path, privileged: bool = True) -> dict:
     folder, image = question
     results = tmp_path / "results"
     results.mkdir()
     info = json.loads((folder / "info.json").read_text())["externalGradingOptions"]
     status, logs = run_container(client, image, {folder / "tests": "/grade/tests", files: "/grade/student",
-                                                       results: "/grade/results"}, entrypoint=info["entrypoint"])
+                                                       results: "/grade/results"}, privileged, info["entrypoint"])
     assert status == 0, logs
     document = json.loads((results / "results.json").read_text())
     assert set(document) <= PRAIRIELEARN_TOP, set(document) - PRAIRIELEARN_TOP
@@ -301,6 +329,15 @@ def test_prairielearn_marks_a_syntax_error_and_two_files_not_gradable_with_the_r
                                       **{"scheduler.py": REFERENCE.read_bytes(), "notes.py": b"x = 1\n"}))
     assert two["gradable"] is False and "submit only your scheduler.py" in " ".join(two["format_errors"])
 
+
+
+@pytest.mark.slow
+def test_prairielearn_without_the_namespaces_the_job_fails_closed_and_says_why(docker_client, prairielearn_question,
+                                                                               tmp_path):
+    results = prairielearn_run(docker_client, prairielearn_question, tmp_path,
+                               submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}), privileged=False)
+    assert results["score"] == 0 and not results.get("tests")
+    assert "the autograder could not run" in results["message"] and "namespace" in results["output"]
 
 if __name__ == "__main__":  # CI builds the stand-in up front (python -m tests.test_package), as it does the grading image
     from grader.sandbox.engine import engine_client

@@ -85,9 +85,9 @@ def grader_files() -> list[tuple[str, bytes]]:
     return files
 
 
-def exercise_files(exercise: Exercise) -> list[tuple[str, bytes]]:
+def exercise_files(exercise: Exercise, tier: str) -> list[tuple[str, bytes]]:
     """The exercise as a project of its own: its folder, every suite (the tests a tier does not run
-    are listed by name, so they travel too), the reference when a suite uses it, the seed key."""
+    are listed by name, so they travel too), the reference when the tier's suites use it, the seed key."""
     root = exercise.root.resolve()
     folders = [exercise.folder, *(suite.path for suite in exercise.suites.values())]
     files: dict[str, bytes] = {}
@@ -97,7 +97,7 @@ def exercise_files(exercise: Exercise) -> list[tuple[str, bytes]]:
                 files[_inside(path, root)] = path.read_bytes()
     key = exercise.root / "hidden_tests" / exercise.slug / "seed.key"
     extras = [key] if key.is_file() else []
-    if any(suite.reference for suite in exercise.suites.values()):
+    if exercise.needs_reference(tier):
         extras.append(exercise.reference)
     for path in extras:
         files[_inside(path.resolve(), root)] = path.read_bytes()
@@ -129,7 +129,7 @@ def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None)
         ("packages.txt", "\n".join(packages_for(exercise)).encode() + b"\n", 0o644),
         (CONFIG, config_for("gradescope", exercise, tier, hidden_visibility).to_json().encode(), 0o644),
         *((path, data, 0o644) for path, data in grader_files()),
-        *((path, data, 0o644) for path, data in exercise_files(exercise)),
+        *((path, data, 0o644) for path, data in exercise_files(exercise, tier)),
     ]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -173,7 +173,7 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
         ("question.html", html.encode(), 0o644),
         (starter, exercise.stub.read_bytes(), 0o644),
         (f"tests/{CONFIG}", config_for("prairielearn", exercise, tier, None).to_json().encode(), 0o644),
-        *((f"tests/{path}", data, 0o644) for path, data in exercise_files(exercise)),
+        *((f"tests/{path}", data, 0o644) for path, data in exercise_files(exercise, tier)),
         ("image/Dockerfile", (FILES / "Dockerfile").read_bytes(), 0o644),
         ("image/entrypoint", (FILES / "entrypoint").read_bytes(), EXECUTABLE),
         ("image/install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),

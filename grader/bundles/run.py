@@ -24,6 +24,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.scorecard import Scorecard
 
 IGNORED = ("__MACOSX",)  # folders a zip made on macOS carries beside the files
 
@@ -46,7 +50,8 @@ PLATFORMS = {
 
 
 def submitted_files(folder: Path) -> list[Path]:
-    """Every file submitted, however deep, without dotfiles and `__MACOSX/`."""
+    """Everything submitted that is not a folder, however deep (links and other non-files included,
+    to be refused), without dotfiles and `__MACOSX/`."""
     if not folder.is_dir():
         return []
     found = []
@@ -54,7 +59,7 @@ def submitted_files(folder: Path) -> list[Path]:
         parts = path.relative_to(folder).parts
         if any(part.startswith(".") or part in IGNORED for part in parts):
             continue
-        if path.is_file():
+        if path.is_symlink() or not path.is_dir():
             found.append(path)
     return found
 
@@ -63,6 +68,9 @@ def refusal(files: list[Path], folder: Path, expected: str) -> str | None:
     """Why these files cannot be graded (None: one file, graded)."""
     if not files:
         return f"no file was submitted: submit your {expected}"
+    for path in files:  # a link could name the reference itself: only the student's own bytes are graded
+        if path.is_symlink() or not path.is_file():
+            return f"{path.relative_to(folder).as_posix()} is a link, not a file: submit your {expected} itself"
     if len(files) > 1:
         names = ", ".join(path.relative_to(folder).as_posix() for path in files[:10])
         more = f" and {len(files) - 10} more" if len(files) > 10 else ""
@@ -83,7 +91,7 @@ def export_command(card: Path, platform: Platform, hidden_visibility: str | None
     return command
 
 
-def unrun_card(config: dict, status: str, reason: str, project: Path):
+def unrun_card(config: dict, status: str, reason: str, project: Path) -> Scorecard:
     """A scorecard of a run refused (`rejected`) or failed (`error`) before any test ran."""
     from grader.exercise import load_exercise
     from grader.grading import new_scorecard
