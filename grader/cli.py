@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.bundles import TARGETS, VISIBILITIES
 from grader.exercise import ExerciseError, load_exercise, project_root
 from grader.errors import GradingError, StoreError
 from grader.grading import Backend, grade_bytes
@@ -462,10 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
     roster_import.set_defaults(run=command_roster_import)
 
     bundle = commands.add_parser("package", help="a bundle that grades on Gradescope or PrairieLearn as they are")
-    bundle.add_argument("--target", required=True, choices=("gradescope", "prairielearn"))
+    bundle.add_argument("--target", required=True, choices=TARGETS)
     bundle.add_argument("--exercise", help="the exercise's name (slug) or folder (default: the project's only one)")
     bundle.add_argument("--tier", help=TIER_HELP)
-    bundle.add_argument("--hidden-visibility", choices=("hidden", "after_due_date", "after_published", "visible"),
+    bundle.add_argument("--hidden-visibility", choices=VISIBILITIES,
                         help="gradescope: when students see the results of the suites they cannot read")
     bundle.add_argument("--image", help="prairielearn: the grading image info.json names (default grader-SLUG:VERSION)")
     bundle.add_argument("-o", "--output", required=True, metavar="ZIP|DIR", help="gradescope: the zip; prairielearn: "

@@ -24,7 +24,7 @@ import shutil
 import string
 import uuid
 import zipfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from html import escape
 from pathlib import Path
 
@@ -62,7 +62,7 @@ class BundleConfig:
     grader_version: str
 
     def to_json(self) -> str:
-        return json.dumps(self.__dict__, indent=2) + "\n"
+        return json.dumps(asdict(self), indent=2) + "\n"
 
 
 def packages_for(exercise: Exercise) -> list[str]:
