@@ -132,35 +132,41 @@ def sandbox_problem() -> str | None:
             "README, \"Platform bundles\"")
 
 
+def scorecard_for(files: list[Path], platform: Platform, config: dict, project: Path, work: Path) -> Path:
+    """The submission's scorecard, written in `work`: graded by `grader grade`, or refused or failed
+    before any test ran."""
+    refused = refusal(files, platform.submission, config["submission"])
+    if refused is not None:
+        return write_card(unrun_card(config, "rejected", refused, project), work)
+    if files[0].name != config["submission"]:
+        print(f"grading {files[0].name} as {config['submission']}", flush=True)
+    why = sandbox_problem()
+    if why is None:
+        card, why = grade(files[0], config, project, work)
+        if card is not None:
+            return card
+    return write_card(unrun_card(config, "error", f"the autograder could not run: {why}", project), work)
+
+
+def write_card(card: Scorecard, work: Path) -> Path:
+    path = work / "card.json"
+    card.write(str(path))
+    return path
+
+
 def run(platform: Platform) -> int:
     config = json.loads((platform.bundle / "bundle.json").read_text(encoding="utf-8"))
-    project = platform.bundle / "project"
     platform.results.parent.mkdir(parents=True, exist_ok=True)
     platform.results.unlink(missing_ok=True)
-    files = submitted_files(platform.submission)
     with tempfile.TemporaryDirectory(prefix="grader-bundle-") as folder:
-        work = Path(folder)
-        refused = refusal(files, platform.submission, config["submission"])
-        card_path = None
-        if refused is None:
-            if files[0].name != config["submission"]:
-                print(f"grading {files[0].name} as {config['submission']}", flush=True)
-            why = sandbox_problem()
-            if why is None:
-                card_path, why = grade(files[0], config, project, work)
-            if card_path is None:
-                card = unrun_card(config, "error", f"the autograder could not run: {why}", project)
-        else:
-            card = unrun_card(config, "rejected", refused, project)
-        if card_path is None:
-            card_path = work / "card.json"
-            card.write(str(card_path))
-        done = subprocess.run(export_command(card_path, platform, config.get("hidden_visibility")),
+        card = scorecard_for(submitted_files(platform.submission), platform, config, platform.bundle / "project",
+                             Path(folder))
+        done = subprocess.run(export_command(card, platform, config.get("hidden_visibility")),
                               capture_output=True, text=True, errors="replace")
-        if done.returncode != 0 or not platform.results.is_file():
-            platform.results.unlink(missing_ok=True)
-            print(f"grader export failed (exit status {done.returncode}): {done.stderr.strip()}", flush=True)
-            return 1
+    if done.returncode != 0 or not platform.results.is_file():
+        platform.results.unlink(missing_ok=True)  # no results at all: the platform shows a failed run, not a score
+        print(f"grader export failed (exit status {done.returncode}): {done.stderr.strip()}", flush=True)
+        return 1
     print(f"results written to {platform.results}", flush=True)
     return 0
 
