@@ -136,10 +136,10 @@ def run_container(client, image: str, mounts: dict[Path, str], privileged: bool 
     (host folder -> path: read-only unless it is a results folder); returns its exit status and logs.
     `privileged`: with what bubblewrap needs (PRIVILEGES, and no masked /proc paths)."""
     binds = {str(host): {"bind": path, "mode": "rw" if path.endswith("results") else "ro"} for host, path in mounts.items()}
-    host_config = client.api.create_host_config(binds=binds, network_mode="none",
-                                                security_opt=[f"{o}" for o in PRIVILEGES if not o.startswith("systempaths")]
-                                                if privileged else None)
-    if privileged:  # what `docker run --security-opt systempaths=unconfined` sends
+    # The SDK passes security options as they are; systempaths=unconfined is the CLI's name for empty masks.
+    options = [option for option in PRIVILEGES if not option.startswith("systempaths=")] if privileged else None
+    host_config = client.api.create_host_config(binds=binds, network_mode="none", security_opt=options)
+    if privileged:
         host_config.update(MaskedPaths=[], ReadonlyPaths=[])
     environment = {key: os.environ[key] for key in ("GRADER_WORKER_UIDS",) if key in os.environ}
     created = client.api.create_container(image, entrypoint=entrypoint, environment=environment,
