@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.bundles import TARGETS, VISIBILITIES
 from grader.exercise import ExerciseError, load_exercise, project_root
 from grader.errors import GradingError, StoreError
 from grader.grading import Backend, grade_bytes
@@ -351,6 +352,17 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+def command_package(args: argparse.Namespace, console: Console) -> int:
+    from grader.bundles import BundleError, package
+
+    try:
+        console.print(package(args.target, args.exercise, args.tier, Path(args.output), args.hidden_visibility,
+                              args.image), soft_wrap=True)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description="Grade coding exercises in a sandbox.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -457,6 +469,17 @@ def build_parser() -> argparse.ArgumentParser:
     roster_import.add_argument("--base-url", metavar="URL", help="the address of `grader serve` "
                                                                   "(default http://127.0.0.1:8000)")
     roster_import.set_defaults(run=command_roster_import)
+
+    bundle = commands.add_parser("package", help="a bundle that grades on Gradescope or PrairieLearn as they are")
+    bundle.add_argument("--target", required=True, choices=TARGETS)
+    bundle.add_argument("--exercise", help="the exercise's name (slug) or folder (default: the project's only one)")
+    bundle.add_argument("--tier", help=TIER_HELP)
+    bundle.add_argument("--hidden-visibility", choices=VISIBILITIES,
+                        help="gradescope: when students see the results of the suites they cannot read")
+    bundle.add_argument("--image", help="prairielearn: the grading image info.json names (default grader-SLUG:VERSION)")
+    bundle.add_argument("-o", "--output", required=True, metavar="ZIP|DIR", help="gradescope: the zip; prairielearn: "
+                                                                                  "the question folder")
+    bundle.set_defaults(run=command_package)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help="the exercise's name (slug) or folder")

@@ -28,14 +28,8 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     """Grade `data` on `tier` (None: the exercise's default tier)."""
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
-    card = Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
-                     max_score=0, title=exercise.title, backend=backend_name, grader_version=grader.__version__,
-                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     suite_labels=exercise.suite_labels, suite_visibility=exercise.suite_visibility,
-                     open_suites=exercise.open_suites, submission_file=exercise.submission_file)
-    card.locked = locked_tests(exercise, tier)
     expected = expected_max(exercise, tier)  # worked out once: the score's ceiling, then the check of the results
-    card.max_score = sum(expected.values())
+    card = new_scorecard(exercise, tier, backend_name, expected)
     try:
         submission = validate(data, exercise.submission_file, exercise.max_submission_bytes)
     except Rejected as why:
@@ -47,6 +41,21 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         judge(card, backend(exercise, submission.source, tier), exercise, tier, expected)
     card.duration_s = round(time.monotonic() - started, 3)
     return card
+
+
+def new_scorecard(exercise: Exercise, tier: str, backend_name: str,
+                  expected: dict[tuple[str, str], int] | None = None) -> Scorecard:
+    """A scorecard for this exercise and tier before anything is judged: status graded, score 0, the
+    ceiling and the locked tests filled in. Whoever refuses a run before grading starts sets its
+    status and reason (the platform bundles do, for a submission of no file or of several)."""
+    expected = expected_max(exercise, tier) if expected is None else expected
+    return Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
+                     max_score=sum(expected.values()), title=exercise.title, backend=backend_name,
+                     grader_version=grader.__version__,
+                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     suite_labels=exercise.suite_labels, suite_visibility=exercise.suite_visibility,
+                     open_suites=exercise.open_suites, submission_file=exercise.submission_file,
+                     locked=locked_tests(exercise, tier))
 
 
 def expected_max(exercise: Exercise, tier: str) -> dict[tuple[str, str], int]:

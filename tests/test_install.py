@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,8 @@ def test_a_wheel_grades_and_reports_from_another_folder(tmp_path):
     assert "Premium tests not run" in (elsewhere / "report.md").read_text()
     exported = run([str(grader), "export", "card.json", "--format", "junit"], elsewhere).stdout
     assert "<testsuites" in exported
+    # The platform bundles' scripts ship as package data, and the report templates travel in the bundle.
+    run([str(grader), "package", "--target", "gradescope", "--exercise", str(PROJECT / "exercises" / "continuous_batching"),
+         "-o", "autograder.zip"], elsewhere)
+    with zipfile.ZipFile(elsewhere / "autograder.zip") as bundle:
+        assert {"setup.sh", "run_autograder", "grader/templates/report.html.j2"} <= set(bundle.namelist())

@@ -370,6 +370,18 @@ def build_harness(client: docker.DockerClient, base: str | None = None, progress
     return tag
 
 
+def ensure_base(client: docker.DockerClient, progress: Progress = None, extra: Iterable[str] = ()) -> str:
+    """``grader-base:<hash>`` with these extra packages, bootstrapped only if missing. Also the
+    stand-in for a platform's Debian image in the tests of the platform bundles."""
+    extra = tuple(extra)
+    base = base_tag(extra)
+    if not _exists(client, base):
+        with _build_lock():
+            if not _exists(client, base):  # another process may have built it while we waited
+                build_base(client, progress, extra)
+    return base
+
+
 def ensure_image(client: docker.DockerClient, progress: Progress = None, extra: Iterable[str] = ()) -> str:
     """The grading image's tag (with an exercise's extra packages), building the base and/or the
     harness layer only if missing."""
