@@ -64,6 +64,7 @@ class Scorecard:
     grader_version: str = ""
     seed: int | None = None  # what random workloads were drawn from (grader.seeding); None: not run
     suite_labels: dict[str, str] = field(default_factory=dict)  # suite name -> what a student sees
+    exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (exercise.py)
     schema_version: int = SCHEMA_VERSION
 
     def suite_label(self, suite: str) -> str:
