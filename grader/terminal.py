@@ -14,7 +14,6 @@ from rich.text import Text
 from grader.scorecard import Scorecard
 from grader.text import without_surrogates
 
-ID_WIDTH = 60  # the widest test column before ids fold
 STYLES = {"passed": "green", "failed": "red", "timeout": "yellow", "crashed": "magenta", "error": "red bold"}
 
 
@@ -33,12 +32,9 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
         console.print(Text(f"{card.status.upper()}: {without_surrogates(card.reason)}", style="red bold"))
     if card.tests:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        # The test column is as wide as the longest id (up to a bound), the message gives way: an id is
-        # never cut, and folded over lines only past the bound.
-        id_width = min(ID_WIDTH, max(len(test.name) for test in card.tests))
         for column in ("suite", "test", "status", "points", "why"):
-            table.add_column(column, overflow="fold" if column in ("test", "why") else "ellipsis",
-                             min_width=id_width if column == "test" else None)
+            # On a narrow terminal a test id is folded over lines, never cut: `test_x[mixed]` stays whole.
+            table.add_column(column, overflow="fold" if column in ("test", "why") else "ellipsis")
         for test in card.tests:
             table.add_row(Text(test.suite), Text(without_surrogates(test.name)),
                           Text(test.status, style=STYLES.get(test.status, "")),
