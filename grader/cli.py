@@ -283,9 +283,8 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_batch(args: argparse.Namespace, console: Console) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.batch import discover, run_batch
     from grader.gradebook import Entry, pick, to_csv
@@ -479,8 +478,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if (action.option_strings and action.default not in (None, False, argparse.SUPPRESS)
-                and "default" not in text and "%(default)" not in text):
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
             text += " (default: %(default)s)"
         return text
 
