@@ -1,8 +1,10 @@
 """Grading a folder of submissions in parallel sandboxes, into the store, resumably.
 
 A folder holds one file per student (`alice.py`) or one folder per student holding the exercise's
-file (`alice/scheduler.py`). What is already graded with the same content is skipped, so a batch
-that was interrupted simply runs again. One broken submission never stops the others.
+file (`alice/scheduler.py`). What is already graded with the same content against the same exercise
+(its fingerprint: suites, exercise.toml, reference) is skipped, so a batch that was interrupted simply
+runs again, and one run after a suite changed grades everyone again. A stored `error` result is always
+retried. One broken submission never stops the others.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.exercise import Exercise
-from grader.grading import Backend, grade_bytes
+from grader.exercise import Exercise, exercise_fingerprint
+from grader.grading import TIMED_OUT, Backend, grade_bytes
 from grader.scorecard import Scorecard
 from grader.store import Store, StoreError, validate_student_id
 from grader.text import valid_text
@@ -29,12 +31,36 @@ class Candidate:
     problem: str = ""  # why it cannot be graded (no file, a bad student id...)
 
 
+OUTCOMES = ("graded", "rejected", "timed out", "error")
+
+
+def outcome(card: Scorecard) -> str:
+    """What a result is, for counting: graded (the tests ran), rejected (refused before running), timed
+    out (stopped at the exercise's time limit) or error (the grader cannot vouch for it)."""
+    if card.status == "error" and card.reason.startswith(TIMED_OUT):
+        return "timed out"
+    return card.status
+
+
 @dataclass
 class BatchSummary:
-    graded: list[tuple[str, Scorecard]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # already graded with this content
+    graded: list[tuple[str, Scorecard]] = field(default_factory=list)  # graded in this run
+    skipped: list[str] = field(default_factory=list)  # already graded with this content and exercise
     problems: list[tuple[str, str]] = field(default_factory=list)  # (student or entry, why)
     interrupted: bool = False
+    # Every student's current result for the files of this batch, graded in this run or in an earlier
+    # one (a resume): what the batch's counts and mean are about.
+    results: dict[str, Scorecard] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        found = [outcome(card) for card in self.results.values()]
+        return {name: found.count(name) for name in OUTCOMES}
+
+    def mean(self) -> tuple[float, int] | None:
+        """(mean score, how many results it is over): rejected files count as 0, results the grader
+        cannot vouch for (error, timed out) are left out. None when nothing counts."""
+        scores = [card.score for card in self.results.values() if card.status != "error"]
+        return (sum(scores) / len(scores), len(scores)) if scores else None
 
 
 def discover(folder: Path, exercise: Exercise) -> list[Candidate]:
@@ -66,11 +92,16 @@ def discover(folder: Path, exercise: Exercise) -> list[Candidate]:
 def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callable[[], tuple[Backend, str]],
               candidates: list[Candidate], jobs: int = 1,
               on_start: Callable[[int], None] | None = None,
-              on_done: Callable[[str, Scorecard | None, str], None] | None = None) -> BatchSummary:
-    """Grade what is not graded yet, `jobs` at a time; each result is saved the moment it arrives."""
+              on_done: Callable[[str, Scorecard | None, str], None] | None = None,
+              regrade: bool = False) -> BatchSummary:
+    """Grade what is not graded yet (everything with `regrade`), `jobs` at a time; each result is saved
+    the moment it arrives."""
     summary = BatchSummary()
     todo: list[tuple[Candidate, bytes, str]] = []
-    graded = {(s.student, s.sha256) for s in store.submissions(exercise.slug) if s.tier == tier and s.card}
+    fingerprint = exercise_fingerprint(exercise)
+    graded = {(s.student, s.sha256): s.card for s in store.submissions(exercise.slug)
+              if s.tier == tier and s.card and s.card.status != "error"
+              and s.card.exercise_fingerprint == fingerprint}
     for candidate in candidates:
         if candidate.problem:
             summary.problems.append((candidate.student, candidate.problem))
@@ -81,8 +112,10 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             summary.problems.append((candidate.student, f"cannot read {candidate.path}: {exc.strerror}"))
             continue
         sha = hashlib.sha256(data).hexdigest()
-        if (candidate.student, sha) in graded:
+        earlier = None if regrade else graded.get((candidate.student, sha))
+        if earlier is not None:
             summary.skipped.append(candidate.student)
+            summary.results[candidate.student] = earlier
         else:
             todo.append((candidate, data, sha))
     if on_start:
@@ -118,6 +151,7 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
                 report(candidate.student, None, f"graded but not stored: {type(exc).__name__}: {valid_text(exc, 500)}")
                 return
             summary.graded.append((candidate.student, card))
+            summary.results[candidate.student] = card
             report(candidate.student, card, "")
 
         def report(student: str, card: Scorecard | None, problem: str) -> None:

@@ -3,15 +3,23 @@
 Exit status: 0 when grading finished (whatever the score, and also when the submission was rejected
 for a syntax error and the like); 1 when the grader cannot vouch for a result (the scorecard, if
 asked for, is still written, with status `error`); 2 for a usage problem (no such file, exercise,
-tier or sandbox); 3 when the grader itself could not run (Docker unreachable, image build failed).
+tier or sandbox); 3 when the grader itself could not run (Docker unreachable, image build failed);
+4 only when `--fail-under` was given and the score is below it (a gate for CI).
+
+An output option given `-` (`--json -`, `--md -`, `export -o -`, `--gradebook -`) writes to standard
+output, and then everything meant for a person (summaries, progress, paths) goes to standard error,
+so that `grader grade x.py --exercise e --json - | jq .score` reads a clean document.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,25 +27,87 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.bundles import TARGETS, VISIBILITIES
-from grader.exercise import ExerciseError, load_exercise, project_root
+from grader.exercise import VISIBILITIES, ExerciseError, load_exercise, project_root
+from grader.bundles import TARGETS
 from grader.errors import GradingError, StoreError
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING
-from grader.scorecard import Scorecard
+from grader.scorecard import SCHEMA_VERSION, Scorecard
 from grader.terminal import print_summary
+from grader.text import without_surrogates
 from grader.validate import read_capped
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by the commands that use it
+    from grader.batch import BatchSummary
     from grader.store import Store
 
-OK, UNVOUCHED, USAGE, BROKEN = 0, 1, 2, 3
+OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4
 TIER_HELP = "one of the tiers the exercise declares (default: its default tier)"
+EXERCISE_HELP = "the exercise's name (slug) or folder"
+SANDBOX_HELP = ("where the code runs: docker, local (Linux namespaces), or auto: Docker when an engine answers, "
+                "else local")
+UNSAFE_HELP = "run the local sandbox without namespaces: only for your own trusted code"
+COMMAND_HELP = "one of these (`COMMAND --help` tells more)"
+DB_HELP = "the submissions store (default: $GRADER_DB or ./grader.db)"
+STDOUT = "-"  # an output path that means standard output
+OUTPUT_OPTIONS = ("json", "html", "md", "output", "gradebook")  # the options that may be given STDOUT
+FAIL_UNDER_HELP = ("exit with status 4 when the score is below this: points (8) or a percentage of the "
+                   "maximum (80%%); a gate for CI. Without it the exit status does not depend on the score")
 
 
 class UsageError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The score `--fail-under` asks for: points, or a percentage of the maximum."""
+    value: float
+    percent: bool
+
+    def met_by(self, card: Scorecard) -> bool:
+        if self.percent:
+            return card.score * 100 >= self.value * card.max_score
+        return card.score >= self.value
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g} points"
+
+
+def threshold(text: str) -> Threshold:
+    """`80%` or `8`: the argparse type of --fail-under."""
+    percent = text.strip().endswith("%")
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (percent and value > 100):
+        raise argparse.ArgumentTypeError(f"{text!r}: give points (8) or a percentage of the maximum, 0-100 (80%)")
+    return Threshold(value, percent)
+
+
+def takes_stdout(args: argparse.Namespace) -> bool:
+    """Whether an output option was given `-`; at most one may be, or the documents would mix."""
+    named = [name for name in OUTPUT_OPTIONS if getattr(args, name, None) == STDOUT]
+    if len(named) > 1:
+        raise UsageError(f"only one output can go to standard output ('-'): not {', '.join(named)} together")
+    return bool(named)
+
+
+def write_output(path: str, text: str, private: bool = False) -> str:
+    """Write `text` to the file `path`, or to standard output for `-`; returns what to call it."""
+    if path == STDOUT:
+        sys.stdout.write(without_surrogates(text))
+        sys.stdout.flush()
+        return "standard output"
+    if private:
+        from grader.db.engine import write_private
+
+        write_private(Path(path), text)
+    else:
+        Path(path).write_text(text, encoding="utf-8", errors="replace")
+    return path
 
 
 def read_submission(path: str, max_bytes: int) -> bytes:
@@ -71,25 +141,32 @@ def command_grade(args: argparse.Namespace, console: Console) -> int:
     data = read_submission(args.submission, exercise.max_submission_bytes)
     backend, name = sandbox_for(args, console)
     card = grade_bytes(data, exercise, args.tier, backend, name)
-    if args.json:
-        card.write(args.json)
+    written = [("scorecard", write_output(args.json, card.to_json() + "\n"))] if args.json else []
     print_summary(card, console)
-    for label, path in (("scorecard", args.json), *write_reports(card, args.html, args.md)):
-        if path:
-            console.print(Text(f"{label}: {path}", style="dim"))
-    return OK if card.status in ("graded", "rejected") else UNVOUCHED
+    for label, path in (*written, *write_reports(card, args.html, args.md)):
+        console.print(Text(f"{label}: {path}", style="dim"))
+    if card.status not in ("graded", "rejected"):
+        return UNVOUCHED
+    return gate(card, args.fail_under, console)
+
+
+def gate(card: Scorecard, fail_under: Threshold | None, console: Console) -> int:
+    """OK, or BELOW when --fail-under was given and the score is below it (a rejected file scores 0)."""
+    if fail_under is None or fail_under.met_by(card):
+        return OK
+    console.print(Text(f"score {card.score}/{card.max_score} is below --fail-under {fail_under}", style="red bold"))
+    return BELOW
 
 
 def write_reports(card: Scorecard, html: str | None, md: str | None) -> list[tuple[str, str]]:
-    """Render the asked-for reports from the scorecard alone; returns (label, path) pairs written."""
+    """Render the asked-for reports from the scorecard alone; returns (label, where) pairs written."""
     written = []
     if html or md:
         from grader.report import render_html, render_markdown
 
         for label, path, render in (("HTML report", html, render_html), ("Markdown report", md, render_markdown)):
             if path:
-                Path(path).write_text(render(card), encoding="utf-8", errors="replace")
-                written.append((label, path))
+                written.append((label, write_output(path, render(card))))
     return written
 
 
@@ -117,11 +194,10 @@ def command_export(args: argparse.Namespace, console: Console) -> int:
         text = export(card, args.format, hidden_visibility=args.hidden_visibility)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8", errors="replace")
-        console.print(Text(f"{args.format}: {args.output}", style="dim"))
+    if args.output and args.output != STDOUT:
+        console.print(Text(f"{args.format}: {write_output(args.output, text)}", style="dim"))
     else:
-        sys.stdout.write(text)
+        write_output(STDOUT, text)
     return OK
 
 
@@ -150,7 +226,7 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     matrix.add_column("kills", justify="right")
     for test in tests:
         marks = "".join("x" if test in row.caught_by else "·" for row in audit.mutants)
-        matrix.add_row(test, marks, str(marks.count("x")))
+        matrix.add_row(Text(test), marks, str(marks.count("x")))
     console.print(matrix)
     for row in audit.rows:
         for problem in row.problems:
@@ -208,16 +284,16 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
         report = store_report(store.path, student, exercise.slug, submission_id, card)
-        console.print(f"submission {submission_id} stored in {store.path}; report: {report}")
+        console.print(Text(f"submission {submission_id} stored in {store.path}; report: {report}"))
     return OK if card.status in ("graded", "rejected") else UNVOUCHED
 
 
 def command_batch(args: argparse.Namespace, console: Console) -> int:
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.batch import discover, run_batch
-    from grader.db.engine import write_private
-    from grader.gradebook import to_csv
+    from grader.gradebook import Entry, pick, to_csv
 
     exercise = load_exercise(args.exercise)
     args.tier = exercise.tier(args.tier)
@@ -232,27 +308,52 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
         summary = run_batch(
             store, exercise, args.tier, lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local, warm=True), candidates, jobs=args.jobs,
             on_start=lambda total: progress.update(task, total=total),
-            on_done=lambda student, card, problem: progress.update(
-                task, advance=1, description=f"{student}: {card.score}/{card.max_score}" if card else f"{student}: {problem}"),
+            on_done=lambda student, card, problem: progress.update(  # the description is rich markup
+                task, advance=1, description=escape(f"{student}: {card.score}/{card.max_score}" if card
+                                                    else f"{student}: {problem}")),
+            regrade=args.regrade,
         )
-    graded = summary.graded
-    mean = sum(c.score for _, c in graded) / len(graded) if graded else 0.0
-    console.print(f"graded {len(graded)}, skipped {len(summary.skipped)} already graded, "
-                  f"{len(summary.problems)} with problems" + (f"; mean score {mean:.1f}" if graded else ""))
-    for student, problem in summary.problems:
-        console.print(Text(f"  {student}: {problem}", style="yellow"))
+    print_batch_summary(summary, console)
     if args.gradebook:
-        from grader.gradebook import pick
-
         chosen = pick(store_submissions(args, exercise.slug), "latest")
-        entries = [(student, sub.card) for (student, _), sub in chosen.items() if sub.tier == args.tier and sub.card]
-        write_private(Path(args.gradebook), to_csv(entries))  # names and scores: owner-only
-        console.print(Text(f"gradebook: {args.gradebook}", style="dim"))
+        entries = [Entry(student, sub.card, sub.submitted_at) for (student, _), sub in chosen.items()
+                   if sub.tier == args.tier and sub.card]
+        where = write_output(args.gradebook, to_csv(entries), private=True)  # names and scores: owner-only
+        console.print(Text(f"gradebook: {where}", style="dim"))
     if summary.interrupted:
         console.print(Text("interrupted: what was graded is saved; run the same command again to resume",
                            style="yellow bold"))
         return 130
+    if args.fail_under is not None:
+        below = sorted(student for student, card in summary.results.items()
+                       if card.status == "error" or not args.fail_under.met_by(card))
+        if below or summary.problems:
+            console.print(Text(f"below --fail-under {args.fail_under} or not graded: "
+                               f"{', '.join(below + [student for student, _ in summary.problems])}", style="red bold"))
+            return BELOW
     return OK
+
+
+def print_batch_summary(summary: BatchSummary, console: Console) -> None:
+    """What this run did, then what the batch's files stand at: every stored result counts, those
+    graded in an earlier run too (a resume), each under its own outcome."""
+    counts = summary.counts()
+    console.print(Text(f"graded {len(summary.graded)} in this run, {len(summary.skipped)} skipped (already "
+                       f"graded with the same file and exercise), {len(summary.problems)} not gradable"))
+    outcomes = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    line = f"results of the {len(summary.results)} submission(s): {outcomes or 'none'}"
+    mean = summary.mean()
+    if mean is not None:
+        top = max(card.max_score for card in summary.results.values())
+        line += f"; mean score {mean[0]:.1f}/{top} over {mean[1]}"
+        if counts["error"] + counts["timed out"]:
+            line += " (error and timed-out results left out; rejected files count as 0)"
+    console.print(Text(line))
+    for student, card in sorted(summary.results.items()):
+        if card.status != "graded":
+            console.print(Text(f"  {student}: {card.status}: {' '.join(card.reason.split())[:200]}", style="yellow"))
+    for student, problem in summary.problems:
+        console.print(Text(f"  {student}: {problem}", style="yellow"))
 
 
 def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> list:
@@ -263,11 +364,36 @@ def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> 
 def command_publish(args: argparse.Namespace, console: Console) -> int:
     from grader.publish import publish
 
+    map_file = Path(args.pseudonym_map) if args.pseudonym_map else None
+    if map_file is not None:
+        if not args.pseudonymous:
+            raise UsageError("--pseudonym-map goes with --pseudonymous")
+        out = Path(args.out).resolve()
+        if map_file.resolve() == out or map_file.resolve().is_relative_to(out):
+            raise UsageError(f"{map_file}: the pseudonym map must be outside --out (the site is for others)")
     with open_store(args) as store:
         site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
-    console.print(f"published {site.students} students over {site.exercises} exercise(s) to {site.out}: "
-                  f"open {site.out / 'index.html'}")
+        if map_file is not None:
+            write_pseudonym_map(store, map_file)
+            console.print(Text(f"pseudonym map (owner-only, keep it private): {map_file}", style="dim"))
+    console.print(Text(f"published {site.students} students over {site.exercises} exercise(s) to {site.out}: "
+                       f"open {site.out / 'index.html'}"))
     return OK
+
+
+def write_pseudonym_map(store: Store, path: Path) -> None:
+    """pseudonym,student as CSV, readable by its owner only: the one file that undoes the pseudonyms."""
+    import csv
+    import io
+
+    from grader.db.engine import write_private
+    from grader.publish import pseudonym_map
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["pseudonym", "student"])
+    writer.writerows(pseudonym_map(store).items())
+    write_private(path, buffer.getvalue())
 
 
 def command_image_build(args: argparse.Namespace, console: Console) -> int:
@@ -346,8 +472,8 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
         made = import_roster(store, text)
     url = args.base_url or base_url("127.0.0.1", 8000)
     for student, token in made:
-        console.print(f"{student}: " + (f"{url.rstrip('/')}/signin/{token}" if token else "has an active link (kept)"),
-                      soft_wrap=True)
+        link = f"{url.rstrip('/')}/signin/{token}" if token else "has an active link (kept)"
+        console.print(Text(f"{student}: {link}"), soft_wrap=True)
     console.print(f"{len(made)} student(s) imported", style="dim")
     return OK
 
@@ -363,61 +489,160 @@ def command_package(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's help ends with its default when it has one worth saying (not None or False, and
+    not already said); the epilog (the examples) keeps its lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of `grader` and of every subcommand: add_subparsers makes subparsers of the parser's
+    own class, so a subcommand added anywhere gets this formatter."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import grader
+
+    try:
+        installed = version("grader")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        installed = grader.__version__
+    return f"grader {installed} (scorecard schema {SCHEMA_VERSION})"
+
+
+class VersionAction(argparse.Action):
+    """--version, worked out only when asked (reading the package metadata is not free)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+        print(version_text())
+        parser.exit()
+
+
+# Real command lines for each command's --help, by the command's words after `grader`.
+EXAMPLES: dict[str, list[str]] = {
+    "grade": ["grader grade solutions/continuous_batching/scheduler.py --exercise continuous_batching",
+              "grader grade alice.py --exercise continuous_batching --tier free --json - | jq .score",
+              "grader grade alice.py --exercise continuous_batching --fail-under 80% --html report.html"],
+    "report": ["grader report card.json --html report.html",
+               "grader report card.json --md - > comment.md"],
+    "export": ["grader export card.json --format gradescope -o results.json",
+               "grader export card.json --format gradescope --hidden-visibility after_due_date -o results.json",
+               "grader export card.json --format junit > junit.xml"],
+    "package": ["grader package --target gradescope --exercise continuous_batching -o autograder.zip",
+                "grader package --target gradescope --hidden-visibility after_published -o autograder.zip",
+                "grader package --target prairielearn --exercise continuous_batching -o questions/scheduler"],
+    "submit": ["grader submit alice.py --student alice --exercise continuous_batching --db class.db"],
+    "batch": ["grader batch submissions/ --exercise continuous_batching --jobs 2 --gradebook gradebook.csv",
+              "grader batch submissions/ --exercise continuous_batching --regrade --gradebook - > gradebook.csv"],
+    "publish": ["grader publish --out site/ --policy best",
+                "grader publish --out site/ --pseudonymous --pseudonym-map pseudonyms.csv"],
+    "image": ["grader image build"],
+    "image build": ["grader image build", "grader image build --exercise continuous_batching --force"],
+    "serve": ["grader serve --port 8000 --workers 2",
+              "grader serve --db postgresql://grader@db/grader --broker redis://localhost:6379/0"],
+    "worker": ["grader worker --broker redis://localhost:6379/0 --db postgresql://grader@db/grader"],
+    "roster": ["grader roster import roster.csv --base-url https://grader.example.edu"],
+    "roster import": ["grader roster import roster.csv --base-url https://grader.example.edu"],
+    "audit": ["grader audit continuous_batching", "grader audit exercises/continuous_batching --sandbox local"],
+}
+
+
+def subcommands(parser: argparse.ArgumentParser, words: str = "") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """(command words, parser) for every subcommand, nested ones too: `grade`, ..., `image build`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                path = f"{words} {name}".strip()
+                yield path, sub
+                yield from subcommands(sub, path)
+
+
+def add_examples(parser: argparse.ArgumentParser) -> None:
+    for words, sub in subcommands(parser):
+        if sub.epilog is None and words in EXAMPLES:
+            sub.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[words])
+
+
+def add_sandbox_options(parser: argparse.ArgumentParser, unsafe_local: bool = True) -> None:
+    parser.add_argument("--sandbox", choices=SANDBOXES, default="auto", help=SANDBOX_HELP)
+    if unsafe_local:
+        parser.add_argument("--unsafe-local", action="store_true", help=UNSAFE_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grader", description="Grade coding exercises in a sandbox.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="grader", description="Grade coding exercises in a sandbox.",
+                    epilog="exit status: 0 graded (whatever the score; a rejected file too), 1 the grader cannot "
+                           "vouch for a result,\n2 usage problem, 3 the grader could not run, 4 below --fail-under. "
+                           "`grader COMMAND --help` for each command.")
+    parser.add_argument("--version", action=VersionAction, help="print the grader's version and the scorecard "
+                                                                "schema version, then exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=COMMAND_HELP)
 
     grade = commands.add_parser("grade", help="grade one submission file")
     grade.add_argument("submission", help="the student's solution file")
-    grade.add_argument("--exercise", required=True, help="the exercise's name (slug) or folder")
+    grade.add_argument("--exercise", required=True, help=EXERCISE_HELP)
     grade.add_argument("--tier", help=TIER_HELP)
-    grade.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="auto: Docker when an engine answers")
-    grade.add_argument("--unsafe-local", action="store_true",
-                       help="run the local sandbox without namespaces: only for your own trusted code")
-    grade.add_argument("--json", metavar="F", help="write the scorecard JSON here")
-    grade.add_argument("--html", metavar="F", help="write the HTML report here")
-    grade.add_argument("--md", metavar="F", help="write the Markdown report here")
+    add_sandbox_options(grade)
+    grade.add_argument("--json", metavar="F", help="write the scorecard JSON here ('-': standard output)")
+    grade.add_argument("--html", metavar="F", help="write the HTML report here ('-': standard output)")
+    grade.add_argument("--md", metavar="F", help="write the Markdown report here ('-': standard output)")
+    grade.add_argument("--fail-under", metavar="SCORE", type=threshold, help=FAIL_UNDER_HELP)
     grade.set_defaults(run=command_grade)
 
     report = commands.add_parser("report", help="render a stored scorecard as HTML and/or Markdown")
     report.add_argument("scorecard", help="a scorecard JSON file")
-    report.add_argument("--html", metavar="F")
-    report.add_argument("--md", metavar="F")
+    report.add_argument("--html", metavar="F", help="write the HTML report here ('-': standard output)")
+    report.add_argument("--md", metavar="F", help="write the Markdown report here ('-': standard output)")
     report.set_defaults(run=command_report)
 
     export = commands.add_parser("export", help="convert a scorecard for Gradescope, PrairieLearn or JUnit")
     export.add_argument("scorecard", help="a scorecard JSON file")
-    export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"))
+    export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"),
+                        help="Gradescope's or PrairieLearn's results.json, or JUnit XML")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
-    from grader.exercise import VISIBILITIES
-
     export.add_argument("--hidden-visibility", choices=VISIBILITIES, default=None,
                         help="gradescope only: when students see the results of the suites outside the free "
                              "tier (default: each suite's `visibility` in exercise.toml, else after_published)")
     export.set_defaults(run=command_export)
 
-    db_help = "the submissions store (default: $GRADER_DB or ./grader.db)"
     submit = commands.add_parser("submit", help="store a student's submission, grade it, keep the report")
     submit.add_argument("submission", help="the student's solution file")
     submit.add_argument("--student", required=True, help="the student's id")
-    submit.add_argument("--exercise", required=True)
+    submit.add_argument("--exercise", required=True, help=EXERCISE_HELP)
     submit.add_argument("--tier", help=TIER_HELP)
-    submit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
-    submit.add_argument("--unsafe-local", action="store_true",
-                       help="run the local sandbox without namespaces: only for your own trusted code")
-    submit.add_argument("--db", metavar="PATH", help=db_help)
+    add_sandbox_options(submit)
+    submit.add_argument("--db", metavar="PATH", help=DB_HELP)
     submit.set_defaults(run=command_submit)
 
     batch = commands.add_parser("batch", help="grade a folder of submissions in parallel, resumably")
     batch.add_argument("folder", help="a file per student (alice.py) or a folder per student holding the file")
-    batch.add_argument("--exercise", required=True)
-    batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+    batch.add_argument("--exercise", required=True, help=EXERCISE_HELP)
+    batch.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
     batch.add_argument("--tier", help=TIER_HELP)
-    batch.add_argument("--sandbox", choices=SANDBOXES, default="auto")
-    batch.add_argument("--unsafe-local", action="store_true",
-                       help="run the local sandbox without namespaces: only for your own trusted code")
-    batch.add_argument("--gradebook", metavar="FILE", help="write the gradebook CSV here")
-    batch.add_argument("--db", metavar="PATH", help=db_help)
+    add_sandbox_options(batch)
+    batch.add_argument("--regrade", action="store_true",
+                       help="grade every submission again, even those already graded with the same file and "
+                            "exercise (without it, only new files, results of a changed exercise and errors are)")
+    batch.add_argument("--gradebook", metavar="FILE",
+                       help="write the gradebook CSV here, owner-only ('-': standard output)")
+    batch.add_argument("--fail-under", metavar="SCORE", type=threshold,
+                       help="exit with status 4 when any student's result is below this (points, or a "
+                            "percentage of the maximum: 80%%) or could not be graded")
+    batch.add_argument("--db", metavar="PATH", help=DB_HELP)
     batch.set_defaults(run=command_batch)
 
     publish = commands.add_parser("publish", help="a static site of the store: overview, student pages, gradebooks")
@@ -425,11 +650,14 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--policy", choices=("latest", "best"), default="latest",
                          help="which submission of each student counts")
     publish.add_argument("--pseudonymous", action="store_true", help="show students under stable pseudonyms")
-    publish.add_argument("--db", metavar="PATH", help=db_help)
+    publish.add_argument("--pseudonym-map", metavar="FILE",
+                         help="with --pseudonymous: also write the pseudonym,student CSV here for the instructor "
+                              "(owner-only; refused inside --out)")
+    publish.add_argument("--db", metavar="PATH", help=DB_HELP)
     publish.set_defaults(run=command_publish)
 
     image = commands.add_parser("image", help="the Docker grading image")
-    image_commands = image.add_subparsers(dest="image_command", required=True)
+    image_commands = image.add_subparsers(dest="image_command", required=True, metavar="COMMAND", help=COMMAND_HELP)
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")
     image_build.add_argument("--force", action="store_true", help="bootstrap the Debian base again too")
     image_build.add_argument("--exercise", action="append", metavar="SLUG|PATH",
@@ -438,12 +666,12 @@ def build_parser() -> argparse.ArgumentParser:
     image_build.set_defaults(run=command_image_build)
 
     serve = commands.add_parser("serve", help="the web service: students submit, instructors follow the class")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--db", metavar="PATH|URL", help=db_help + "; a postgresql:// URL with --broker")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    serve.add_argument("--db", metavar="PATH|URL", help=DB_HELP + "; a postgresql:// URL with --broker")
     serve.add_argument("--broker", metavar="URL", help="a Redis URL: queue gradings for `grader worker` processes")
     serve.add_argument("--workers", type=int, default=2, help="grading threads in this process (without --broker)")
-    serve.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    add_sandbox_options(serve, unsafe_local=False)
     serve.add_argument("--interval", type=float, default=30.0, metavar="S",
                        help="least seconds between two submissions of a student to an exercise (an exercise's "
                             "[web] submission_interval_s wins)")
@@ -455,23 +683,25 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", help="grade submissions queued by `grader serve --broker`")
     worker.add_argument("--broker", required=True, metavar="URL", help="the Redis URL given to `grader serve`")
     worker.add_argument("--db", required=True, metavar="URL", help="the store given to `grader serve`")
-    worker.add_argument("--sandbox", choices=SANDBOXES, default="auto")
-    worker.add_argument("--lease", type=float, default=60.0, metavar="S")
+    add_sandbox_options(worker, unsafe_local=False)
+    worker.add_argument("--lease", type=float, default=60.0, metavar="S",
+                        help="seconds a claimed grading stays this worker's without a sign of life")
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     worker.set_defaults(run=command_worker)
 
     roster = commands.add_parser("roster", help="the class roster of the web service")
-    roster_commands = roster.add_subparsers(dest="roster_command", required=True)
+    roster_commands = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND",
+                                            help=COMMAND_HELP)
     roster_import = roster_commands.add_parser("import", help="add students from a CSV (id,name,tier) and print "
                                                               "each new student's sign-in link")
     roster_import.add_argument("file", help="roster.csv")
-    roster_import.add_argument("--db", metavar="PATH|URL", help=db_help)
+    roster_import.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
     roster_import.add_argument("--base-url", metavar="URL", help="the address of `grader serve` "
                                                                   "(default http://127.0.0.1:8000)")
     roster_import.set_defaults(run=command_roster_import)
 
     bundle = commands.add_parser("package", help="a bundle that grades on Gradescope or PrairieLearn as they are")
-    bundle.add_argument("--target", required=True, choices=TARGETS)
+    bundle.add_argument("--target", required=True, choices=TARGETS, help="the platform the bundle is for")
     bundle.add_argument("--exercise", help="the exercise's name (slug) or folder (default: the project's only one)")
     bundle.add_argument("--tier", help=TIER_HELP)
     bundle.add_argument("--hidden-visibility", choices=VISIBILITIES,
@@ -482,19 +712,19 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.set_defaults(run=command_package)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
-    audit.add_argument("exercise", help="the exercise's name (slug) or folder")
-    audit.add_argument("--sandbox", choices=SANDBOXES, default="auto")
-    audit.add_argument("--unsafe-local", action="store_true",
-                       help="run the local sandbox without namespaces: only for your own trusted code")
+    audit.add_argument("exercise", help=EXERCISE_HELP)
+    add_sandbox_options(audit)
     audit.set_defaults(run=command_audit)
+    add_examples(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console()
     errors = Console(stderr=True)
     try:
+        # With an output on standard output, what is meant for a person goes to standard error.
+        console = errors if takes_stdout(args) else Console()
         return args.run(args, console)
     except (UsageError, ExerciseError, StoreError) as exc:
         errors.print(Text(f"grader: {exc}", style="red"))

@@ -251,6 +251,33 @@ def files_fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
     return tuple(found)
 
 
+_fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
+
+
+def exercise_fingerprint(exercise: Exercise) -> str:
+    """A digest of everything a grading of this exercise depends on besides the submission: the grader's
+    version, exercise.toml, every suite's files and the reference. A result with another fingerprint was
+    graded against another suite (`batch` grades such results again). Read again only when a file's
+    name, size or time changed."""
+    import grader
+
+    toml = exercise.folder / "exercise.toml"
+    paths = [toml, *(suite.path for suite in exercise.suites.values()), exercise.reference]
+    stat = files_fingerprint(paths)
+    known = _fingerprints.get(str(toml))
+    if known is not None and known[0] == stat:
+        return known[1]
+    digest = hashlib.sha256(f"grader {grader.__version__}\0".encode())
+    for path in paths:
+        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for file in files:
+            if file.is_file() and "__pycache__" not in file.parts:
+                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
+                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    _fingerprints[str(toml)] = (stat, digest.hexdigest()[:16])
+    return digest.hexdigest()[:16]
+
+
 _listed: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[str, ...]]] = {}
 
 

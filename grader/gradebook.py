@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from grader.scorecard import Scorecard
 from grader.store import StoredSubmission
@@ -36,20 +37,37 @@ def test_columns(cards: Iterable[Scorecard]) -> list[str]:
     return list(columns)
 
 
-def rows(entries: list[tuple[str, Scorecard]]) -> tuple[list[str], list[dict[str, object]]]:
-    """(header, rows): student, score, max_score, then each test's points ('' when it did not run)."""
-    tests = test_columns(card for _, card in entries)
-    header = ["student", "score", "max_score", *tests]
+@dataclass(frozen=True)
+class Entry:
+    """One row of a gradebook: a student's counted scorecard and when that submission came in."""
+    student: str
+    card: Scorecard
+    submitted_at: str = ""
+
+
+Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
+# The columns before the tests'. status: graded, rejected or error; reason: why, when not graded.
+FIXED_COLUMNS = ["student", "score", "max_score", "status", "reason", "submitted_at", "graded_at"]
+
+
+def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
+    """(header, rows): the fixed columns, then each test's points ('' when it did not run)."""
+    found = [e if isinstance(e, Entry) else Entry(*e) for e in entries]
+    tests = test_columns(e.card for e in found)
+    header = [*FIXED_COLUMNS, *tests]
     table = []
-    for student, card in sorted(entries, key=lambda e: e[0]):
-        row: dict[str, object] = {"student": student, "score": card.score, "max_score": card.max_score}
+    for entry in sorted(found, key=lambda e: e.student):
+        card = entry.card
+        row: dict[str, object] = {"student": entry.student, "score": card.score, "max_score": card.max_score,
+                                  "status": card.status, "reason": " ".join(card.reason.split()),
+                                  "submitted_at": entry.submitted_at, "graded_at": card.graded_at}
         earned = {t.name: t.score for t in card.tests}
         row.update({name: earned.get(name, "") for name in tests})
         table.append(row)
     return header, table
 
 
-def to_csv(entries: list[tuple[str, Scorecard]]) -> str:
+def to_csv(entries: Entries) -> str:
     header, table = rows(entries)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
@@ -60,6 +78,6 @@ def to_csv(entries: list[tuple[str, Scorecard]]) -> str:
     return buffer.getvalue()
 
 
-def to_json(entries: list[tuple[str, Scorecard]]) -> str:
+def to_json(entries: Entries) -> str:
     header, table = rows(entries)
     return json.dumps({"columns": header, "rows": table}, indent=2)

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 import grader
-from grader.exercise import Exercise, list_tests
+from grader.exercise import Exercise, exercise_fingerprint, list_tests
 from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.text import valid_data, valid_tail, valid_text
@@ -22,6 +22,7 @@ from grader.seeding import seed_for_source
 from grader.validate import Rejected, validate
 
 Backend = Callable[[Exercise, bytes, str], RawRun]
+TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend, backend_name: str) -> Scorecard:
@@ -55,7 +56,7 @@ def new_scorecard(exercise: Exercise, tier: str, backend_name: str,
                      graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                      suite_labels=exercise.suite_labels, suite_visibility=exercise.suite_visibility,
                      open_suites=exercise.open_suites, submission_file=exercise.submission_file,
-                     locked=locked_tests(exercise, tier))
+                     exercise_fingerprint=exercise_fingerprint(exercise), locked=locked_tests(exercise, tier))
 
 
 def expected_max(exercise: Exercise, tier: str) -> dict[tuple[str, str], int]:
@@ -80,7 +81,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
     printed = results_from_output(raw.output)
     if printed is None:
         if raw.timed_out:
-            return error(f"grading did not finish within {exercise.limits.total_timeout_s:g} s and was stopped")
+            return error(f"{TIMED_OUT} within {exercise.limits.total_timeout_s:g} s and was stopped")
         return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
                      f" (exit status {raw.exit_status})"))
     try:

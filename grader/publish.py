@@ -7,7 +7,8 @@
 
 Every page is rendered from stored scorecards with the report templates; links are relative, and
 nothing is fetched. With `pseudonymous`, students appear under stable pseudonyms derived from a key
-kept in the store, so the same student keeps the same name from one publication to the next.
+kept in the store, so the same student keeps the same name from one publication to the next; the
+instructor's map from pseudonym to student (`pseudonym_map`) is never part of the site.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import grader
-from grader.gradebook import pick, to_csv, to_json
+from grader.gradebook import Entry, pick, to_csv, to_json
 from grader.report import report_view
 from grader.report.render import environment
-from grader.scorecard import Scorecard
 from grader.store import Store, StoredSubmission
 
 HISTOGRAM_BINS = 10
@@ -41,6 +41,13 @@ class Site:
 
 def pseudonym(key: str, student: str) -> str:
     return "student-" + hmac.new(key.encode(), student.encode(), hashlib.sha256).hexdigest()[:8]
+
+
+def pseudonym_map(store: Store) -> dict[str, str]:
+    """{pseudonym: student} for every student a pseudonymous site shows (those with a graded submission)."""
+    key = store.setting("pseudonym_key")
+    students = {s.student for s in store.submissions() if s.card is not None}
+    return dict(sorted((pseudonym(key, student), student) for student in students))
 
 
 def histogram(scores: list[tuple[int, int]]) -> dict[str, Any]:
@@ -114,7 +121,7 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     for exercise, counted in sorted(by_exercise.items()):
         view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
         views.append(view)
-        entries: list[tuple[str, Scorecard]] = [(n, s.card) for n, s in counted if s.card is not None]
+        entries = [Entry(n, s.card, s.submitted_at) for n, s in counted if s.card is not None]
         files[view["csv"]] = to_csv(entries)
         files[view["json"]] = to_json(entries)
     files["index.html"] = env.get_template("site_index.html.j2").render(exercises=views, **common)

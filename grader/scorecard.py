@@ -69,6 +69,7 @@ class Scorecard:
     suite_visibility: dict[str, str] = field(default_factory=dict)
     open_suites: list[str] = field(default_factory=list)
     submission_file: str = ""  # the file name the submission is graded as (exercise.toml's `submission`)
+    exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (exercise.py)
     schema_version: int = SCHEMA_VERSION
 
     def suite_label(self, suite: str) -> str:

@@ -1,4 +1,9 @@
-"""The terminal summary of a scorecard, drawn with rich."""
+"""The terminal summary of a scorecard, drawn with rich.
+
+Test ids (`test_x[mixed]`), messages and reasons come from the suite and the submission: they are
+always given to rich as `Text`, never as strings, which rich would read as markup (`[mixed]` would
+vanish, `[link=...]` would become a link).
+"""
 
 from __future__ import annotations
 
@@ -28,14 +33,16 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
     if card.tests:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for column in ("suite", "test", "status", "points", "why"):
-            table.add_column(column, overflow="fold" if column == "why" else "ellipsis")
+            # On a narrow terminal a test id is folded over lines, never cut: `test_x[mixed]` stays whole.
+            table.add_column(column, overflow="fold" if column in ("test", "why") else "ellipsis")
         for test in card.tests:
-            table.add_row(test.suite, test.name, Text(test.status, style=STYLES.get(test.status, "")),
+            table.add_row(Text(test.suite), Text(without_surrogates(test.name)),
+                          Text(test.status, style=STYLES.get(test.status, "")),
                           f"{test.score}/{test.max_score}", Text(first_line(test.message)))
         console.print(table)
     for suite, row in card.suites.items():
-        console.print(f"{card.suite_label(suite)}: {row['passed']}/{row['tests']} tests passed, "
-                      f"{row['score']}/{row['max_score']} points")
+        console.print(Text(f"{card.suite_label(suite)}: {row['passed']}/{row['tests']} tests passed, "
+                           f"{row['score']}/{row['max_score']} points"))
     for suite in dict.fromkeys(t.suite for t in card.locked):
         names = [t.name for t in card.locked if t.suite == suite]
         console.print(Text(f"{card.suite_label(suite)}, not run on the {card.tier} tier ({len(names)}): "

@@ -12,9 +12,10 @@ from grader.batch import discover, run_batch
 from grader.cli import main
 from grader.exercise import load_exercise
 from grader.gradebook import pick
+from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from grader.store import SCHEMA_VERSION, Store, StoreError
-from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 
@@ -135,3 +136,73 @@ def test_the_store_location_follows_db_then_the_environment(tmp_path, monkeypatc
     assert default_db_path(str(tmp_path / "flag.db")) == tmp_path / "flag.db"
     monkeypatch.delenv("GRADER_DB")
     assert str(default_db_path(None)) == "grader.db"
+
+
+def test_a_batch_grades_again_when_the_exercise_changes_and_everything_with_regrade(tmp_path):
+    exercise = load_exercise(str(exercise_copy(tmp_path / "project")))
+    folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
+    graded: list[str] = []
+
+    def counting_backend():
+        def backend(ex, source, tier):
+            graded.append(tier)
+            return run_local(ex, source, tier)
+        return backend, "local"
+
+    def batch(**options):
+        graded.clear()
+        return run_batch(store, exercise, "free", counting_backend, discover(folder, exercise), **options)
+
+    with Store(tmp_path / "class.db") as store:
+        assert len(batch().graded) == 2 and len(graded) == 2
+        again = batch()
+        assert graded == [] and sorted(again.skipped) == ["alice", "bob"]
+        assert {s: c.score for s, c in again.results.items()} == {"alice": 10, "bob": 0}  # the stored results
+        suite_file = sorted(exercise.suites["visible"].path.glob("test_*.py"))[0]
+        suite_file.write_text(suite_file.read_text() + "\n# the suite changed\n")
+        changed = batch()
+        assert len(changed.graded) == 2 and not changed.skipped and len(graded) == 2
+        assert not batch().graded  # unchanged since
+        forced = batch(regrade=True)
+        assert len(forced.graded) == 2 and len(graded) == 2
+        alice = store.submissions(EXERCISE, "alice")
+        assert len(alice) == 1 and len(store.scorecards(alice[0].id)) == 3  # every grading is kept
+
+
+def timing_out_backend():
+    """The local sandbox, except that a file holding TIME_ME_OUT runs into the exercise's time limit."""
+    def backend(exercise, source, tier):
+        if b"TIME_ME_OUT" in source:
+            return RawRun(output=b"", nonce="", exit_status=None, timed_out=True, duration_s=1.0)
+        return run_local(exercise, source, tier)
+    return backend, "local"
+
+
+def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: timing_out_backend())
+    folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "dave.py": ATTACKS / "syntax_error.py"})
+    (folder / "tim.py").write_text(REFERENCE.read_text() + "\n# TIME_ME_OUT\n")
+    db, gradebook = tmp_path / "class.db", tmp_path / "gradebook.csv"
+    argv = ["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local", "--db", str(db)]
+    assert main([*argv, "--gradebook", str(gradebook)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "graded 3 in this run, 0 skipped" in out
+    assert "1 graded, 1 rejected, 1 timed out" in out and "mean score 5.0/10 over 2" in out
+    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    assert list(rows["alice"])[:7] == ["student", "score", "max_score", "status", "reason", "submitted_at",
+                                       "graded_at"]
+    assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
+    assert rows["dave"]["status"] == "rejected" and "syntax" in rows["dave"]["reason"].lower()
+    assert rows["tim"]["status"] == "error" and rows["tim"]["reason"].startswith("grading did not finish")
+    assert all(row["submitted_at"].startswith("20") and row["graded_at"].startswith("20") for row in rows.values())
+    assert oct(gradebook.stat().st_mode & 0o777) == "0o600"
+
+    # A resume: bob is new, tim's error is tried again, alice and dave stand; the mean is over all of them.
+    shutil.copy(STUB, folder / "bob.py")
+    assert main([*argv, "--gradebook", "-", "--fail-under", "50%"]) == 4
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert "graded 2 in this run, 2 skipped" in err
+    assert "2 graded, 1 rejected, 1 timed out" in err and "mean score 3.3/10 over 3" in err
+    assert "below --fail-under 50% or not graded: bob, dave, tim" in err
+    assert sorted(row["student"] for row in csv.DictReader(captured.out.splitlines())) == ["alice", "bob", "dave", "tim"]

@@ -173,7 +173,7 @@ def test_in_a_batch_beside_hostile_submissions_the_honest_students_keep_full_mar
     assert all(cards[s].status == "graded" and cards[s].score == 0 for s in ("lone-surrogate", "huge-int", "stop-reading"))
     capsys.readouterr()
     assert main(argv) == 0  # run again: everyone is stored, nobody is graded twice
-    assert "skipped 5 already graded" in " ".join(capsys.readouterr().out.split())
+    assert "graded 0 in this run, 5 skipped" in " ".join(capsys.readouterr().out.split())
 
 
 def test_an_error_while_storing_one_result_is_reported_for_that_student_and_the_batch_goes_on(tmp_path, monkeypatch):

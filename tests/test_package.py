@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.bundles import HOST_PACKAGES, export_knows_visibility, gradescope_zip, packages_for, prairielearn_folder
+from grader.bundles import HOST_PACKAGES, gradescope_zip, packages_for, prairielearn_folder
 from grader.exercise import load_exercise
 from tests.helpers import EXERCISE, REFERENCE, STUB
 
@@ -260,8 +260,6 @@ def test_gradescope_without_the_namespaces_the_run_fails_closed_and_says_why(doc
 
 @pytest.mark.slow
 def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_client, platform_base, exercise, tmp_path):
-    if not export_knows_visibility():
-        pytest.skip("this grader's export has no --hidden-visibility yet")
     bundle = gradescope_zip(exercise, "premium", "after_due_date")
     with gradescope_autograder(docker_client, platform_base, bundle, tmp_path) as image:
         results = gradescope_run(docker_client, image, tmp_path / "run",

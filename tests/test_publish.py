@@ -70,6 +70,30 @@ def test_pseudonyms_hide_ids_and_stay_stable(store_path, tmp_path):
     assert all(p.name.startswith("student-") for p in (tmp_path / "one" / "students").iterdir())
 
 
+def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(store_path, tmp_path, capsys):
+    site, private = tmp_path / "site", tmp_path / "instructor" / "pseudonyms.csv"
+    private.parent.mkdir()
+    private.write_text("an older map\n")
+    private.chmod(0o644)  # made readable by others: writing the map makes it owner-only again
+    argv = ["publish", "--out", str(site), "--pseudonymous", "--db", str(store_path)]
+    assert main([*argv, "--pseudonym-map", str(private)]) == 0
+    with open(private) as handle:
+        mapping = {row["pseudonym"]: row["student"] for row in csv.DictReader(handle)}
+    assert sorted(mapping.values()) == ["alice", "bob", "carol"]
+    assert sorted(f"{p}.html" for p in mapping) == sorted(p.name for p in (site / "students").iterdir())
+    assert oct(private.stat().st_mode & 0o777) == "0o600"
+    for page in site.rglob("*"):  # the site holds neither the map nor any name it would reveal
+        if page.is_file():
+            assert not any(name in page.read_text() for name in ("alice", "bob", "carol")), page
+    # Inside the site, or without pseudonyms, the map is refused before anything is written.
+    for inside in (site / "pseudonyms.csv", site / "students" / "map.csv", site):
+        assert main([*argv, "--pseudonym-map", str(inside)]) == 2
+        assert "outside --out" in capsys.readouterr().err and not inside.is_file()
+    assert main(["publish", "--out", str(tmp_path / "named"), "--db", str(store_path),
+                 "--pseudonym-map", str(tmp_path / "map.csv")]) == 2
+    assert not (tmp_path / "map.csv").exists() and not (tmp_path / "named").exists()
+
+
 def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GRADER_DB", str(store_path))
     assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "best"]) == 0

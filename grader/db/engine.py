@@ -52,6 +52,7 @@ def make_private_folder(path: Path) -> Path:
 def write_private(path: Path, text: str) -> Path:
     """Write a file that only its owner may read (a stored report, a gradebook)."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    os.fchmod(descriptor, PRIVATE_FILE)  # a file that was there already keeps its mode otherwise
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         out.write(text)
     return path

@@ -1,0 +1,155 @@
+"""The command line's conventions: --version, help for every option, `-` for standard output,
+--fail-under, and test ids shown whole in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shlex
+from importlib.metadata import version
+
+import pytest
+from rich.console import Console
+
+from grader.cli import BELOW, EXAMPLES, build_parser, main, subcommands, threshold
+from grader.scorecard import SCHEMA_VERSION, Scorecard
+from grader.scorecard import TestResult as Result
+from grader.terminal import print_summary
+from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
+
+FREE = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local"]
+
+
+def test_version_names_the_package_and_the_scorecard_schema(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"grader {version('grader')} (scorecard schema {SCHEMA_VERSION})\n"
+
+
+def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
+    parser = build_parser()
+    return [("", parser), *subcommands(parser)]
+
+
+def test_every_option_and_command_of_every_parser_has_help():
+    undocumented = []
+    for words, parser in every_parser():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                documented = {choice.dest for choice in action._choices_actions if choice.help}
+                undocumented += [f"grader {words} {name}" for name in action.choices if name not in documented]
+            if not action.help or action.help == argparse.SUPPRESS:
+                undocumented.append(f"grader {words} {'/'.join(action.option_strings) or action.dest}")
+    assert undocumented == []
+
+
+def test_every_command_has_examples_and_every_example_parses():
+    parser = build_parser()
+    for words, sub in subcommands(parser):
+        assert words in EXAMPLES, f"`grader {words}` has no examples in EXAMPLES"
+        help_text = sub.format_help()
+        for line in EXAMPLES[words]:
+            assert line in help_text
+            tokens = shlex.split(line)
+            command = tokens[1:tokens.index("|")] if "|" in tokens else tokens[1:]
+            command = command[:command.index(">")] if ">" in command else command
+            args = parser.parse_args(command)  # exits (fails the test) on a wrong example
+            assert " ".join(command).startswith(words.split()[0]) and hasattr(args, "run")
+
+
+def test_defaults_are_shown_once():
+    help_of = dict(every_parser())
+    assert "submissions graded at once (default: 2)" in " ".join(help_of["batch"].format_help().split())
+    serve = " ".join(help_of["serve"].format_help().split())
+    assert "(default: 8000)" in serve and "(default: 127.0.0.1)" in serve and "(default: 30.0)" in serve
+    grade = " ".join(help_of["grade"].format_help().split())
+    assert "(default: auto)" in grade and "(default: None)" not in grade and "(default: False)" not in grade
+    assert "(default: its default tier) (default" not in grade
+
+
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory):
+    """Scorecards of the reference and of the stub on the free tier, graded through the CLI."""
+    folder = tmp_path_factory.mktemp("cards")
+    for name, path in (("reference", REFERENCE), ("stub", STUB)):
+        assert main(["grade", str(path), *FREE, "--json", str(folder / f"{name}.json")]) == 0
+    return folder
+
+
+def test_json_dash_writes_only_the_scorecard_to_standard_output(capsys):
+    assert main(["grade", str(REFERENCE), *FREE, "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    card = json.loads(captured.out)  # nothing but the document
+    assert card["score"] == card["max_score"] == 10 and card["exercise_fingerprint"]
+    assert "10/10 points" in captured.err and "scorecard: standard output" in captured.err
+    assert not (REFERENCE.parent / "-").exists()
+
+
+def test_report_and_export_write_to_standard_output_with_a_dash(cards, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(cards / "stub.json"), "--md", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.lstrip().startswith("#") and "0/10" in captured.out and "Markdown report" in captured.err
+    assert main(["export", str(cards / "reference.json"), "--format", "gradescope", "-o", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["score"] == 10
+    assert main(["grade", str(REFERENCE), *FREE, "--json", "-", "--md", "-"]) == 2
+    assert "only one output" in capsys.readouterr().err
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("text, expected", [("8", (8.0, False)), ("80%", (80.0, True)), ("0", (0.0, False)),
+                                            ("100%", (100.0, True)), (" 7.5 ", (7.5, False))])
+def test_fail_under_reads_points_or_a_percentage(text, expected):
+    found = threshold(text)
+    assert (found.value, found.percent) == expected
+
+
+@pytest.mark.parametrize("text", ["", "%", "eighty", "-1", "101%", "nan", "inf"])
+def test_fail_under_refuses_what_is_not_a_score(text, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", str(REFERENCE), *FREE, "--fail-under", text])
+    assert stop.value.code == 2 and "--fail-under" in capsys.readouterr().err
+
+
+def test_fail_under_gates_on_the_score_and_leaves_the_default_contract_alone(capsys):
+    assert main(["grade", str(STUB), *FREE]) == 0  # graded, whatever the score
+    assert main(["grade", str(STUB), *FREE, "--fail-under", "1"]) == BELOW == 4
+    assert "below --fail-under 1 points" in " ".join(capsys.readouterr().out.split())
+    assert main(["grade", str(REFERENCE), *FREE, "--fail-under", "100%"]) == 0
+    assert main(["grade", str(REFERENCE), *FREE, "--fail-under", "10"]) == 0
+    assert main(["grade", str(REFERENCE), *FREE, "--fail-under", "11"]) == BELOW
+    # A rejected file is graded (exit 0) and scores 0, so it is below any positive bar.
+    assert main(["grade", str(ATTACKS / "syntax_error.py"), *FREE]) == 0
+    assert main(["grade", str(ATTACKS / "syntax_error.py"), *FREE, "--fail-under", "50%"]) == BELOW
+
+
+def column_text(printed: str, column: str, after: str | None = None) -> str:
+    """The text of one column of the summary's table (up to the column `after`), its folded lines joined."""
+    lines = printed.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("suite "))
+    start, end = lines[header].index(column), lines[header].index(after) if after else None
+    rows = lines[header + 1:]
+    rows = rows[:next(i for i, line in enumerate(rows) if "tests passed" in line)]
+    return "".join(line[start:end].strip() for line in rows)
+
+
+def test_the_terminal_table_shows_test_ids_whole_and_student_text_as_text():
+    tests = [Result(id=f"t::{name}", name=name, suite="visible", status="failed", score=0, max_score=1,
+                    message=message)
+             for name, message in (("test_schedule[mixed]", "[bold]not bold[/bold] [link=https://x.example]y"),
+                                   ("test_limits[0-1-[x]]", "expected [1, 2] got [red]"))]
+    card = Scorecard(exercise="e", tier="free", submission_sha256="0" * 64, status="graded", score=0, max_score=2,
+                     tests=tests, reason="")
+    for width in (50, 120):  # narrow: the ids are folded over lines, never cut
+        out = io.StringIO()
+        print_summary(card, Console(file=out, width=width, color_system=None))
+        assert column_text(out.getvalue(), "test", "status") == "test_schedule[mixed]test_limits[0-1-[x]]"
+        assert column_text(out.getvalue(), "why").replace(" ", "").startswith("[bold]notbold[/bold]")
+        assert "got [red]" in out.getvalue() or width < 100
+    out = io.StringIO()
+    rejected = Scorecard(exercise="e", tier="free", submission_sha256="0" * 64, status="rejected", score=0,
+                         max_score=2, reason="line 1: [bold]x[/bold]")
+    print_summary(rejected, Console(file=out, width=100, color_system=None))
+    assert "line 1: [bold]x[/bold]" in out.getvalue()
