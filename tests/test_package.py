@@ -41,7 +41,8 @@ GRADESCOPE_TEST = {"score", "max_score", "status", "name", "name_format", "numbe
                    "tags", "visibility", "extra_data"}
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 # PrairieLearn's documented external grading results.json fields.
-PRAIRIELEARN_TOP = {"gradable", "score", "message", "output", "format_errors", "tests", "images"}
+PRAIRIELEARN_TOP = {"succeeded", "gradable", "score", "max_points", "message", "output", "format_errors", "tests", "images",
+                    "provenance"}  # the documented fields, and provenance (PrairieLearn keeps the whole object)
 PRAIRIELEARN_TEST = {"name", "description", "points", "max_points", "message", "output", "images"}
 
 
@@ -290,14 +291,15 @@ def prairielearn_question(docker_client, platform_base, exercise, tmp_path_facto
     docker_client.images.remove(tag, force=True)
 
 
-def prairielearn_run(client, question, tmp_path: Path, files: Path, privileged: bool = True) -> dict:
+def prairielearn_run(client, question, tmp_path: Path, files: Path, privileged: bool = True,
+                     exit_status: int = 0) -> dict:
     folder, image = question
     results = tmp_path / "results"
     results.mkdir()
     info = json.loads((folder / "info.json").read_text())["externalGradingOptions"]
     status, logs = run_container(client, image, {folder / "tests": "/grade/tests", files: "/grade/student",
                                                        results: "/grade/results"}, privileged, info["entrypoint"])
-    assert status == 0, logs
+    assert status == exit_status, logs
     document = json.loads((results / "results.json").read_text())
     assert set(document) <= PRAIRIELEARN_TOP, set(document) - PRAIRIELEARN_TOP
     assert isinstance(document["gradable"], bool) and 0 <= document["score"] <= 1
@@ -333,8 +335,9 @@ def test_prairielearn_marks_a_syntax_error_and_two_files_not_gradable_with_the_r
 def test_prairielearn_without_the_namespaces_the_job_fails_closed_and_says_why(docker_client, prairielearn_question,
                                                                                tmp_path):
     results = prairielearn_run(docker_client, prairielearn_question, tmp_path,
-                               submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}), privileged=False)
-    assert results["score"] == 0 and not results.get("tests")
+                               submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}), privileged=False,
+                               exit_status=1)  # PrairieLearn marks the job failed by its exit status, not a 0
+    assert results["succeeded"] is False and results["score"] == 0 and not results.get("tests")
     assert "the autograder could not run" in results["message"] and "namespace" in results["output"]
 
 if __name__ == "__main__":  # CI builds the stand-in up front (python -m tests.test_package), as it does the grading image

@@ -39,13 +39,16 @@ class Platform:
     submission: Path
     results: Path
     export_format: str
+    # PrairieLearn tells a failed grading job from a graded one by the entrypoint's exit status: an
+    # `error` scorecard (the grader could not vouch for a result) must not read as a graded 0 there.
+    error_exits_nonzero: bool = False
 
 
 PLATFORMS = {
     "gradescope": Platform("gradescope", Path("/autograder/source"), Path("/autograder/submission"),
                            Path("/autograder/results/results.json"), "gradescope"),
     "prairielearn": Platform("prairielearn", Path("/grade/tests"), Path("/grade/student"),
-                             Path("/grade/results/results.json"), "prairielearn"),
+                             Path("/grade/results/results.json"), "prairielearn", error_exits_nonzero=True),
 }
 
 
@@ -161,6 +164,7 @@ def run(platform: Platform) -> int:
     with tempfile.TemporaryDirectory(prefix="grader-bundle-") as folder:
         card = scorecard_for(submitted_files(platform.submission), platform, config, platform.bundle / "project",
                              Path(folder))
+        card_text = card.read_text(encoding="utf-8")
         done = subprocess.run(export_command(card, platform, config.get("hidden_visibility")),
                               capture_output=True, text=True, errors="replace")
     if done.returncode != 0 or not platform.results.is_file():
@@ -168,7 +172,8 @@ def run(platform: Platform) -> int:
         print(f"grader export failed (exit status {done.returncode}): {done.stderr.strip()}", flush=True)
         return 1
     print(f"results written to {platform.results}", flush=True)
-    return 0
+    failed = json.loads(card_text).get("status") == "error"
+    return 1 if failed and platform.error_exits_nonzero else 0
 
 
 def main(argv: list[str] | None = None) -> int:
