@@ -541,7 +541,8 @@ EXAMPLES: dict[str, list[str]] = {
                "grader report card.json --md - > comment.md"],
     "export": ["grader export card.json --format gradescope -o results.json",
                "grader export card.json --format gradescope --hidden-visibility after_due_date -o results.json",
-               "grader export card.json --format junit > junit.xml"],
+               "grader export card.json --format junit > junit.xml",
+               "grader export card.json --format gitlab -o report.xml"],
     "package": ["grader package --target gradescope --exercise continuous_batching -o autograder.zip",
                 "grader package --target gradescope --hidden-visibility after_published -o autograder.zip",
                 "grader package --target prairielearn --exercise continuous_batching -o questions/scheduler"],
@@ -611,8 +612,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="convert a scorecard for Gradescope, PrairieLearn or JUnit")
     export.add_argument("scorecard", help="a scorecard JSON file")
-    export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit"),
-                        help="Gradescope's or PrairieLearn's results.json, or JUnit XML")
+    export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit", "gitlab"),
+                        help="Gradescope's or PrairieLearn's results.json, JUnit XML for Jenkins, or JUnit XML "
+                             "with GitLab's testcase file attribute")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
     export.add_argument("--hidden-visibility", choices=VISIBILITIES, default=None,
                         help="gradescope only: when students see the results of the suites outside the free "

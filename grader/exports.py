@@ -30,6 +30,8 @@
   skipped time timestamp file>` with `<properties>`, each `<testcase classname name time>` with
   `<failure message type>`, `<error message type>` or `<skipped message>`, and `<system-out>`. GitLab
   shows `classname` as the suite. A rejected submission is a failure, an `error` run an error.
+  The `gitlab` format is the same document with GitLab's `file` on every `<testcase>` (the file GitLab
+  shows beside a test), which junit-10.xsd does not allow: without it, the document validates.
 """
 
 from __future__ import annotations
@@ -322,8 +324,11 @@ def _timestamp(card: Scorecard) -> str:
     return card.graded_at[:19] if re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", card.graded_at or "") else ""
 
 
-def junit(card: Scorecard) -> str:
+def junit(card: Scorecard, testcase_file: bool = False) -> str:
+    """JUnit XML valid against junit-10.xsd; `testcase_file` adds GitLab's `file` to every <testcase>
+    (GitLab shows it; the current Jenkins schema has no such attribute, so that flavour is its own format)."""
     root = ET.Element("testsuites", name=xml_text(card.exercise))
+    case_file = {"file": card.submission_file} if testcase_file and card.submission_file else {}
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
     extra = {key: value for key, value in (("timestamp", _timestamp(card)), ("file", card.submission_file)) if value}
     if card.status != "graded":
@@ -333,7 +338,7 @@ def junit(card: Scorecard) -> str:
         suite = _element(root, "testsuite", name=card.exercise, **counts, time=_seconds(card.duration_s), **extra)
         _properties(suite, card)
         case = _element(suite, "testcase", classname=f"{card.exercise}.submission", name="submission",
-                        time=_seconds(card.duration_s))
+                        time=_seconds(card.duration_s), **case_file)
         _element(case, kind, run_text(card), message=one_line(card.reason, 500) or card.status, type=card.status)
         totals.update(tests=1, failures=counts["failures"], errors=counts["errors"], time=card.duration_s or 0.0)
     else:
@@ -351,7 +356,7 @@ def junit(card: Scorecard) -> str:
             _properties(suite, card)
             for test in tests:
                 case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
-                                time=_seconds(test.duration_s))
+                                time=_seconds(test.duration_s), **case_file)
                 if test.status != "passed":
                     kind = "failure" if test.status == "failed" else "error"
                     headline = one_line(next((line for line in printable(test.message).splitlines() if line.strip()),
@@ -362,7 +367,7 @@ def junit(card: Scorecard) -> str:
                     _element(case, "system-out", output)
             for test in locked:
                 case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
-                                time=_seconds(0))
+                                time=_seconds(0), **case_file)
                 _element(case, "skipped", message=f"{card.suite_label(test.suite)}: not run on the {card.tier} tier")
             for key in totals:
                 totals[key] += counts[key]
@@ -376,6 +381,7 @@ EXPORTS: dict[str, Callable[[Scorecard], str]] = {
     "gradescope": gradescope,
     "prairielearn": prairielearn,
     "junit": junit,
+    "gitlab": lambda card: junit(card, testcase_file=True),
 }
 
 

@@ -330,6 +330,16 @@ def test_junit_names_the_submitted_file_on_each_suite(cards):
             assert suite.get("file") == "scheduler.py", name
 
 
+def test_gitlab_flavour_names_the_file_on_every_testcase_and_is_otherwise_the_valid_junit(cards, junit_schema):
+    for name, card in cards.items():
+        gitlab = EXPORTS["gitlab"](card)
+        cases = parse_junit(gitlab).iter("testcase")
+        assert all(case.get("file") == "scheduler.py" for case in cases), name
+        assert not junit_schema.is_valid(gitlab)  # the attribute GitLab shows is outside Jenkins' schema...
+        assert gitlab.replace(' file="scheduler.py"', "") == junit(card).replace(' file="scheduler.py"', "")
+        assert junit_schema.is_valid(junit(card))  # ...which is why the Jenkins flavour leaves it out
+
+
 def test_junit_counts_match_the_testcases_and_the_scorecard(cards):
     for name, card in cards.items():
         root = parse_junit(junit(card))
@@ -416,7 +426,7 @@ def test_a_suite_sets_its_visibility_in_exercise_toml(tmp_path):
 
 
 def test_every_export_is_reachable_from_the_command_line(cards, tmp_path: Path, capsys):
-    assert set(EXPORTS) == {"gradescope", "prairielearn", "junit"}
+    assert set(EXPORTS) == {"gradescope", "prairielearn", "junit", "gitlab"}
     path = tmp_path / "card.json"
     cards["mutant"].write(path)
     for name, function in EXPORTS.items():
