@@ -37,7 +37,9 @@ MAX_KEPT_CHARS = 1_000_000  # characters of string attributes kept across all th
 MAX_WATCH = 10_000  # objects whose snapshots a call may ask to have sent back with its answer
 MAX_SCENARIO_OPS = 200_000  # operations of one scenario (one message)
 MAX_SCENARIO_ITEMS = 4_000_000  # values (elements of containers included) in all the results of one scenario
-SCENARIO_CHUNK_BYTES = 1 << 20  # a scenario's results travel in frames of about this size
+# A scenario's results travel in frames of about this size: small, so that the harness decodes one
+# while the worker makes the next.
+SCENARIO_CHUNK_BYTES = 1 << 14
 
 TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
 REFS = "$refs"
