@@ -180,9 +180,10 @@ class WorkerClient:
             return False
         return not select.select([self.fd_in], [], [], 0)[0]
 
-    def close(self) -> None:
-        """Kill the worker's whole process group and release the pipes. Safe to call twice."""
-        self._kill()
+    def close(self, wait: bool = True) -> None:
+        """Kill the worker's whole process group and release the pipes. Safe to call twice. Without
+        `wait`, the caller awaits the worker's end itself (`process.await_end`)."""
+        self.process.kill(wait=wait)
         for fd in (self.fd_in, self.fd_out):
             try:
                 os.close(fd)

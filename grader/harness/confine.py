@@ -213,16 +213,23 @@ class ForkedProcess:
         self.confinement, self.pid = confinement, pid
         self.returncode: int | None = None
 
-    def kill(self, timeout: float = 2.0) -> None:
-        """Kill the worker's group and wait for the zygote's note of its end. A zygote that does not
-        give it is no longer trusted to keep order: the confinement is marked broken, to be ended."""
+    def kill(self, timeout: float = 2.0, wait: bool = True) -> None:
+        """Kill the worker's group and (unless `wait` is False: then `await_end` follows) wait for the
+        zygote's note of its end."""
         if self.returncode is not None:
             return
         self.confinement.kill(self.pid)
+        if wait:
+            self.await_end(timeout)
+
+    def await_end(self, timeout: float = 2.0) -> bool:
+        """Wait for the zygote's note of the worker's end. A zygote that does not give it is no longer
+        trusted to keep order: the confinement is marked broken, to be ended; False then."""
         try:
             self.wait(timeout)
         except subprocess.TimeoutExpired:
             self.confinement.broken = True
+        return not self.confinement.broken
 
     def poll(self) -> int | None:
         if self.returncode is None:

@@ -209,15 +209,19 @@ class HarnessState:
         Path(client.output_path).unlink(missing_ok=True)
 
     def clean_up_after(self, client: WorkerClient) -> None:
-        client.close()
+        confinement = self._confinement
+        # Under namespaces the sweep below ends the worker too: its kill and the sweep go to the zygote
+        # one after the other, and the worker's end is awaited once, after the sweep's answer.
+        swept = (confinement is not None and confinement.namespaced and not confinement.broken
+                 and client.process.confinement is confinement)
+        client.close(wait=not swept)
         if self.spare is not None and self.spare.process.confinement.broken:
             self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
             self.spare = None
         self.end_retired()
-        confinement = self._confinement
         if confinement is not None and confinement.namespaced:
             keep = {self.spare.process.pid} if self.spare is not None else set()
-            if not confinement.sweep(keep):
+            if not confinement.sweep(keep) or (swept and not client.process.await_end()):
                 self.end_confinement()
         self.reap_strays()
 
