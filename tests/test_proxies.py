@@ -216,3 +216,33 @@ def nothing():
         nothing()
         nothing()  # nothing read in between: nothing travels
         assert sent[-1] == ("reply", 0)
+
+
+def test_an_unchanged_copy_is_confirmed_rather_than_sent_again_and_a_changed_one_travels():
+    source = PLAIN + '''
+class Gauge:
+    def __init__(self):
+        self.level, self.ratio = 1, 0.0
+
+def keep(gauge):
+    return gauge
+
+def flip(gauge):
+    gauge.level, gauge.ratio = True, -0.0  # equal to 1 and 0.0 for Python, not for a test
+    return gauge
+'''
+    with worker_for(source) as client:
+        gauge = client.lookup("Gauge")()
+        keep, flip = client.lookup("keep"), client.lookup("flip")
+        replies: list[dict] = []
+        request, absorb = client._request, client._absorb
+        snaps = []
+        client._request = lambda op, where, **fields: (snaps.append(op), request(op, where, **fields))[1]
+        client._absorb = lambda message, where: (replies.append(message), absorb(message, where))[1]
+        assert keep(gauge) is gauge
+        assert replies[-1].get("objs") == {} and replies[-1]["same"] == [object.__getattribute__(gauge, "_handle")]
+        snaps.clear()
+        assert (gauge.level, gauge.ratio) == (1, 0.0) and snaps == []  # confirmed fresh: no round trip
+        flip(gauge)
+        assert list(replies[-1]["objs"]) == [str(object.__getattribute__(gauge, "_handle"))]
+        assert gauge.level is True and str(gauge.ratio) == "-0.0" and snaps == ["call"]

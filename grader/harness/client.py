@@ -392,6 +392,13 @@ class WorkerClient:
                     self.proxies[handle] = proxy
                 self._keep_attrs(proxy, attrs)
                 object.__setattr__(proxy, "_epoch", self.epoch)
+            same = message.get("same", [])
+            if type(same) is not list or len(same) > protocol.MAX_HANDLES:
+                raise ValueError("a malformed list of unchanged objects")
+            for handle in same:  # re-read by this reply and unchanged: the copy here holds for this epoch
+                if type(handle) is not int:
+                    raise ValueError("a malformed list of unchanged objects")
+                object.__setattr__(self.proxies[handle], "_epoch", self.epoch)
         except (KeyError, TypeError, ValueError, AttributeError):
             self._violation(where, "malformed object snapshots")
 

@@ -157,6 +157,7 @@ class Worker:
         self.in_op = False  # the submission's code of a scenario's operation is running
         self.refused = False
         self.previous: dict[int, dict[str, Any]] = {}  # snapshots replaced in this reply (restored if refused)
+        self.same: list[int] = []  # objects re-read for this reply whose snapshot the harness has already
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
     def encode(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -327,6 +328,9 @@ class Worker:
             if last is None or number in new:
                 continue
             current = self.snapshot(self.handles[number])
+            if same_snapshot(current, last):
+                self.same.append(number)  # the harness is told its copy still holds, not sent it again
+                continue
             if number in self.watched:
                 budget -= snapshot_size(current)
                 if budget < 0:
@@ -366,6 +370,8 @@ class Worker:
         """Send `body` with the news about objects; False when it was refused as too large and a refusal
         went instead. `results`, for a scenario: (a key, observations already in JSON text) to add."""
         body["objs"], body["types"] = self.changed, self.new_types
+        if self.same:
+            body["same"] = self.same
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -381,7 +387,7 @@ class Worker:
                 frame = protocol.frame(text.encode("utf-8"))
         except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
             frame, sent = self.refusal(exc), False
-        self.changed, self.new_types, self.new_handles, self.previous = {}, {}, [], {}
+        self.changed, self.new_types, self.new_handles, self.previous, self.same = {}, {}, [], {}, []
         self.changed_bytes = 0
         protocol.write_frame(self.fd_out, frame)
         return sent
@@ -600,6 +606,20 @@ def packed(items: list[Any]) -> Any:
 
 class Group(list):  # type: ignore[type-arg]
     """Objects a scenario gathered to read together (`columns`); a group in a group adds its members."""
+
+
+def same_snapshot(current: dict[str, Any], last: dict[str, Any]) -> bool:
+    """Whether two snapshots hold exactly the same values: of the same types (1, 1.0 and True are equal
+    to Python, not to a test), floats bit for bit (0.0 == -0.0; a NaN is not equal to itself)."""
+    if current.keys() != last.keys():
+        return False
+    for name, value in current.items():
+        old = last[name]
+        if type(value) is not type(old):
+            return False
+        if value != old if type(value) is not float else value.hex() != old.hex():
+            return False
+    return True
 
 
 def read_columns(targets: list[Any], names: list[str]) -> dict[str, list[Any]]:
