@@ -159,4 +159,8 @@ for path in sorted(paths):
         assert entries[path] == [kind, "0o755" if kind == "d" else "0o644", "0", "0"], path
     files = harness_files()
     if harness_tag(files) == grading_image:  # unless the harness changed while the tests ran
-        assert {p for p in shipped if entries[p][0] == "f"} == {f"/opt/grader/{rel}" for rel, _ in files}
+        sources = {f"/opt/grader/{rel}" for rel, _ in files}
+        compiled = {p for p in shipped if entries[p][0] == "f" and "/__pycache__/" in p}
+        assert {p for p in shipped if entries[p][0] == "f"} - compiled == sources
+        # each source compiled in the image itself (a grading's root is read-only), and nothing else
+        assert {p.replace("/__pycache__", "").rsplit(".cpython-", 1)[0] + ".py" for p in compiled} == sources
