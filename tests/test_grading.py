@@ -58,6 +58,27 @@ def test_the_stub_scores_zero_with_a_clear_message_on_every_test(exercise):
         assert "not implemented" in test.message
 
 
+def test_a_failed_test_is_reported_without_pytest_reading_source_files(monkeypatch):
+    """A failing test's record is made by the harness (`explain`); pytest's own description of the
+    failure, which re-parses the source of every frame, is never built."""
+    from _pytest._code import code as pytest_code
+
+    from grader.harness import plugin
+
+    def parse(*args, **kwargs):
+        raise AssertionError("pytest looked up a frame's source")
+
+    monkeypatch.setattr(pytest_code.Code, "fullsource", property(parse))
+    monkeypatch.setattr(pytest_code.TracebackEntry, "getsource", parse)
+    item = type("Item", (), {})()
+    plugin.pytest_itemcollected(item)
+    try:
+        raise ValueError("x" * 5000)
+    except ValueError:
+        line = item.repr_failure(pytest.ExceptionInfo.from_current())
+    assert line.startswith("ValueError: xxx") and len(line) < 1100
+
+
 def test_the_free_tier_runs_only_the_visible_suite_and_lists_the_locked_ones(exercise):
     card = grade(exercise, REFERENCE.read_bytes(), tier="free")
     assert {t.suite for t in card.tests} == {"visible"}

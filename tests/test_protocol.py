@@ -94,3 +94,39 @@ def test_a_message_that_arrived_before_the_deadline_passed_is_still_read(pipe):
     read, write = pipe
     protocol.send(write, {"ready": True})
     assert protocol.Inbox(read).receive(time.monotonic() - 1) == {"ready": True}
+
+
+@pytest.mark.parametrize("magic_ok", [True, False])
+def test_the_worker_zip_carries_bytecode_and_a_foreign_python_compiles_the_source(tmp_path, magic_ok):
+    """Each worker module comes with its bytecode, which an interpreter of the same version loads
+    without compiling; one whose magic number differs falls back to the source in the same zip."""
+    import importlib.util
+    import io
+    import subprocess
+    import sys
+    import zipfile
+
+    from grader.harness.contract import WORKER_MODULES, worker_zip
+    from grader.sandbox.layout import HARNESS_PACKAGE
+
+    archive = zipfile.ZipFile(io.BytesIO(worker_zip(HARNESS_PACKAGE)))
+    names = set(archive.namelist())
+    for module in WORKER_MODULES:
+        assert {f"grader/{module}", f"grader/{module}c"} <= names
+        assert archive.read(f"grader/{module}c")[:4] == importlib.util.MAGIC_NUMBER
+    # Bytecode is what is loaded: with every source replaced by a syntax error, the import still works
+    # when the magic number is this interpreter's, and fails on the source when it is not.
+    rebuilt = tmp_path / "worker.zip"
+    with zipfile.ZipFile(rebuilt, "w") as out:
+        for name in archive.namelist():
+            data = archive.read(name)
+            if name.endswith(".py"):
+                data = b"this is not python(\n"
+            elif not magic_ok:
+                data = b"\x00\x00\r\n" + data[4:]
+            out.writestr(name, data)
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(rebuilt)!r}); "
+                           "import grader.harness.worker"], capture_output=True, text=True)
+    assert (done.returncode == 0) == magic_ok, done.stderr[-500:]
+    if not magic_ok:
+        assert "SyntaxError" in done.stderr

@@ -63,11 +63,95 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     backend = LocalBackend(warm=True)
     grade(backend, STUB.read_bytes(), tier="free")
     (waiting,) = backend._ready.ready.values()
-    base, pid = waiting.base, waiting.process.pid
-    assert base.is_dir()
+    (template,) = backend._templates.values()
+    assert waiting.process.poll() is None  # forked from the template, waiting for its submission
+    folders, pids = [waiting.base, template.base], [waiting.process.pid, template.process.pid]
+    assert all(folder.is_dir() for folder in folders)
     backend.close()
-    assert not base.exists() and len(backend._ready) == 0
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
-    left = subprocess.run(["pgrep", "-f", str(base)], capture_output=True, text=True).stdout.split()
+    assert not any(folder.exists() for folder in folders) and len(backend._ready) == 0
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    left = subprocess.run(["pgrep", "-f", str(template.base)], capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+WHO_AM_I = b'''import os
+
+
+class Req:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"worker uid {os.getuid()}")
+
+
+class Scheduler(Req):
+    pass
+'''
+
+
+def test_each_grading_forked_from_a_template_has_its_own_process_folder_and_account():
+    """A warm local backend forks every harness from one template of the tier; each fork grades one
+    submission, in its own folder, with its own worker account (as root) and confinement."""
+    import os
+    import re
+
+    backend = LocalBackend(warm=True)
+    try:
+        seen = []
+        for _ in range(3):
+            card = grade(backend, WHO_AM_I, tier="free")
+            assert card.status == "graded" and card.score == 0, card.reason
+            uids = {re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests}
+            (waiting,) = backend._ready.ready.values()
+            (template,) = backend._templates.values()
+            seen.append((uids, template.process.pid, waiting.process.poll(), waiting.process.pid, waiting.base))
+        assert len({pid for _, pid, _, _, _ in seen}) == 1  # one template for the three
+        assert all(code is None for _, _, code, _, _ in seen)  # each next one waits, alive
+        children = {child for _, _, _, child, _ in seen}
+        assert len(children) == 3 and seen[0][1] not in children
+        assert len({folder for *_, folder in seen}) == 3
+        assert all(len(uids) == 1 for uids, *_ in seen)  # every test of a grading: the same account
+        if os.geteuid() == 0:
+            # The next grading gets ready while this one runs: the two hold different accounts.
+            assert seen[0][0] != seen[1][0] != seen[2][0]
+            assert not {"0", str(os.geteuid())} & set.union(*(uids for uids, *_ in seen))
+    finally:
+        backend.close()
+
+
+def test_a_template_that_dies_is_replaced_and_no_grading_is_lost():
+    import os
+    import signal
+
+    backend = LocalBackend(warm=True)
+    try:
+        assert grade(backend, REFERENCE.read_bytes(), tier="free").score > 0
+        (template,) = backend._templates.values()
+        os.kill(template.process.pid, signal.SIGKILL)
+        template.process.wait()
+        # The harness that was waiting was forked before: it grades; the next comes from a new template.
+        for _ in range(2):
+            card = grade(backend, REFERENCE.read_bytes(), tier="free")
+            assert card.status == "graded" and card.score == card.max_score > 0, card.reason
+        (replacement,) = backend._templates.values()
+        assert replacement.process.pid != template.process.pid and replacement.process.poll() is None
+    finally:
+        backend.close()
+
+
+def test_an_order_to_a_dead_template_falls_back_to_a_harness_of_its_own():
+    import contextlib
+
+    from grader.sandbox.local import start_template
+
+    exercise = load_exercise(EXERCISE)
+    backend = LocalBackend(warm=True)
+    template = start_template(exercise, "free", backend.settings(None, None))
+    template.process.kill()
+    template.process.wait()
+    try:
+        assert template.order(None, None, contextlib.ExitStack()) is None and template.gone
+        assert not template.fresh_for(exercise, "free")
+    finally:
+        template.close()
+    assert not template.base.exists()

@@ -1,12 +1,15 @@
 """The harness entry point, inside the sandbox: unpack the job, run its suites, report the results.
 
-    python3 -I -c "<contract.bootstrap(root, 'grader.harness.__main__', 'main')>" BASE
+    python3 -I -c "<contract.bootstrap(root, 'grader.harness.__main__', 'main')>" BASE [--template FD]
 
 Standard input brings the job (a tar, see `unpack`), then, possibly much later, the run: the nonce,
 the seed and the submission (see `contract.Job`). In between, the harness gets ready: it imports the
 reference, starts the worker's confinement and lets pytest collect the tests. The results go to
 standard output as the last line (`contract.results_line`), carrying the nonce: the worker never
 sees the harness's standard input or output, so nothing it prints or writes can pass for them.
+
+With `--template FD` the harness is a template (see `template`): once the tests are collected it forks
+a harness per grading ordered on the socket FD, each with its own input and output.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
         "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "pytest_timeout",
         f"--timeout={job.limits.test_timeout_s:g}",
         "-q", "--no-header", "-p", "no:warnings",
+        # Capture at the level of sys.stdout only: a template's child points descriptors 1 and 2 at its
+        # own output, which descriptor-level capture (holding copies of the template's) would undo.
+        "--capture=sys",
         # Its session-end check runs full garbage collections over everything the run made (about
         # 0.4 s after a large scenario) to report exceptions no test would see; the results don't use it.
         "-p", "no:unraisableexception",
@@ -44,8 +50,12 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
+    template: int | None = None
+    if len(args) == 3 and args[1] == "--template" and args[2].isdigit():
+        template, args = int(args[2]), args[:1]
     if len(args) != 1:
-        print("usage: python3 -m grader.harness BASE  (the job, then the run, on standard input)", file=sys.stderr)
+        print("usage: python3 -m grader.harness BASE [--template FD]  (the job, then the run, on standard input)",
+              file=sys.stderr)
         return 2
     base = str(Path(args[0]).resolve())
     # A descriptor of our own for the input: pytest points descriptor 0 at /dev/null while it runs.
@@ -55,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     except EOFError:
         return 4  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
-    harness = plugin.STATE = plugin.HarnessState(job, base, stdin)
+    harness = plugin.STATE = plugin.HarnessState(job, base, stdin, template)
     # Everything trusted is loaded before the first worker exists.
     plugin.load_reference(harness)
-    harness.warm_up()
+    if template is None:
+        harness.warm_up()  # a template's children each start their own
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     code = pytest.main(pytest_arguments(job, base), plugins=[plugin])
     if harness.results is None:

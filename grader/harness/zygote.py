@@ -38,6 +38,8 @@ import sys
 import tempfile
 from typing import Any
 
+from grader.harness.forking import ChildWatch
+
 PR_SET_DUMPABLE = 4
 # Standard modules a solution commonly imports, loaded once here so that each worker inherits them
 # instead of importing them again (dataclasses alone costs about 10 ms a worker). Nothing of a
@@ -75,15 +77,11 @@ def serve() -> None:
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
     submission = ""
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children = ChildWatch()
     while True:
-        ready, _, _ = select.select([channel, wake_r], [], [])
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-            _report_exits(channel, folders)
+        ready, _, _ = select.select([channel, children.fd], [], [])
+        if children.fd in ready:
+            _report_exits(channel, folders, children)
         if channel in ready:
             try:
                 data, fds, _, _ = socket.recv_fds(channel, 65536, 3)
@@ -103,7 +101,7 @@ def serve() -> None:
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
                 pid = os.fork()
                 if pid == 0:
-                    _become_worker(worker, channel, (wake_r, wake_w), request, fds, processes, folder, submission)
+                    _become_worker(worker, channel, children, request, fds, processes, folder, submission)
                 folders[pid] = folder
                 channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
@@ -142,28 +140,19 @@ def _sweep(keep: set[int]) -> int:
     return killed
 
 
-def _report_exits(channel: socket.socket, folders: dict[int, str]) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+def _report_exits(channel: socket.socket, folders: dict[int, str], children: ChildWatch) -> None:
+    for pid, code in children.ended():
         folder = folders.pop(pid, None)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        channel.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+        channel.send(json.dumps({"exit": pid, "code": code}).encode())
 
 
-def _become_worker(worker: Any, channel: socket.socket, wake: tuple[int, int], request: dict[str, Any],
+def _become_worker(worker: Any, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
                    fds: list[int], processes: int | None, folder: str, submission: str) -> None:
     try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        children.forget()
         channel.close()
-        for fd in wake:
-            os.close(fd)
         to_worker_r, from_worker_w, output = fds
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)

@@ -15,10 +15,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import pwd
+import select
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -172,15 +175,22 @@ def refusal(problem: str) -> str:
             "your own trusted code only")
 
 
+TEMPLATES_KEPT = 4  # harness templates a warm backend keeps (one per exercise and tier, the latest used)
+
+
 @dataclass
 class LocalBackend:
     """Grades on this machine. `unsafe`: no namespaces, for one's own trusted code only. `warm`: keep
     a sandbox started and ready (harness up, tests collected, workers' confinement waiting) for the
-    next submission of the same exercise and tier; each still grades exactly one submission."""
+    next submission of the same exercise and tier; each still grades exactly one submission. A warm
+    backend forks each harness from a template of the exercise's tier (see `harness.template`), so
+    that pytest's start and the collection happen once, not once per submission."""
 
     unsafe: bool = False
     warm: bool = False
     _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
+    _templates: dict[tuple[str, str, str], "HarnessTemplate"] = field(default_factory=dict, repr=False)
+    _retired: list["HarnessTemplate"] = field(default_factory=list, repr=False)
 
     def check(self) -> None:
         """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
@@ -201,21 +211,48 @@ class LocalBackend:
         account = contextlib.ExitStack()
         uid, gid = account.enter_context(worker_account())
         try:
+            if self.warm:
+                started = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid, account)
+                if started is not None:
+                    return started
             return start_harness(exercise, tier, self.settings(uid, gid), account)
         except BaseException:
             account.close()
             raise
 
+    def template(self, exercise: Exercise, tier: str, settings: WorkerSettings) -> "HarnessTemplate":
+        """The template of this exercise and tier, started if missing, dead or made from older suites.
+        A replaced template is retired, not ended: a grading forked from it may still be running."""
+        key = WarmSlots.key(exercise, tier)
+        template = self._templates.pop(key, None)
+        if template is not None and not template.fresh_for(exercise, tier):
+            self._retired.append(template)
+            template = None
+        if template is None:
+            template = start_template(exercise, tier, settings)
+        self._templates[key] = template  # the latest used last
+        while len(self._templates) > TEMPLATES_KEPT:
+            self._retired.append(self._templates.pop(next(iter(self._templates))))
+        return template
+
+    def end_retired(self) -> None:
+        while self._retired:
+            self._retired.pop().close()
+
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         self.check()
+        self.end_retired()  # the grading before this one is over: nothing runs from them any more
         start = lambda: self.start(exercise, tier)  # noqa: E731
         started = self._ready.take(exercise, tier, start)
         # A warm backend gets the next submission's sandbox ready while this one grades.
         return finish_harness(started, exercise, source, self._ready.refill(exercise, tier, start) if self.warm else None)
 
     def close(self) -> None:
-        """End the sandboxes waiting for a submission."""
+        """End the sandboxes waiting for a submission, and the templates."""
         self._ready.close()
+        self._retired.extend(self._templates.values())
+        self._templates.clear()
+        self.end_retired()
 
 
 run_local = LocalBackend()
@@ -231,9 +268,10 @@ def sweep_account(uid: int) -> None:
 
 @dataclass
 class StartedHarness:
-    """A harness process that has its job and waits for the run: the submission, its nonce and seed."""
+    """A harness process that has its job and waits for the run: the submission, its nonce and seed.
+    `base` is its own folder, removed at its end (a forked harness's is inside its template's)."""
 
-    process: subprocess.Popen[bytes]
+    process: "subprocess.Popen[bytes] | ForkedHarness"
     base: Path
     output: IO[bytes]
     layout: JobLayout
@@ -250,15 +288,22 @@ class StartedHarness:
 
     def end(self) -> tuple[bytes, int | None]:
         """Stop the harness (whatever it left), remove its folder, release its account: what it printed."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        if isinstance(self.process, ForkedHarness):
+            self.process.kill()  # its confinement ends with it (bwrap --die-with-parent)
+        else:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.process.wait()
         try:
             self.output.seek(0)
             printed = self.output.read()
+            if isinstance(self.process, ForkedHarness) and self.process.lost:
+                printed += self.process.template.log_tail()  # the template died before forking it: why
         finally:
+            if isinstance(self.process, ForkedHarness):
+                self.process.release()
             self.output.close()
             shutil.rmtree(self.base, ignore_errors=True)
             if self.settings.isolation == "none" and self.settings.user is not None:
@@ -274,33 +319,226 @@ def harness_paths() -> list[str]:
     return [entry for entry in sys.path[1:] if entry and os.path.exists(entry)]
 
 
-def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
-                  account: contextlib.ExitStack) -> StartedHarness:
-    """Start the harness in a fresh job folder and hand it the job; it gets ready on its own."""
-    # Namespaced workers never see the job's folder, which sits in this user's private folder. Without
-    # namespaces the worker's account must pass through to pub/, so the job sits in the temporary folder.
+def job_folder(settings: WorkerSettings) -> Path:
+    """A fresh folder for a job. Namespaced workers never see it, so it sits in this user's private
+    folder; without namespaces the worker's account must pass through to pub/, so it sits in the
+    temporary folder."""
     private = settings.isolation == "namespaces" or settings.user is None
-    base = Path(tempfile.mkdtemp(prefix="grader-job-", dir=jobs_root() if private else None))
-    try:
-        prepared = prepare_suites(exercise, tier)
-        layout = build_layout(exercise, tier, settings)
-        command = [sys.executable, "-I", "-S", "-c",
-                   bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
-                   str(base)]
-        output = tempfile.TemporaryFile(dir=base)
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
-                                   cwd=base, env=HARNESS_ENV, start_new_session=True)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    started = StartedHarness(process, base, output, layout, prepared, settings, account)
+    return Path(tempfile.mkdtemp(prefix="grader-job-", dir=jobs_root() if private else None))
+
+
+def harness_command(base: Path, *options: str) -> list[str]:
+    return [sys.executable, "-I", "-S", "-c",
+            bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
+            str(base), *options]
+
+
+def send_job(process: subprocess.Popen[bytes], layout: JobLayout, close: bool = False) -> None:
     try:
         assert process.stdin is not None
         process.stdin.write(harness_input(layout))
         process.stdin.flush()
+        if close:
+            process.stdin.close()
     except BrokenPipeError:
         pass  # it died at once: the run will say so
+
+
+def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
+                  account: contextlib.ExitStack) -> StartedHarness:
+    """Start the harness in a fresh job folder and hand it the job; it gets ready on its own."""
+    base = job_folder(settings)
+    try:
+        prepared = prepare_suites(exercise, tier)
+        layout = build_layout(exercise, tier, settings)
+        output = tempfile.TemporaryFile(dir=base)
+        process = subprocess.Popen(harness_command(base), stdin=subprocess.PIPE, stdout=output,
+                                   stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV, start_new_session=True)
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+    started = StartedHarness(process, base, output, layout, prepared, settings, account)
+    send_job(process, layout)
     return started
+
+
+TEMPLATE_REPLY_S = 60.0  # how long a template may take to start, collect and fork (a busy machine)
+TEMPLATE_RUNS = "runs"  # in a template's job folder: the folder of each grading forked from it
+
+
+@dataclass
+class HarnessTemplate:
+    """A harness that collected the tests of one exercise and tier and forks a harness per grading
+    (see `harness.template`). Its job folder holds each grading's own folder."""
+
+    process: subprocess.Popen[bytes]
+    base: Path
+    log: IO[bytes]
+    layout: JobLayout
+    prepared: PreparedSuites
+    settings: WorkerSettings
+    channel: socket.socket
+    orders: int = 0
+    children: dict[int, tuple[int, int]] = field(default_factory=dict)  # order -> (pid, pidfd)
+    exits: dict[int, int] = field(default_factory=dict)  # pid -> exit code
+    gone: bool = False
+
+    def fresh_for(self, exercise: Exercise, tier: str) -> bool:
+        return not self.gone and self.process.poll() is None and prepare_suites(exercise, tier) is self.prepared
+
+    def order(self, user: int | None, group: int | None, account: contextlib.ExitStack) -> StartedHarness | None:
+        """A harness forked for one grading, waiting for its submission; None when the template is gone."""
+        folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.base / TEMPLATE_RUNS))
+        output = tempfile.TemporaryFile(dir=folder)
+        run_r, run_w = os.pipe()
+        self.orders += 1
+        request = {"id": self.orders, "private": folder.relative_to(self.base).as_posix(), "user": user,
+                   "group": group}
+        try:
+            socket.send_fds(self.channel, [json.dumps(request).encode()], [run_r, output.fileno()])
+        except OSError:
+            self.gone = True
+            os.close(run_w)
+            output.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        finally:
+            os.close(run_r)
+        process = ForkedHarness(self, self.orders, os.fdopen(run_w, "wb"))
+        return StartedHarness(process, folder, output, self.layout, self.prepared, self.settings, account)
+
+    def child(self, order: int) -> tuple[int, int] | None:
+        """(pid, pidfd) of the harness forked for `order`, once the template says; None if it never will."""
+        deadline = time.monotonic() + TEMPLATE_REPLY_S
+        while order not in self.children and self._next(deadline):
+            pass
+        return self.children.pop(order, None)
+
+    def exit_code(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self.exits and self._next(deadline):
+            pass
+        return self.exits.pop(pid, None)
+
+    def _next(self, deadline: float) -> bool:
+        """File the template's next message; False when none came in time or the template is gone."""
+        left = deadline - time.monotonic()
+        if self.gone or left <= 0 or not select.select([self.channel], [], [], left)[0]:
+            return False
+        try:
+            data, fds, _, _ = socket.recv_fds(self.channel, 65536, 1)
+            if not data:
+                raise EOFError
+            message = json.loads(data)
+            if "pid" in message and fds:
+                self.children[int(message["id"])] = (int(message["pid"]), fds.pop())
+            elif "exit" in message:
+                self.exits[int(message["exit"])] = int(message["code"])
+        except (OSError, EOFError, ValueError, KeyError, TypeError):
+            self.gone = True
+        for fd in fds:
+            os.close(fd)
+        return not self.gone
+
+    def log_tail(self) -> bytes:
+        try:
+            self.log.seek(0)
+            return self.log.read()[-8000:]
+        except (OSError, ValueError):
+            return b""
+
+    def close(self) -> None:
+        """End the template (its children are ended by their gradings) and remove its folder."""
+        self.gone = True
+        self.channel.close()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        for _, pidfd in self.children.values():
+            os.close(pidfd)
+        self.log.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
+    base = job_folder(settings)
+    os.mkdir(base / TEMPLATE_RUNS, 0o700)  # not in the job's tar: the host's, made before the template unpacks
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        prepared = prepare_suites(exercise, tier)
+        layout = build_layout(exercise, tier, settings)
+        log = tempfile.TemporaryFile(dir=base)
+        process = subprocess.Popen(harness_command(base, "--template", str(theirs.fileno())), stdin=subprocess.PIPE,
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV,
+                                   start_new_session=True, pass_fds=(theirs.fileno(),))
+    except BaseException:
+        ours.close()
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+    finally:
+        theirs.close()
+    send_job(process, layout, close=True)
+    return HarnessTemplate(process, base, log, layout, prepared, settings, ours)
+
+
+class ForkedHarness:
+    """A harness forked by a template, with the part of `subprocess.Popen`'s interface a grading uses.
+    It is the template's child, not ours: it is watched and killed through a pidfd, which cannot
+    reach another process should its pid be reused."""
+
+    def __init__(self, template: HarnessTemplate, order: int, stdin: IO[bytes]) -> None:
+        self.template, self.order, self.stdin = template, order, stdin
+        self.args = f"harness {order} of template {template.process.pid}"
+        self.pid: int | None = None
+        self.pidfd: int | None = None
+        self.lost = False  # the template never forked it
+        self.ended = False
+        self.returncode: int | None = None
+
+    def _resolve(self) -> bool:
+        if self.pidfd is None and not self.lost:
+            found = self.template.child(self.order)
+            if found is None:
+                self.lost = self.ended = True
+            else:
+                self.pid, self.pidfd = found
+        return self.pidfd is not None
+
+    def poll(self) -> int | None:
+        """None while it runs, else its exit code (-1 when unknown: its template is gone)."""
+        if not self.ended and self._resolve() and select.select([self.pidfd], [], [], 0)[0]:
+            self._ended()
+        return None if not self.ended else (self.returncode if self.returncode is not None else -1)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self.ended and self._resolve():
+            if not select.select([self.pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self._ended()
+        return self.returncode
+
+    def _ended(self) -> None:
+        self.ended = True
+        assert self.pid is not None
+        self.returncode = self.template.exit_code(self.pid, 2.0)
+
+    def kill(self) -> None:
+        if not self.ended and self._resolve():
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def release(self) -> None:
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
@@ -324,7 +562,10 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
             except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
                 pass
         try:
-            wait_for_exit(process, exercise.limits.total_timeout_s)
+            if isinstance(process, ForkedHarness):
+                process.wait(exercise.limits.total_timeout_s)
+            else:
+                wait_for_exit(process, exercise.limits.total_timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:

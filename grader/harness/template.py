@@ -1,0 +1,88 @@
+"""A harness template: one harness that has started, loaded the reference and collected the tests of
+an exercise's tier, and forks a fresh harness for each grading.
+
+Starting a harness costs about 0.2 s of CPU (Python, pytest and the suites' imports, the collection
+of the tests), the same for every submission of a batch. A warm local backend starts one template per
+exercise and tier; the template stops where a harness would wait for its submission (the tests
+collected) and from then on only forks. Each child becomes an ordinary harness for one grading: its
+own session, folder, output, worker account and worker confinement (the confinement is started after
+the fork, so no two gradings share a zygote or a namespace). The template never receives a
+submission, and no worker ever runs in it or beside it.
+
+Messages on the control socket (SOCK_SEQPACKET, JSON, descriptors passed alongside):
+    host -> template   {"id": k, "private": P, "user": u, "group": g} + [run_r, output]
+                       a grading: its own folder P (relative to the job's base, made by the host),
+                       the worker account u/g, where its submission will come from and where its
+                       output goes
+    template -> host   {"id": k, "pid": n} + [pidfd]   the child that grades it
+                       {"exit": n, "code": c}           whenever a child ends (c as Popen.returncode)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import sys
+from dataclasses import dataclass
+
+from grader.harness.forking import ChildWatch
+
+
+@dataclass
+class Order:
+    """What a forked child needs to become the harness of one grading."""
+
+    private: str
+    user: int | None
+    group: int | None
+    run_fd: int
+    output_fd: int
+
+
+def serve(control_fd: int) -> Order:
+    """Fork a harness for each order until the host closes the socket (then leave). Returns only in
+    a child, with its order."""
+    channel = socket.socket(fileno=control_fd)
+    children = ChildWatch()
+    while True:
+        ready, _, _ = select.select([channel, children.fd], [], [])
+        if children.fd in ready:
+            for pid, code in children.ended():
+                try:
+                    channel.send(json.dumps({"exit": pid, "code": code}).encode())
+                except OSError:
+                    os._exit(0)
+        if channel not in ready:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(channel, 65536, 2)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)  # the host closed the template
+        try:
+            request = json.loads(data)
+            order = Order(str(request["private"]), request.get("user"), request.get("group"), fds[0], fds[1])
+        except (ValueError, KeyError, IndexError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            children.forget()
+            channel.close()
+            return order
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(channel, [json.dumps({"id": request.get("id"), "pid": pid}).encode()], [pidfd])
+        except OSError:
+            os._exit(0)
+        finally:
+            os.close(pidfd)
+
