@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import random
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -715,6 +716,50 @@ def expect_that(ok: bool, message: str) -> None:
     """Fail with a plain sentence (no traceback of the suite's own code)."""
     if not ok:
         pytest.fail(message, pytrace=False)
+
+
+def drive_alone(ns: Any, sc: Scenario, max_steps: int, chunk: int) -> Iterator[tuple[int, Plan, list[int]]]:
+    """Run a scenario on the submission alone; yield (step, plan, emitted) after each complete(), until
+    schedule() plans nothing once every request has arrived, or after `max_steps` steps.
+
+    The steps run in the worker as scenarios of `chunk` steps (one message each) and are judged here
+    in order; a submission that finishes within the first `chunk` steps (the reference's count) needs
+    one. Past the step where the run stops, the rest of a chunk may still call schedule() and
+    complete([]) on the idle scheduler (both valid calls); what they return or raise is never looked at.
+    """
+    scheduler: Any = None  # the submission's, once made
+    ids: dict[int, int] = {}  # id(request proxy) -> rid
+    chunk = max(1, chunk)
+    step = 0
+    while step < max_steps:
+        run = ns.scenario()
+        made_scheduler = run.new("Scheduler", sc.budget, sc.max_seqs, sc.kv_tokens) if scheduler is None else None
+        target = made_scheduler if scheduler is None else scheduler
+        steps = []
+        for s in range(step + 1, min(step + chunk, max_steps) + 1):
+            made = [(r.rid, run.new("Req", r.rid, r.prompt_len, r.max_new)) for r in sc.arrivals(s)]
+            added = [run.call(target, "add", req) for _, req in made]
+            plan = run.call(target, "schedule")
+            steps.append((s, made, added, plan, run.call(target, "complete", plan)))
+        seen = run.run()
+        if scheduler is None:
+            scheduler = seen[made_scheduler]
+        for step, made, added, plan_op, emitted_op in steps:
+            for rid, req in made:
+                ids[id(seen[req])] = rid
+            for add in added:
+                seen[add]
+            try:
+                plan = _plain_plan(seen[plan_op], ids, step, [], [])
+                if not plan and step > sc.last_arrival:
+                    return
+                emitted = _plain_ids(seen[emitted_op], step, [], [])
+            except Divergence as d:
+                message = d.message
+            else:
+                yield step, plan, emitted
+                continue
+            pytest.fail(message, pytrace=False)
 
 
 class Session:

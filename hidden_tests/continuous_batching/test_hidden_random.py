@@ -14,7 +14,7 @@ import pytest
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import (PROFILES, Session, check_random, expect_progress, expect_that,  # noqa: E402
+from _cb_helpers import (PROFILES, check_random, drive_alone, expect_progress, expect_that,  # noqa: E402
                          fmt_ids, fmt_plan, random_scenario, run_reference)
 
 
@@ -25,18 +25,6 @@ def test_random_workloads_match_the_reference(ns, reference, feedback, seed, pro
         check_random(ns, reference, feedback, random_scenario(f"{seed}/{i}", profile),
                      about=f"a generated workload ({profile.replace('_', ' ')}), step by step against "
                            f"the rules")
-
-
-def _drive_alone(ns, sc, max_steps):
-    """Run a scenario on the submission only; yield (step, plan, emitted) after each complete()."""
-    s = Session(ns, sc.budget, sc.max_seqs, sc.kv_tokens)
-    for step in range(1, max_steps + 1):
-        for r in sc.arrivals(step):
-            s.add(r.rid, r.prompt_len, r.max_new)
-        raw, plan = s.schedule()
-        if not plan and step > sc.last_arrival:
-            return
-        yield step, plan, s.complete(raw)
 
 
 def test_hundreds_of_running_requests_match_the_reference(ns, reference, feedback, seed):
@@ -51,9 +39,10 @@ def test_the_budget_holds_across_a_random_workload(ns, reference, seed):
     # Judged on the submission alone: at most token_budget tokens, every n >= 1, no request twice;
     # and progress, so that doing nothing cannot pass.
     sc = random_scenario(f"{seed}/budget", "mixed")
-    cap = 2 * len(run_reference(reference, sc)) + 10
+    steps = len(run_reference(reference, sc))
+    cap = 2 * steps + 10
     generated: dict[int, int] = {}
-    for step, plan, emitted in _drive_alone(ns, sc, cap):
+    for step, plan, emitted in drive_alone(ns, sc, cap, steps):
         for rid in emitted:
             generated[rid] = generated.get(rid, 0) + 1
         total = sum(n for _, n in plan)
@@ -75,8 +64,9 @@ def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(
     spec = {r.rid: r for r in sc.reqs}
     prefilled = {rid: 0 for rid in spec}
     generated = {rid: 0 for rid in spec}
-    cap = 2 * len(run_reference(reference, sc)) + 10
-    for step, plan, emitted in _drive_alone(ns, sc, cap):
+    steps = len(run_reference(reference, sc))
+    cap = 2 * steps + 10
+    for step, plan, emitted in drive_alone(ns, sc, cap, steps):
         should = []  # what the plan makes emit: each decode, and each chunk that finishes its prompt
         for rid, n in plan:
             r = spec[rid]
