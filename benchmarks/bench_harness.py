@@ -1,8 +1,9 @@
 """Benchmark: the isolated harness against the same suites run in-process, side by side.
 
-Grades the reference N times through the local sandbox (job folder, harness process, workers in
-namespaces of their own, a fresh worker per test, every call over the pipe), N times through the
-same sandbox without namespaces (`--unsafe-local`: what the namespaces cost), and runs the same test
+Grades the reference N times through the local sandbox as `grader grade` does (job folder, harness
+process, workers in namespaces of their own, a fresh worker per test, every call over the pipe; two
+lanes as root on two cores or more), N times with one lane, N times through the same sandbox without
+namespaces (`--unsafe-local`, one lane: what the namespaces cost), and runs the same test
 files N times in-process with the plain `grader.harness.inprocess` fixture (the submission imported
 into pytest itself). Every side pays for one Python start-up and one pytest session per run, so the
 ratios are what isolation costs. Runs alternate so that a busy machine slows all alike.
@@ -93,22 +94,25 @@ def main() -> None:
     args = parser.parse_args()
     exercise = load_exercise(args.exercise, ROOT)
     isolated(exercise, args.tier), in_process(exercise, args.tier)  # warm the file cache
-    unprotected = LocalBackend(unsafe=True)
-    isolated(exercise, args.tier, unprotected)
-    harness_times, bare_times, plain_times, tests = [], [], [], 0
+    default, one_lane, unprotected = LocalBackend(), LocalBackend(lanes=1), LocalBackend(unsafe=True)
+    isolated(exercise, args.tier, one_lane), isolated(exercise, args.tier, unprotected)
+    harness_times, lane_times, bare_times, plain_times, tests = [], [], [], [], 0
     for _ in range(args.runs):
-        elapsed, tests = isolated(exercise, args.tier)
+        elapsed, tests = isolated(exercise, args.tier, default)
         harness_times.append(elapsed)
+        lane_times.append(isolated(exercise, args.tier, one_lane)[0])
         bare_times.append(isolated(exercise, args.tier, unprotected)[0])
         plain_times.append(in_process(exercise, args.tier))
-    h, b, p = (statistics.median(t) for t in (harness_times, bare_times, plain_times))
+    h, o, b, p = (statistics.median(t) for t in (harness_times, lane_times, bare_times, plain_times))
+    spread = lambda times: f"(min {min(times):.3f}, max {max(times):.3f})"  # noqa: E731
     print(f"exercise {exercise.slug}, tier {args.tier}, {tests} tests, {args.runs} runs each, alternating")
-    print(f"  isolated harness (local sandbox): median {h:.3f} s  (min {min(harness_times):.3f}, max {max(harness_times):.3f})")
-    print(f"  local sandbox without namespaces: median {b:.3f} s  (min {min(bare_times):.3f}, max {max(bare_times):.3f})")
-    print(f"  in-process, plain fixture:        median {p:.3f} s  (min {min(plain_times):.3f}, max {max(plain_times):.3f})")
-    print(f"  ratio isolated / in-process: {h / p:.2f}x")
-    print(f"  isolation cost per test: {(h - p) / tests * 1000:.1f} ms")
-    print(f"  namespaces cost per grading (isolated - without namespaces): {(h - b) * 1000:+.0f} ms")
+    print(f"  isolated harness, {default.lane_count()} lane(s) (grader grade): median {h:.3f} s  {spread(harness_times)}")
+    print(f"  isolated harness, one lane:             median {o:.3f} s  {spread(lane_times)}")
+    print(f"  one lane without namespaces:            median {b:.3f} s  {spread(bare_times)}")
+    print(f"  in-process, plain fixture:              median {p:.3f} s  {spread(plain_times)}")
+    print(f"  ratio isolated / in-process: {h / p:.2f}x (one lane: {o / p:.2f}x)")
+    print(f"  isolation cost per test, one lane: {(o - p) / tests * 1000:.1f} ms")
+    print(f"  namespaces cost per grading (one lane, isolated - without namespaces): {(o - b) * 1000:+.0f} ms")
     with worker_account() as (uid, _):
         starts: dict[str, list[float]] = {"namespaces": [], "none": []}
         for _ in range(args.runs * 3):

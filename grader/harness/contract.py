@@ -82,6 +82,9 @@ class Job:
     worker_group: int | None = None
     bwrap: str | None = None  # the bubblewrap binary, for the namespaces isolation
     seed: int = 0  # what the suites' random workloads are drawn from: set from the run (see `Run`)
+    # The worker accounts ([uid, gid]) of extra lanes, each a harness process running its share of the
+    # tests at once (see `lanes`); none: one lane.
+    lane_accounts: list[list[int | None]] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> str:

@@ -26,7 +26,7 @@ import pytest
 
 from grader.harness.client import GradingStop, RemoteException, Scenario, WorkerClient, WorkerUnavailable
 from grader.harness.feedback import Feedback
-from grader.harness import template
+from grader.harness import lanes, template
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
 from grader.harness.processes import children_of
@@ -73,6 +73,11 @@ class HarnessState:
         self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
         self.reference_module: ModuleType | None = None
         self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
+        self.lane = 0  # which of the grading's lanes this process runs (see `lanes`)
+        self.lane_results: int | None = None  # a helper lane's pipe to the first lane
+        self.helpers: list[lanes.Helper] = []  # the first lane's helpers
+        self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
+        self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
@@ -152,6 +157,20 @@ class HarnessState:
         self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
         gc.freeze()  # what the collection made is shared with the template's other children
         self.warm_up()
+
+    def forget_confinement(self) -> None:
+        """After a fork into another lane: let go of this confinement without ending it (it is the
+        other lane's); only the socket's copy here is closed."""
+        if self._confinement is not None:
+            self._confinement.channel.close()
+            self.inherited.append(self._confinement)
+            self._confinement = None
+
+    def merge_records(self, tests: list[dict[str, Any]]) -> None:
+        """Add another lane's records."""
+        for entry in tests:
+            record = TestRecord(**entry)
+            self.records[record.nodeid] = record
 
     def end_retired(self) -> None:
         while self.retired:
@@ -251,7 +270,7 @@ class HarnessState:
         if not self.subreaper:
             return
         deadline = time.monotonic() + 5
-        keep = set()
+        keep = {helper.pid for helper in self.helpers}  # the other lanes: children, but not strays
         if self._confinement is not None:
             keep.add(self._confinement.process.pid)
             if self.spare is not None and not self._confinement.namespaced:
@@ -494,7 +513,9 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    state().receive_run()
+    harness = state()
+    harness.receive_run()
+    lanes.split(harness, session)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -503,6 +524,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     harness.close_spare()
     if exitstatus not in (0, 1):
         harness.problems.append(f"pytest ended with exit status {exitstatus}")
+    if harness.lane:
+        lanes.send(harness)  # a helper lane leaves here
+    lanes.gather(harness)
     harness.results = {
         "schema": RESULTS_SCHEMA,
         "nonce": harness.nonce,

@@ -48,6 +48,7 @@ class WorkerSettings:
     user: int | None = None
     group: int | None = None
     bwrap: str | None = None
+    lane_accounts: tuple[tuple[int, int], ...] = ()  # the accounts of extra lanes (see `harness.lanes`)
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> Job
         suites=list(prepared.suites), worker_code=WORKER_ZIP, worker_python=settings.python,
         isolation=settings.isolation, reference=prepared.reference, worker_user=settings.user,
         worker_group=settings.group, bwrap=settings.bwrap, limits=exercise.limits,
+        lane_accounts=[list(account) for account in settings.lane_accounts],
     )
     entries.append(Entry(JOB_FILE, job.to_json().encode(), 0o600))
     return JobLayout(entries, job, f"job-{secrets.token_hex(8)}")

@@ -188,6 +188,7 @@ class LocalBackend:
 
     unsafe: bool = False
     warm: bool = False
+    lanes: int | None = None  # harness processes per grading; None: see `lane_count`
     _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
     _templates: dict[tuple[str, str, str], "HarnessTemplate"] = field(default_factory=dict, repr=False)
     _retired: list["HarnessTemplate"] = field(default_factory=list, repr=False)
@@ -199,12 +200,25 @@ class LocalBackend:
             if problem is not None:
                 raise SandboxUnavailable(refusal(problem))
 
-    def settings(self, uid: int | None, gid: int | None) -> WorkerSettings:
+    def settings(self, uid: int | None, gid: int | None,
+                 lane_accounts: tuple[tuple[int, int], ...] = ()) -> WorkerSettings:
         if self.unsafe:
             return WorkerSettings("none", worker_python(uid), uid, gid)
         python = sandbox_python()
         assert python is not None  # check() made sure
-        return WorkerSettings("namespaces", python, uid, gid, bwrap_path())
+        return WorkerSettings("namespaces", python, uid, gid, bwrap_path(), lane_accounts)
+
+    def lane_count(self) -> int:
+        """How many harness processes share one grading's tests (`harness.lanes`). By default two for a
+        single grading (a warm backend grades many at once: its gradings are its parallelism) on a
+        machine with two cores or more, as root, where each lane gets a worker account of its own
+        (sharing one, a lane's threads would count against the other's process limit), and with
+        namespaces (each lane's confinement is its own)."""
+        if self.lanes is not None:
+            return max(1, self.lanes)
+        if self.warm or self.unsafe or os.geteuid() != 0:
+            return 1
+        return min(2, len(os.sched_getaffinity(0)))
 
     def start(self, exercise: Exercise, tier: str) -> "StartedHarness":
         """A harness started for this exercise and tier, getting ready while it waits for a submission."""
@@ -215,7 +229,10 @@ class LocalBackend:
                 started = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid, account)
                 if started is not None:
                     return started
-            return start_harness(exercise, tier, self.settings(uid, gid), account)
+            lanes: tuple[tuple[int, int], ...] = ()
+            if uid is not None and not self.unsafe:
+                lanes = tuple(account.enter_context(worker_account()) for _ in range(self.lane_count() - 1))
+            return start_harness(exercise, tier, self.settings(uid, gid, lanes), account)
         except BaseException:
             account.close()
             raise

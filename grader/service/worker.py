@@ -43,8 +43,10 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
 
     global _config
     store = Store(db_url)
-    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once.
-    _config = WorkerConfig(db_url, sandbox, lease_s, store, choose_backend(sandbox))
+    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once. It is a
+    # warm one: the next job's sandbox gets ready while this one grades (a local one forks its harness
+    # from a template of the exercise's tier).
+    _config = WorkerConfig(db_url, sandbox, lease_s, store, choose_backend(sandbox, warm=True))
     connection = redis_connection(broker_url)
     # This worker also watches for gradings that died elsewhere, so nothing waits for a web server.
     watcher = RQDispatcher(store, broker_url, lease_s)
@@ -54,4 +56,7 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
             burst=burst, logging_level="WARNING")
     finally:
         watcher.stop()
+        close = getattr(_config.backend[0], "close", None)
+        if close is not None:
+            close()
         store.close()

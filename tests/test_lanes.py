@@ -1,0 +1,93 @@
+"""Lanes: a single grading's tests shared by two harness processes, each with its own worker account
+and confinement, give the scorecard one lane gives, and fail closed when a lane is lost."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.local import LocalBackend
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lanes need a worker account each: root only")
+
+MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+CRASH_IN_ONE_CASE = PROJECT / "tests" / "solutions" / "crash_in_one_case.py"
+
+
+def grade(data: bytes, lanes: int, exercise=None):
+    return grade_bytes(data, exercise or load_exercise(EXERCISE), "premium", LocalBackend(lanes=lanes), "local")
+
+
+def view(card):
+    return (card.status, card.score, card.reason,
+            [(t.id, t.status, t.message, t.traceback, t.artifacts) for t in card.tests])
+
+
+def test_a_single_grading_as_root_takes_two_lanes_and_a_warm_one_takes_one():
+    assert LocalBackend().lane_count() == min(2, len(os.sched_getaffinity(0)))
+    assert LocalBackend(warm=True).lane_count() == 1
+    assert LocalBackend(unsafe=True).lane_count() == 1
+
+
+@pytest.mark.parametrize("path", [REFERENCE, MUTANT, STUB, CRASH_IN_ONE_CASE], ids=lambda p: p.stem)
+def test_two_lanes_give_the_scorecard_of_one(path):
+    one, two = grade(path.read_bytes(), 1), grade(path.read_bytes(), 2)
+    assert one.status == "graded", one.reason
+    assert view(two) == view(one)
+
+
+WHO_AM_I = b'''import os
+
+
+class Req:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"worker uid {os.getuid()}")
+
+
+class Scheduler(Req):
+    pass
+'''
+
+
+def test_each_lane_runs_its_workers_as_an_account_of_its_own():
+    card = grade(WHO_AM_I, 2)
+    assert card.status == "graded" and card.score == 0, card.reason
+    uids = [re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests]
+    assert len(set(uids)) == 2 and "0" not in uids
+    # The tests alternate between the lanes, in collection order.
+    assert uids[0::2] == [uids[0]] * len(uids[0::2]) and uids[1::2] == [uids[1]] * len(uids[1::2])
+
+
+LANE_KILLER = '''import os
+
+
+def die_in_the_second_lane():
+    from grader.harness import plugin  # the harness's own state: this suite is trusted code
+
+    if plugin.state().lane:
+        os.kill(os.getpid(), 9)
+
+
+def test_the_second_lane_dies_here():
+    die_in_the_second_lane()
+
+
+def test_or_here():  # two tests in a row: one of them is the second lane's, whatever comes before
+    die_in_the_second_lane()
+'''
+
+
+def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
+    folder = exercise_copy(tmp_path)
+    (tmp_path / "hidden_tests" / EXERCISE / "test_zz_lane_killer.py").write_text(LANE_KILLER)
+    exercise = load_exercise(folder)
+    control = grade(REFERENCE.read_bytes(), 1, exercise)
+    assert control.status == "graded" and control.score == control.max_score  # one lane: nothing dies
+    card = grade(REFERENCE.read_bytes(), 2, exercise)
+    assert card.status == "error" and card.score == 0
+    assert "lane 2 of the harness ended without results" in card.reason
