@@ -71,3 +71,17 @@ def exercise_copy(folder: Path, **limits: float) -> Path:
     table = "[limits]\n" + "".join(f"{k} = {v}\n" for k, v in config["limits"].items())
     toml.write_text(text[:start] + table + text[end:])
     return folder / "exercises" / EXERCISE
+
+
+# A submission whose every test fails with the account its worker runs as: "worker uid N".
+WHO_AM_I = b'''import os
+
+
+class Req:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"worker uid {os.getuid()}")
+
+
+class Scheduler(Req):
+    pass
+'''

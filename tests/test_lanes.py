@@ -11,7 +11,7 @@ import pytest
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lanes need a worker account each: root only")
 
@@ -40,18 +40,6 @@ def test_two_lanes_give_the_scorecard_of_one(path):
     assert one.status == "graded", one.reason
     assert view(two) == view(one)
 
-
-WHO_AM_I = b'''import os
-
-
-class Req:
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(f"worker uid {os.getuid()}")
-
-
-class Scheduler(Req):
-    pass
-'''
 
 
 def test_each_lane_runs_its_workers_as_an_account_of_its_own():

@@ -8,7 +8,7 @@ import pytest
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
-from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 # Hostile submissions that leave the most behind: processes, frozen processes, moved folders, files.
@@ -75,18 +75,6 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     left = subprocess.run(["pgrep", "-f", str(template.base)], capture_output=True, text=True).stdout.split()
     assert left == []
 
-
-WHO_AM_I = b'''import os
-
-
-class Req:
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(f"worker uid {os.getuid()}")
-
-
-class Scheduler(Req):
-    pass
-'''
 
 
 def test_each_grading_forked_from_a_template_has_its_own_process_folder_and_account():
