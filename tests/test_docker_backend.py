@@ -105,3 +105,24 @@ def test_auto_chooses_docker_when_an_engine_answers(docker_client, capsys):
     assert main(["grade", str(STUB), "--exercise", EXERCISE, "--tier", "free"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "sandbox: docker" in out and "docker sandbox" in out
+
+
+def test_a_grading_container_is_locked_down_with_the_harness_headroom_on_top_of_the_workers_limits(backend):
+    """The container's limits are the exercise's (for the worker) plus the harness's own headroom:
+    memory, processes and a CPU, so that the harness judges while the worker computes."""
+    from grader.sandbox.docker_backend import HARNESS_CPUS, HARNESS_MEMORY_MB, HARNESS_PROCESSES
+
+    exercise = load_exercise(EXERCISE)
+    limits = exercise.limits
+    started = backend.start(exercise, "free")
+    try:
+        started.container.reload()
+        host = started.container.attrs["HostConfig"]
+    finally:
+        started.discard()
+    assert host["NanoCpus"] == int((limits.cpus + HARNESS_CPUS) * 1e9)
+    assert host["Memory"] == (limits.memory_mb + HARNESS_MEMORY_MB) * 1024 * 1024 == host["MemorySwap"]
+    assert host["PidsLimit"] == limits.processes + HARNESS_PROCESSES
+    assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
+    assert "no-new-privileges" in host["SecurityOpt"]

@@ -21,7 +21,7 @@ class Limits:
     file_size_mb: int = 16  # the largest file the worker may write (its printed output included)
     open_files: int = 64
     cpu_s: int = 60  # CPU seconds of one worker
-    cpus: float = 1.0  # CPUs for the container
+    cpus: float = 1.0  # CPUs for the worker in a container (the harness has one more of its own)
     disk_mb: int = 64  # the container's writable scratch space (tmpfs)
     output_kb: int = 8  # how much of a test's printed output the scorecard keeps (the tail)
 

@@ -38,6 +38,7 @@ NOBODY = 65534
 CAPABILITIES = ["SETUID", "SETGID", "KILL"]
 HARNESS_MEMORY_MB = 256  # on top of the worker's limit: pytest, the suites and the reference
 HARNESS_PROCESSES = 32  # on top of the worker's: the harness and the next test's worker
+HARNESS_CPUS = 1.0  # on top of the worker's: the harness judges while the worker computes
 LABEL = "org.grader.job"
 
 
@@ -96,7 +97,7 @@ class DockerBackend:
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},
                 mem_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
                 memswap_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
-                pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=int(limits.cpus * 1e9),
+                pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=int((limits.cpus + HARNESS_CPUS) * 1e9),
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"],
                 ipc_mode="private", stdin_open=True, labels={LABEL: layout.name},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),
