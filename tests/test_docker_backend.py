@@ -120,9 +120,22 @@ def test_a_grading_container_is_locked_down_with_the_harness_headroom_on_top_of_
         host = started.container.attrs["HostConfig"]
     finally:
         started.discard()
-    assert host["NanoCpus"] == int((limits.cpus + HARNESS_CPUS) * 1e9)
+    engine_cpus = backend.client.info()["NCPU"]
+    assert host["NanoCpus"] == int(min(limits.cpus + HARNESS_CPUS, max(limits.cpus, engine_cpus)) * 1e9)
     assert host["Memory"] == (limits.memory_mb + HARNESS_MEMORY_MB) * 1024 * 1024 == host["MemorySwap"]
     assert host["PidsLimit"] == limits.processes + HARNESS_PROCESSES
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
     assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
     assert "no-new-privileges" in host["SecurityOpt"]
+
+
+def test_the_harness_cpu_is_never_more_than_the_engine_has():
+    """An engine refuses a CPU limit above its CPUs: on a one-CPU engine the container gets one."""
+
+    class OneCpuEngine:
+        def info(self):
+            return {"NCPU": 1}
+
+    assert DockerBackend(OneCpuEngine()).nano_cpus(1.0) == 1_000_000_000
+    assert DockerBackend(OneCpuEngine()).nano_cpus(0.5) == 1_000_000_000
+    assert DockerBackend(type("TwoCpus", (), {"info": lambda self: {"NCPU": 2}})()).nano_cpus(1.0) == 2_000_000_000

@@ -3,6 +3,8 @@ as a cold one would, whatever the submission before it did."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from grader.exercise import load_exercise
@@ -69,9 +71,18 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     assert all(folder.is_dir() for folder in folders)
     backend.close()
     assert not any(folder.exists() for folder in folders) and len(backend._ready) == 0
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+
+    def running(pid: int) -> bool:  # a zombie waiting for its reaper counts as ended
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(running(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not any(running(pid) for pid in pids)
     left = subprocess.run(["pgrep", "-f", str(template.base)], capture_output=True, text=True).stdout.split()
     assert left == []
 
@@ -143,3 +154,53 @@ def test_an_order_to_a_dead_template_falls_back_to_a_harness_of_its_own():
     finally:
         template.close()
     assert not template.base.exists()
+
+
+def test_a_template_that_does_not_fork_in_time_costs_no_grading(monkeypatch):
+    """A template that never answers an order: the submission is not sent to it, it is graded by a
+    harness of its own, and the backend uses no template again."""
+    import os
+    import signal
+
+    from grader.sandbox import local
+
+    monkeypatch.setattr(local, "TEMPLATE_REPLY_S", 1.0)
+    backend = LocalBackend(warm=True)
+    try:
+        assert grade(backend, STUB.read_bytes(), tier="free").status == "graded"
+        (template,) = backend._templates.values()
+        backend._ready.close()  # the harness it forked already: the next order is the stopped template's
+        os.kill(template.process.pid, signal.SIGSTOP)
+        try:
+            card = grade(backend, REFERENCE.read_bytes(), tier="free")
+            assert card.status == "graded" and card.score == card.max_score > 0, card.reason
+            assert "did not fork" in backend.templates_off
+            assert template.abandoned and template.gone
+            again = grade(backend, REFERENCE.read_bytes(), tier="free")
+            assert again.status == "graded" and again.score == again.max_score
+        finally:
+            os.kill(template.process.pid, signal.SIGCONT)
+    finally:
+        backend.close()
+
+
+def test_an_edit_of_exercise_toml_retires_the_template_and_the_waiting_sandbox(tmp_path):
+    """Limits and names travel in every job: a sandbox or template made before exercise.toml changed
+    is not used after."""
+    from tests.helpers import exercise_copy
+
+    folder = exercise_copy(tmp_path)
+    backend = LocalBackend(warm=True)
+    try:
+        assert grade_bytes(REFERENCE.read_bytes(), load_exercise(folder), "free", backend, "warm").status == "graded"
+        (before,) = backend._templates.values()
+        toml = folder / "exercise.toml"
+        toml.write_text(toml.read_text().replace("memory_mb = 512", "memory_mb = 500"))
+        edited = load_exercise(folder)
+        assert edited.limits.memory_mb == 500
+        card = grade_bytes(REFERENCE.read_bytes(), edited, "free", backend, "warm")
+        assert card.status == "graded" and card.score == card.max_score, card.reason
+        (after,) = backend._templates.values()
+        assert after is not before and after.layout.job.limits.memory_mb == 500
+    finally:
+        backend.close()

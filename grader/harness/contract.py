@@ -164,7 +164,7 @@ def _bytecode(name: str, source: bytes) -> bytes:
     import importlib.util
     import marshal
 
-    code = compile(source, name, "exec", dont_inherit=True)
+    code = compile(source, name, "exec", dont_inherit=True, optimize=0)  # asserts kept, whatever -O says
     flags = 0b01  # hash-based, source not checked: the zip is built from this very source
     return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
 

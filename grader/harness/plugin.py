@@ -161,10 +161,11 @@ class HarnessState:
     def forget_confinement(self) -> None:
         """After a fork into another lane: let go of this confinement without ending it (it is the
         other lane's); only the socket's copy here is closed."""
-        if self._confinement is not None:
-            self._confinement.channel.close()
-            self.inherited.append(self._confinement)
-            self._confinement = None
+        for confinement in [self._confinement, *self.retired]:
+            if confinement is not None:
+                confinement.channel.close()
+                self.inherited.append(confinement)
+        self._confinement, self.retired = None, []
 
     def merge_records(self, tests: list[dict[str, Any]]) -> None:
         """Add another lane's records."""

@@ -15,6 +15,7 @@ Messages on the control socket (SOCK_SEQPACKET, JSON, descriptors passed alongsi
                        the worker account u/g, where its submission will come from and where its
                        output goes
     template -> host   {"id": k, "pid": n} + [pidfd]   the child that grades it
+                       {"id": k, "error": why}          no child for that order (a fork that failed)
                        {"exit": n, "code": c}           whenever a child ends (c as Popen.returncode)
 """
 
@@ -23,9 +24,11 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from grader.harness.forking import ChildWatch
 
@@ -46,10 +49,14 @@ def serve(control_fd: int) -> Order:
     a child, with its order."""
     channel = socket.socket(fileno=control_fd)
     children = ChildWatch()
+    forked: set[int] = set()  # as a subreaper it also reaps orphans (a killed child's bwrap): not news
     while True:
         ready, _, _ = select.select([channel, children.fd], [], [])
         if children.fd in ready:
             for pid, code in children.ended():
+                if pid not in forked:
+                    continue
+                forked.discard(pid)
                 try:
                     channel.send(json.dumps({"exit": pid, "code": code}).encode())
                 except OSError:
@@ -71,14 +78,24 @@ def serve(control_fd: int) -> Order:
             continue
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            _refuse(channel, request, fds, f"the template could not fork ({exc})")
+            continue
         if pid == 0:
             children.forget()
             channel.close()
             return order
         for fd in fds:
             os.close(fd)
-        pidfd = os.pidfd_open(pid)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as exc:  # no pidfds here (an old kernel, a filter): the host cannot watch it safely
+            os.kill(pid, signal.SIGKILL)
+            _refuse(channel, request, [], f"no pidfd for a forked harness ({exc})")
+            continue
+        forked.add(pid)
         try:
             socket.send_fds(channel, [json.dumps({"id": request.get("id"), "pid": pid}).encode()], [pidfd])
         except OSError:
@@ -86,3 +103,12 @@ def serve(control_fd: int) -> Order:
         finally:
             os.close(pidfd)
 
+
+def _refuse(channel: socket.socket, request: dict[str, Any], fds: list[int], why: str) -> None:
+    """Tell the host this order gets no harness (it grades the submission some other way)."""
+    for fd in fds:
+        os.close(fd)
+    try:
+        channel.send(json.dumps({"id": request.get("id"), "error": why}).encode())
+    except OSError:
+        os._exit(0)

@@ -60,6 +60,20 @@ class DockerBackend:
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
     warm: bool = False  # keep a container started and ready for the next submission of the same tier
     _ready: WarmSlots["StartedContainer"] = field(default_factory=WarmSlots, repr=False)
+    _engine_cpus: int | None = field(default=None, repr=False)
+
+    def nano_cpus(self, worker_cpus: float) -> int:
+        """The container's CPU limit: the worker's, plus one for the harness, at most the engine's CPUs
+        (an engine refuses a limit above them)."""
+        if self._engine_cpus is None:
+            try:
+                self._engine_cpus = int(self.client.info().get("NCPU") or 0)
+            except (docker.errors.APIError, ValueError, TypeError):
+                self._engine_cpus = 0
+        cpus = worker_cpus + HARNESS_CPUS
+        if self._engine_cpus > 0:
+            cpus = min(cpus, max(worker_cpus, self._engine_cpus))
+        return int(cpus * 1e9)
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
         began = time.monotonic()
@@ -97,7 +111,7 @@ class DockerBackend:
                                        "/tmp": f"rw,size={limits.disk_mb}m,mode=1777"},
                 mem_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
                 memswap_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
-                pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=int((limits.cpus + HARNESS_CPUS) * 1e9),
+                pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=self.nano_cpus(limits.cpus),
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"],
                 ipc_mode="private", stdin_open=True, labels={LABEL: layout.name},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),

@@ -96,7 +96,9 @@ def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
     """The suites and the reference of a tier, read once per process while their files are unchanged."""
     specs = exercise.suites_for(tier)
     uses_reference = exercise.reference.is_file() and exercise.needs_reference(tier)
-    fingerprint = files_fingerprint([s.path for s in specs] + ([exercise.reference] if uses_reference else []))
+    # exercise.toml too: its limits and names are in every job, so a sandbox made before it changed is stale.
+    fingerprint = files_fingerprint([exercise.folder / "exercise.toml", *(s.path for s in specs)]
+                                    + ([exercise.reference] if uses_reference else []))
     key = (str(exercise.root), exercise.slug, tier)
     with _prepared_lock:
         cached = _prepared.get(key)

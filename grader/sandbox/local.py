@@ -13,6 +13,7 @@ plain process instead, and is meant only for one's own trusted code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import json
@@ -192,6 +193,7 @@ class LocalBackend:
     _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
     _templates: dict[tuple[str, str, str], "HarnessTemplate"] = field(default_factory=dict, repr=False)
     _retired: list["HarnessTemplate"] = field(default_factory=list, repr=False)
+    templates_off: str = ""  # why this backend stopped using templates (one failed it): cold harnesses only
 
     def check(self) -> None:
         """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
@@ -225,7 +227,7 @@ class LocalBackend:
         account = contextlib.ExitStack()
         uid, gid = account.enter_context(worker_account())
         try:
-            if self.warm:
+            if self.warm and not self.templates_off:
                 started = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid, account)
                 if started is not None:
                     return started
@@ -274,7 +276,13 @@ class LocalBackend:
         start = lambda: self.start(exercise, tier)  # noqa: E731
         started = self._ready.take(exercise, tier, start)
         # A warm backend gets the next submission's sandbox ready while this one grades.
-        return finish_harness(started, exercise, source, self._ready.refill(exercise, tier, start) if self.warm else None)
+        then = self._ready.refill(exercise, tier, start) if self.warm else None
+        try:
+            return finish_harness(started, exercise, source, then)
+        except TemplateLost as lost:
+            # The submission was not sent: grade it in a harness of its own, and use no template again.
+            self.templates_off = str(lost)
+            return finish_harness(start(), exercise, source, then)
 
     def close(self) -> None:
         """End the sandboxes waiting for a submission, and the templates."""
@@ -408,8 +416,10 @@ class HarnessTemplate:
     settings: WorkerSettings
     channel: socket.socket
     orders: int = 0
-    children: dict[int, tuple[int, int]] = field(default_factory=dict)  # order -> (pid, pidfd)
+    children: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # order -> (pid, pidfd); None: refused
     exits: dict[int, int] = field(default_factory=dict)  # pid -> exit code
+    abandoned: set[int] = field(default_factory=set)  # orders given up on: their harness is killed on sight
+    refusal: str = ""  # why the template refused an order
     gone: bool = False
 
     def fresh_for(self, exercise: Exercise, tier: str) -> bool:
@@ -423,6 +433,7 @@ class HarnessTemplate:
         self.orders += 1
         request = {"id": self.orders, "private": folder.relative_to(self.base).as_posix(), "user": user,
                    "group": group}
+        settings = dataclasses.replace(self.settings, user=user, group=group)  # this grading's own account
         try:
             socket.send_fds(self.channel, [json.dumps(request).encode()], [run_r, output.fileno()])
         except OSError:
@@ -434,14 +445,19 @@ class HarnessTemplate:
         finally:
             os.close(run_r)
         process = ForkedHarness(self, self.orders, os.fdopen(run_w, "wb"))
-        return StartedHarness(process, folder, output, self.layout, self.prepared, self.settings, account)
+        return StartedHarness(process, folder, output, self.layout, self.prepared, settings, account)
 
     def child(self, order: int) -> tuple[int, int] | None:
-        """(pid, pidfd) of the harness forked for `order`, once the template says; None if it never will."""
+        """(pid, pidfd) of the harness forked for `order`, once the template says; None if it never will
+        (then the order is abandoned: a harness forked for it later is killed when its pid comes)."""
         deadline = time.monotonic() + TEMPLATE_REPLY_S
         while order not in self.children and self._next(deadline):
             pass
-        return self.children.pop(order, None)
+        found = self.children.pop(order, None)
+        if found is None:
+            self.abandoned.add(order)
+            self.gone = True  # a template that does not fork in time is not used again
+        return found
 
     def exit_code(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -460,7 +476,15 @@ class HarnessTemplate:
                 raise EOFError
             message = json.loads(data)
             if "pid" in message and fds:
-                self.children[int(message["id"])] = (int(message["pid"]), fds.pop())
+                order, pidfd = int(message["id"]), fds.pop()
+                if order in self.abandoned:
+                    _kill_by_pidfd(pidfd)
+                    os.close(pidfd)
+                else:
+                    self.children[order] = (int(message["pid"]), pidfd)
+            elif "error" in message:
+                self.children[int(message["id"])] = None
+                self.refusal = str(message["error"])[:500]
             elif "exit" in message:
                 self.exits[int(message["exit"])] = int(message["code"])
         except (OSError, EOFError, ValueError, KeyError, TypeError):
@@ -478,6 +502,8 @@ class HarnessTemplate:
 
     def close(self) -> None:
         """End the template (its children are ended by their gradings) and remove its folder."""
+        if self.abandoned:  # a harness forked late for an order given up on: its pid may be waiting
+            self._next(time.monotonic() + 0.1)
         self.gone = True
         self.channel.close()
         try:
@@ -485,8 +511,10 @@ class HarnessTemplate:
         except ProcessLookupError:
             pass
         self.process.wait()
-        for _, pidfd in self.children.values():
-            os.close(pidfd)
+        for found in self.children.values():
+            if found is not None:
+                os.close(found[1])
+        self.children.clear()
         self.log.close()
         shutil.rmtree(self.base, ignore_errors=True)
 
@@ -510,6 +538,17 @@ def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> H
         theirs.close()
     send_job(process, layout, close=True)
     return HarnessTemplate(process, base, log, layout, prepared, settings, ours)
+
+
+class TemplateLost(Exception):
+    """The template did not fork the harness of an order: the submission was not sent to it."""
+
+
+def _kill_by_pidfd(pidfd: int) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class ForkedHarness:
@@ -553,12 +592,14 @@ class ForkedHarness:
         assert self.pid is not None
         self.returncode = self.template.exit_code(self.pid, 2.0)
 
+    def resolve(self) -> bool:
+        """Whether the template forked this harness (waiting for its word if need be)."""
+        return self._resolve()
+
     def kill(self) -> None:
         if not self.ended and self._resolve():
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            assert self.pidfd is not None
+            _kill_by_pidfd(self.pidfd)
 
     def release(self) -> None:
         try:
@@ -578,6 +619,10 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
     run = new_run(exercise, source)
     timed_out = False
     process = started.process
+    if isinstance(process, ForkedHarness) and not process.resolve():
+        # No harness took the order: the submission goes nowhere (and is graded elsewhere).
+        started.end()
+        raise TemplateLost(process.template.refusal or "the harness template did not fork in time")
     try:
         try:
             assert process.stdin is not None
