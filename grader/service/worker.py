@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.sandbox.choose import choose_backend
+from grader.sandbox.local import LocalBackend
 from grader.service import jobs
 from grader.service.dispatch import QUEUE_NAME, RQDispatcher, redis_connection
 from grader.store import Store
@@ -43,10 +44,11 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
 
     global _config
     store = Store(db_url)
-    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once. It is a
-    # warm one: the next job's sandbox gets ready while this one grades (a local one forks its harness
-    # from a template of the exercise's tier).
-    _config = WorkerConfig(db_url, sandbox, lease_s, store, choose_backend(sandbox, warm=True))
+    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once.
+    backend = choose_backend(sandbox)
+    if isinstance(backend[0], LocalBackend):
+        backend[0].lanes = 1  # workers grade side by side: they are the parallelism, not lanes
+    _config = WorkerConfig(db_url, sandbox, lease_s, store, backend)
     connection = redis_connection(broker_url)
     # This worker also watches for gradings that died elsewhere, so nothing waits for a web server.
     watcher = RQDispatcher(store, broker_url, lease_s)
@@ -56,7 +58,4 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
             burst=burst, logging_level="WARNING")
     finally:
         watcher.stop()
-        close = getattr(_config.backend[0], "close", None)
-        if close is not None:
-            close()
         store.close()
