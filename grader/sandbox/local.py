@@ -13,13 +13,10 @@ plain process instead, and is meant only for one's own trusted code.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import functools
-import json
 import os
 import pwd
-import select
 import shutil
 import signal
 import socket
@@ -40,6 +37,7 @@ from grader.harness.contract import bootstrap
 from grader.harness.processes import wait_for_exit
 from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
                                    harness_input, new_run, prepare_suites, run_input)
+from grader.sandbox.templates import TEMPLATE_RUNS, ForkedHarness, HarnessTemplate, TemplateLost
 from grader.sandbox.warm import WarmSlots
 
 HARNESS_ENV = {
@@ -191,8 +189,8 @@ class LocalBackend:
     warm: bool = False
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
     _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
-    _templates: dict[tuple[str, str, str], "HarnessTemplate"] = field(default_factory=dict, repr=False)
-    _retired: list["HarnessTemplate"] = field(default_factory=list, repr=False)
+    _templates: dict[tuple[str, str, str], HarnessTemplate] = field(default_factory=dict, repr=False)
+    _retired: list[HarnessTemplate] = field(default_factory=list, repr=False)
     templates_off: str = ""  # why this backend stopped using templates (one failed it): cold harnesses only
 
     def check(self) -> None:
@@ -228,9 +226,11 @@ class LocalBackend:
         uid, gid = account.enter_context(worker_account())
         try:
             if self.warm and not self.templates_off:
-                started = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid, account)
-                if started is not None:
-                    return started
+                order = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid)
+                if order is not None:
+                    template = order.process.template
+                    return StartedHarness(order.process, order.folder, order.output, template.layout,
+                                          template.prepared, order.settings, account)
             return start_harness(exercise, tier, self.settings(uid, gid, self.lane_accounts(account)), account)
         except BaseException:
             account.close()
@@ -251,7 +251,7 @@ class LocalBackend:
             found.append((uid, gid))
         return tuple(found)
 
-    def template(self, exercise: Exercise, tier: str, settings: WorkerSettings) -> "HarnessTemplate":
+    def template(self, exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
         """The template of this exercise and tier, started if missing, dead or made from older suites.
         A replaced template is retired, not ended: a grading forked from it may still be running."""
         key = WarmSlots.key(exercise, tier)
@@ -308,7 +308,7 @@ class StartedHarness:
     """A harness process that has its job and waits for the run: the submission, its nonce and seed.
     `base` is its own folder, removed at its end (a forked harness's is inside its template's)."""
 
-    process: "subprocess.Popen[bytes] | ForkedHarness"
+    process: subprocess.Popen[bytes] | ForkedHarness
     base: Path
     output: IO[bytes]
     layout: JobLayout
@@ -399,126 +399,6 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
     return started
 
 
-TEMPLATE_REPLY_S = 60.0  # how long a template may take to start, collect and fork (a busy machine)
-TEMPLATE_RUNS = "runs"  # in a template's job folder: the folder of each grading forked from it
-
-
-@dataclass
-class HarnessTemplate:
-    """A harness that collected the tests of one exercise and tier and forks a harness per grading
-    (see `harness.template`). Its job folder holds each grading's own folder."""
-
-    process: subprocess.Popen[bytes]
-    base: Path
-    log: IO[bytes]
-    layout: JobLayout
-    prepared: PreparedSuites
-    settings: WorkerSettings
-    channel: socket.socket
-    orders: int = 0
-    children: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # order -> (pid, pidfd); None: refused
-    exits: dict[int, int] = field(default_factory=dict)  # pid -> exit code
-    abandoned: set[int] = field(default_factory=set)  # orders given up on: their harness is killed on sight
-    refusal: str = ""  # why the template refused an order
-    gone: bool = False
-
-    def fresh_for(self, exercise: Exercise, tier: str) -> bool:
-        return not self.gone and self.process.poll() is None and prepare_suites(exercise, tier) is self.prepared
-
-    def order(self, user: int | None, group: int | None, account: contextlib.ExitStack) -> StartedHarness | None:
-        """A harness forked for one grading, waiting for its submission; None when the template is gone."""
-        folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.base / TEMPLATE_RUNS))
-        output = tempfile.TemporaryFile(dir=folder)
-        run_r, run_w = os.pipe()
-        self.orders += 1
-        request = {"id": self.orders, "private": folder.relative_to(self.base).as_posix(), "user": user,
-                   "group": group}
-        settings = dataclasses.replace(self.settings, user=user, group=group)  # this grading's own account
-        try:
-            socket.send_fds(self.channel, [json.dumps(request).encode()], [run_r, output.fileno()])
-        except OSError:
-            self.gone = True
-            os.close(run_w)
-            output.close()
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        finally:
-            os.close(run_r)
-        process = ForkedHarness(self, self.orders, os.fdopen(run_w, "wb"))
-        return StartedHarness(process, folder, output, self.layout, self.prepared, settings, account)
-
-    def child(self, order: int) -> tuple[int, int] | None:
-        """(pid, pidfd) of the harness forked for `order`, once the template says; None if it never will
-        (then the order is abandoned: a harness forked for it later is killed when its pid comes)."""
-        deadline = time.monotonic() + TEMPLATE_REPLY_S
-        while order not in self.children and self._next(deadline):
-            pass
-        found = self.children.pop(order, None)
-        if found is None:
-            self.abandoned.add(order)
-            self.gone = True  # a template that does not fork in time is not used again
-        return found
-
-    def exit_code(self, pid: int, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while pid not in self.exits and self._next(deadline):
-            pass
-        return self.exits.pop(pid, None)
-
-    def _next(self, deadline: float) -> bool:
-        """File the template's next message; False when none came in time or the template is gone."""
-        left = deadline - time.monotonic()
-        if self.gone or left <= 0 or not select.select([self.channel], [], [], left)[0]:
-            return False
-        try:
-            data, fds, _, _ = socket.recv_fds(self.channel, 65536, 1)
-            if not data:
-                raise EOFError
-            message = json.loads(data)
-            if "pid" in message and fds:
-                order, pidfd = int(message["id"]), fds.pop()
-                if order in self.abandoned:
-                    _kill_by_pidfd(pidfd)
-                    os.close(pidfd)
-                else:
-                    self.children[order] = (int(message["pid"]), pidfd)
-            elif "error" in message:
-                self.children[int(message["id"])] = None
-                self.refusal = str(message["error"])[:500]
-            elif "exit" in message:
-                self.exits[int(message["exit"])] = int(message["code"])
-        except (OSError, EOFError, ValueError, KeyError, TypeError):
-            self.gone = True
-        for fd in fds:
-            os.close(fd)
-        return not self.gone
-
-    def log_tail(self) -> bytes:
-        try:
-            self.log.seek(0)
-            return self.log.read()[-8000:]
-        except (OSError, ValueError):
-            return b""
-
-    def close(self) -> None:
-        """End the template (its children are ended by their gradings) and remove its folder."""
-        if self.abandoned:  # a harness forked late for an order given up on: its pid may be waiting
-            self._next(time.monotonic() + 0.1)
-        self.gone = True
-        self.channel.close()
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
-        for found in self.children.values():
-            if found is not None:
-                os.close(found[1])
-        self.children.clear()
-        self.log.close()
-        shutil.rmtree(self.base, ignore_errors=True)
-
-
 def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
     base = job_folder(settings)
     os.mkdir(base / TEMPLATE_RUNS, 0o700)  # not in the job's tar: the host's, made before the template unpacks
@@ -538,77 +418,6 @@ def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> H
         theirs.close()
     send_job(process, layout, close=True)
     return HarnessTemplate(process, base, log, layout, prepared, settings, ours)
-
-
-class TemplateLost(Exception):
-    """The template did not fork the harness of an order: the submission was not sent to it."""
-
-
-def _kill_by_pidfd(pidfd: int) -> None:
-    try:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-class ForkedHarness:
-    """A harness forked by a template, with the part of `subprocess.Popen`'s interface a grading uses.
-    It is the template's child, not ours: it is watched and killed through a pidfd, which cannot
-    reach another process should its pid be reused."""
-
-    def __init__(self, template: HarnessTemplate, order: int, stdin: IO[bytes]) -> None:
-        self.template, self.order, self.stdin = template, order, stdin
-        self.args = f"harness {order} of template {template.process.pid}"
-        self.pid: int | None = None
-        self.pidfd: int | None = None
-        self.lost = False  # the template never forked it
-        self.ended = False
-        self.returncode: int | None = None
-
-    def _resolve(self) -> bool:
-        if self.pidfd is None and not self.lost:
-            found = self.template.child(self.order)
-            if found is None:
-                self.lost = self.ended = True
-            else:
-                self.pid, self.pidfd = found
-        return self.pidfd is not None
-
-    def poll(self) -> int | None:
-        """None while it runs, else its exit code (-1 when unknown: its template is gone)."""
-        if not self.ended and self._resolve() and select.select([self.pidfd], [], [], 0)[0]:
-            self._ended()
-        return None if not self.ended else (self.returncode if self.returncode is not None else -1)
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        if not self.ended and self._resolve():
-            if not select.select([self.pidfd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired(self.args, timeout or 0)
-            self._ended()
-        return self.returncode
-
-    def _ended(self) -> None:
-        self.ended = True
-        assert self.pid is not None
-        self.returncode = self.template.exit_code(self.pid, 2.0)
-
-    def resolve(self) -> bool:
-        """Whether the template forked this harness (waiting for its word if need be)."""
-        return self._resolve()
-
-    def kill(self) -> None:
-        if not self.ended and self._resolve():
-            assert self.pidfd is not None
-            _kill_by_pidfd(self.pidfd)
-
-    def release(self) -> None:
-        try:
-            self.stdin.close()
-        except OSError:
-            pass
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
 
 
 def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
