@@ -112,8 +112,9 @@ def state_of(sched: Any) -> State:
     return [r.rid for r in sched.waiting], [r.rid for r in sched.running], sched.reserved
 
 
-def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000) -> list[RefStep]:
-    """Run the scenario on the reference; the last step is the empty plan once everything is done."""
+def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000, until: int | None = None) -> list[RefStep]:
+    """Run the scenario on the reference; the last step is the empty plan once everything is done.
+    With `until`, stop after that step (the steps a shrinking candidate is judged on)."""
     s = reference["Scheduler"](sc.budget, sc.max_seqs, sc.kv_tokens)
     objs: dict[int, Any] = {}
     steps: list[RefStep] = []
@@ -143,6 +144,8 @@ def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000) -> list[R
         released = [(rid, r.prompt_len + r.max_new) for rid, r in in_step.items() if rid not in still]
         finished |= {rid for rid, _ in released}
         rec.after = {rid: (r.prefilled, r.generated) for rid, r in objs.items()}
+        if step == until:
+            return steps
     raise AssertionError("suite bug: the reference did not finish the scenario")
 
 
@@ -607,9 +610,12 @@ def random_scenario(seed: int | str, profile: str) -> Scenario:
 def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
             max_runs: int = 40, max_work: int = 20_000) -> tuple[Scenario, Divergence]:
     """Make a failing scenario smaller while it still fails; at most `max_runs` replays of the submission,
-    and at most `max_work` request-steps replayed in all (each step is a handful of calls into the worker
-    that refresh every request the test holds, so a large workload cannot make shrinking slow; counting
-    work, not seconds, keeps a regrade identical).
+    and at most `max_work` request-steps replayed in all (so that a large workload cannot make shrinking
+    slow; counting work, not seconds, keeps a regrade identical).
+
+    A candidate counts as failing when it diverges no later than the step the smallest failure so far
+    did, so each replay stops there: nothing after it is run, sent or judged, and the failure reported
+    only ever moves earlier.
 
     After every success, first drop the requests added after the failing step (they can hardly have
     caused it). Then drop runs of requests (halves, quarters, ..., single ones, latest first), then
@@ -623,7 +629,7 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
         nonlocal runs, sc, d
         runs += 1
         try:
-            run_submission(ns, cand, run_reference(reference, cand), work=work)
+            run_submission(ns, cand, run_reference(reference, cand, until=d.step), work=work)
         except Divergence as e:
             sc, d = cand, e
             trimmed = replace(cand, reqs=tuple(r for r in cand.reqs if r.at <= e.step))
