@@ -155,3 +155,12 @@ def test_cli_rejects_a_syntax_error_with_its_line_and_exit_zero(tmp_path, capsys
 def test_cli_usage_problems_exit_two_with_a_specific_message(argv, expected, capsys):
     assert main(argv) == 2
     assert expected in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_submission_that_rewrites_its_own_file_cannot_change_what_later_tests_run(exercise):
+    # Each test's worker runs the file as it came (compiled once by the zygote), not as an earlier
+    # worker left it.
+    source = REFERENCE.read_bytes() + (b"\nwith open(__file__, 'a') as _own:\n"
+                                       b"    _own.write('\\nraise RuntimeError(\"rewritten by an earlier test\")\\n')\n")
+    card = grade(exercise, source)
+    assert card.status == "graded" and card.score == card.max_score, [t.message for t in card.tests]

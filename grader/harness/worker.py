@@ -125,8 +125,9 @@ def apply_limits(limits: dict[str, int]) -> None:
 
 
 class Worker:
-    def __init__(self, submission: str, module_name: str, fd_in: int, fd_out: int) -> None:
+    def __init__(self, submission: str, module_name: str, fd_in: int, fd_out: int, code: Any = None) -> None:
         self.submission = submission
+        self.code = code  # the submission compiled by the zygote, or None: compile it here
         self.module_name = module_name
         self.fd_in, self.fd_out = fd_in, fd_out
         self.inbox = protocol.Inbox(fd_in)
@@ -433,7 +434,10 @@ class Worker:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[self.module_name] = module
-        spec.loader.exec_module(module)
+        if self.code is None:
+            spec.loader.exec_module(module)
+        else:  # what exec_module does once the file is compiled
+            exec(self.code, module.__dict__)
         self.module = module
 
     def serve(self) -> None:

@@ -4,8 +4,9 @@ forks a fresh worker per test.
 Starting a Python interpreter for every test costs tens of milliseconds; forking a process that has
 already started costs one or two. The zygote is started by the harness before the first test, as the
 worker's user, under the worker's limits and inside the worker's confinement (see `confine`), and it
-never imports a submission or anything secret: each child imports the submission itself, after the
-fork, in a fresh session, in a fresh folder of its own that the zygote made (as the worker's user:
+never imports a submission or anything secret: it compiles the submission once (which runs none of
+its code, and the code each worker runs stays the file as it came, whatever an earlier worker did to
+it), and each child imports it from that, after the fork, in a fresh session, in a fresh folder of its own that the zygote made (as the worker's user:
 the trusted side never creates, owns or removes anything a worker can write). The zygote makes itself
 non-dumpable, so its children cannot trace it or read its memory; if one kills or stops it anyway, the
 harness tears the whole confinement down and starts a new one, and that submission only slows its own
@@ -77,6 +78,7 @@ def serve() -> None:
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
     submission = ""
+    code = None
     children = ChildWatch()
     while True:
         ready, _, _ = select.select([channel, children.fd], [], [])
@@ -93,6 +95,7 @@ def serve() -> None:
             op = request.get("op")
             if op == "load":
                 submission = _keep(fds[0], str(request["name"]), scratch_root)
+                code = _compiled(submission)
             elif op == "kill":
                 _kill_tree(int(request["pid"]))
             elif op == "sweep":
@@ -101,7 +104,7 @@ def serve() -> None:
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
                 pid = os.fork()
                 if pid == 0:
-                    _become_worker(worker, channel, children, request, fds, processes, folder, submission)
+                    _become_worker(worker, channel, children, request, fds, processes, folder, submission, code)
                 folders[pid] = folder
                 channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
@@ -116,6 +119,16 @@ def _keep(fd: int, name: str, scratch_root: str) -> str:
         source.seek(0)
         target.write(source.read())
     return path
+
+
+def _compiled(path: str) -> Any:
+    """The submission compiled once, as its import would compile it, for every worker to run (compiling
+    runs none of its code). None when it does not compile: each worker's import then reports why."""
+    try:
+        with open(path, "rb") as handle:
+            return compile(handle.read(), path, "exec", dont_inherit=True)
+    except Exception:
+        return None
 
 
 def _kill_tree(pid: int) -> None:
@@ -149,7 +162,7 @@ def _report_exits(channel: socket.socket, folders: dict[int, str], children: Chi
 
 
 def _become_worker(worker: Any, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
-                   fds: list[int], processes: int | None, folder: str, submission: str) -> None:
+                   fds: list[int], processes: int | None, folder: str, submission: str, code: Any) -> None:
     try:
         children.forget()
         channel.close()
@@ -175,6 +188,6 @@ def _become_worker(worker: Any, channel: socket.socket, children: ChildWatch, re
             import resource
 
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-        worker.Worker(submission, request["module"], 3, 4).serve()
+        worker.Worker(submission, request["module"], 3, 4, code).serve()
     finally:
         os._exit(0)
