@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from grader.harness.client import CallTimeout, ProtocolViolation, RemoteObject, SubmissionError, WorkerCrashed
+from grader.harness import protocol
+from grader.harness.client import (CallTimeout, ProtocolViolation, RemoteObject, Scenario, SubmissionError,
+                                   ValueRefused, WorkerCrashed)
 from grader.harness.limits import Limits
 from tests.helpers import worker_for
 
@@ -246,3 +248,101 @@ def flip(gauge):
         flip(gauge)
         assert list(replies[-1]["objs"]) == [str(object.__getattribute__(gauge, "_handle"))]
         assert gauge.level is True and str(gauge.ratio) == "-0.0" and snaps == ["call"]
+
+
+ROWS_SOURCE = PLAIN + '''
+from collections import namedtuple
+
+Pair = namedtuple("Pair", "item n")
+
+def rows(kind):
+    a, b = Item(1, 2), Item(2, 3)
+    made = {
+        "plan": [(a, 5), (b, 1), (a, 7)],
+        "mixed": [(a, "x", True, 1.5, None, 10 ** 30), (b, "", False, -2.0, None, -1)],
+        "none": [(a, 1), (None, 2)],
+        "ragged": [(a, 1), (b, 2, 3)],
+        "named": [Pair(a, 1), Pair(b, 2)],
+        "nested": [(a, [1, 2]), (b, [3])],
+        "huge": [(a, 10 ** 5000), (b, 1)],
+    }
+    return made[kind]
+
+def kind_of(value):
+    return type(value).__name__
+'''
+
+
+@pytest.mark.parametrize("kind", ["plan", "mixed", "none", "ragged", "named", "nested"])
+def test_a_list_of_tuples_arrives_as_the_same_tuples_of_proxies_and_scalars(kind):
+    # Plans travel as columns when their rows allow it; any other list element by element. Either
+    # way a test sees the same value, by a call and by a scenario alike.
+    with worker_for(ROWS_SOURCE) as client:
+        client.lookup("Item")(0, 0)  # the type is known before the first list, as in a real test
+        by_call = client.lookup("rows")(kind)
+        sc = Scenario(client)
+        step = sc.new("rows", kind)
+        seen = sc.run()[step]
+        for value in (by_call, seen):
+            assert type(value) is list and all(type(row) is tuple for row in value)
+            items = [v for row in value for v in row if isinstance(v, RemoteObject)]
+            assert all(type(v) is RemoteObject for v in items) and [i.rid for i in items] == {
+                "plan": [1, 2, 1], "mixed": [1, 2], "none": [1], "ragged": [1, 2], "named": [1, 2],
+                "nested": [1, 2]}[kind]
+            plain = [tuple(("item", v.rid) if isinstance(v, RemoteObject) else v for v in row) for row in value]
+            assert plain == {
+                "plan": [(("item", 1), 5), (("item", 2), 1), (("item", 1), 7)],
+                "mixed": [(("item", 1), "x", True, 1.5, None, 10 ** 30), (("item", 2), "", False, -2.0, None, -1)],
+                "none": [(("item", 1), 1), (None, 2)],
+                "ragged": [(("item", 1), 1), (("item", 2), 2, 3)],
+                "named": [(("item", 1), 1), (("item", 2), 2)],
+                "nested": [(("item", 1), [1, 2]), (("item", 2), [3])],
+            }[kind]
+        if kind == "plan":  # the same object twice is the same proxy
+            assert by_call[0][0] is by_call[2][0] and seen[0][0] is seen[2][0]
+        if kind == "named":  # a namedtuple still goes back to the submission as its own object
+            assert client.lookup("kind_of")(by_call[0]) == "Pair"
+
+
+def test_an_int_past_the_bound_in_a_row_is_refused_as_anywhere_else():
+    with worker_for(ROWS_SOURCE) as client:
+        client.lookup("Item")(0, 0)
+        with pytest.raises(ValueRefused, match="digits"):
+            client.lookup("rows")("huge")
+
+
+@pytest.mark.parametrize("forged", [
+    [2, [0], [1, 99999, 2, 4]],  # a handle never sent
+    [2, [0], [1, 2, 3]],  # not a whole number of rows
+    [0, [], []],  # no columns
+    [2, [2], [1, 2, 3, 4]],  # a column that does not exist
+    [2, [0, 0], [1, 2, 3, 4]],  # a column named twice
+    [2, [0], [True, 1, 3, 4]],  # a bool where a handle goes
+    [2, [0], [[1], 1]],  # an element that is not a scalar
+    [True, [], [1, 2]],  # a width that is not an int
+])
+def test_forged_rows_are_a_protocol_violation(forged):
+    with worker_for(ROWS_SOURCE) as client:
+        item = client.lookup("Item")(0, 0)
+        handle = object.__getattribute__(item, "_handle")
+        forged = [forged[0], forged[1], [handle if v == 1 and type(v) is int else v for v in forged[2]]]
+        with pytest.raises(ProtocolViolation, match="rows"):
+            client.decode({protocol.ROWS: forged}, "reading the rows")
+
+
+def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
+    from grader.harness.worker import Worker
+
+    class Req:
+        def __init__(self, rid: int) -> None:
+            self.rid = rid
+
+    worker = Worker("/nonexistent.py", "student", -1, -1)
+    a, b = Req(1), Req(2)
+    worker.encode(a)  # its type is now known to be no builtin's
+    plan = worker.encode([(a, 5), (b, 1), (a, 7)])
+    assert list(plan) == [protocol.ROWS]
+    width, refs, flat = plan[protocol.ROWS]
+    assert (width, refs) == (2, [0]) and flat[3:] == [5, 1, 7] and flat[0] == flat[2] != flat[1]
+    for other in ([(a, 1), (None, 2)], [(a, 1), (b, 2, 3)], [(a, [1])] * 2, [(a, 1)]):
+        assert protocol.ROWS not in str(worker.encode(other))

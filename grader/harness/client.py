@@ -440,6 +440,8 @@ class WorkerClient:
             if tag == protocol.AS and type(inner) is list and len(inner) == 2 and type(inner[0]) is int \
                     and inner[0] in self.proxies:
                 return self._original(inner[0], self.decode(inner[1], where, depth + 1))
+            if tag == protocol.ROWS and type(inner) is list:
+                return self._rows(inner, where)
             if tag == protocol.TUPLE and type(inner) is list:
                 return tuple(self._elements(inner, where, depth))
             if tag == protocol.SET and type(inner) is list:
@@ -473,6 +475,26 @@ class WorkerClient:
                 found.append(self.decode(value, where, depth + 1))
         self._spend(plain, where)
         return found
+
+    def _rows(self, body: list[Any], where: str) -> list[tuple[Any, ...]]:
+        """A list of tuples sent as its columns (`protocol.ROWS`), checked a column at a time."""
+        if len(body) != 3 or type(body[0]) is not int or type(body[1]) is not list or type(body[2]) is not list:
+            self._violation(where, "malformed rows")
+        width, refs, flat = body
+        if not 0 < width <= protocol.MAX_ROW_WIDTH or not flat or len(flat) % width or not _flat(flat) \
+                or not all(type(at) is int and 0 <= at < width for at in refs) or len(set(refs)) != len(refs):
+            self._violation(where, "malformed rows")
+        count = len(flat) // width
+        self._spend(count * (width + 1), where)
+        columns = [flat[at * count:(at + 1) * count] for at in range(width)]
+        for at in refs:
+            if set(map(type, columns[at])) != {int}:
+                self._violation(where, "rows with objects that were never sent")
+            try:
+                columns[at] = list(map(self.proxies.__getitem__, columns[at]))
+            except KeyError:
+                self._violation(where, "rows with objects that were never sent")
+        return list(zip(*columns))
 
     def _decode_refs(self, handles: list[Any], where: str) -> list[Any]:
         self._spend(len(handles), where)
@@ -559,12 +581,12 @@ def _same_items(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
                                     for x, y in zip(a, b))
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
 def _flat(values: list[Any]) -> bool:
     """Whether a decoded JSON list holds scalars only (JSON gives no other scalar types)."""
-    for v in values:
-        if type(v) not in _SCALARS:
-            return False
-    return True
+    return _SCALAR_TYPES.issuperset(map(type, values))
 
 
 def _flat_pairs(pairs: list[Any]) -> bool:

@@ -43,6 +43,10 @@ SCENARIO_CHUNK_BYTES = 1 << 14
 
 TUPLE, SET, DICT, REF, AS = "$t", "$set", "$dict", "$ref", "$as"
 REFS = "$refs"
+# A list of same-length tuples of scalars and objects (a plan: [(request, tokens), ...]) as its columns:
+# {ROWS: [width, [the columns that hold handles], the columns one after the other in one flat list]}
+ROWS = "$rows"
+MAX_ROW_WIDTH = 16
 SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier operation of the same scenario
 
 
