@@ -408,6 +408,7 @@ def feedback(request: pytest.FixtureRequest) -> Feedback:
 
 NAMESPACE = pytest.StashKey[Namespace]()
 FEEDBACK = pytest.StashKey[Feedback]()
+SUITE = pytest.StashKey[str]()
 
 
 # -- turning outcomes into results -------------------------------------------------------------------
@@ -464,6 +465,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     item.repr_failure = _failure_line  # type: ignore[method-assign]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Each test's suite, found once at collection (in a template, once for every grading forked from it).
+    harness = state()
+    for item in items:
+        item.stash[SUITE] = harness.suite_of(Path(str(item.fspath)))
+
+
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
     return cut_text(f"{excinfo.typename}: {excinfo.value}", 1000)
 
@@ -472,7 +480,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     harness = state()
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
     harness.records[item.nodeid] = TestRecord(
-        nodeid=item.nodeid, suite=harness.suite_of(Path(str(item.fspath))), name=item.name,
+        nodeid=item.nodeid, name=item.name,
+        suite=item.stash.get(SUITE, None) or harness.suite_of(Path(str(item.fspath))),
         description=doc.strip().splitlines()[0] if doc.strip() else "",
     )
 

@@ -67,6 +67,19 @@ def plain_scalar(value: Any) -> Any:
     return NOT_KEPT
 
 
+def keep_attribute(attrs: dict[str, Any], name: Any, value: Any) -> None:
+    """Add an attribute to a snapshot if the harness may keep a copy of it (a scalar within the bounds,
+    under a public name); any other is read on demand."""
+    if type(name) is not str or name[:1] == "_" or len(attrs) >= protocol.MAX_ATTRS or len(name) > 200:
+        return
+    value = plain_scalar(value)
+    if value is NOT_KEPT or (type(value) is str and len(value) > protocol.MAX_ATTR_CHARS):
+        return
+    if type(value) is int and value.bit_length() > 13_000 and int_digits(value) > protocol.MAX_INT_DIGITS:
+        return
+    attrs[name] = value
+
+
 ROW_SCALARS = frozenset((int, str, bool, float, type(None)))
 
 
@@ -293,17 +306,6 @@ class Worker:
         attribute on demand, so a bound here costs a remote read, never a wrong value."""
         plain, described = self.attribute_names(type(obj))
         attrs: dict[str, Any] = {}
-
-        def keep(name: Any, value: Any) -> None:
-            if type(name) is not str or name[:1] == "_" or len(attrs) >= protocol.MAX_ATTRS or len(name) > 200:
-                return
-            value = plain_scalar(value)
-            if value is NOT_KEPT or (type(value) is str and len(value) > protocol.MAX_ATTR_CHARS):
-                return
-            if type(value) is int and value.bit_length() > 13_000 and int_digits(value) > protocol.MAX_INT_DIGITS:
-                return
-            attrs[name] = value
-
         if plain:
             # The common case, a plain class: its instance dict is exactly what getattr would read.
             try:
@@ -312,7 +314,17 @@ class Worker:
                 instance = None
             if type(instance) is dict:
                 for name, value in list(instance.items())[:MAX_NAMES_READ]:
-                    keep(name, value)
+                    # The common attribute (a small int, a bool, a float, None under a plain name)
+                    # kept here as `keep_attribute` would keep it, without a call for each.
+                    kind = type(value)
+                    if (kind is int and value.bit_length() <= 64 or kind is bool or kind is float or value is None) \
+                            and type(name) is str and name[:1] != "_" and len(name) <= 200:
+                        if len(attrs) < protocol.MAX_ATTRS:
+                            attrs[name] = value
+                    else:
+                        keep_attribute(attrs, name, value)
+            if not described:
+                return attrs
         names = described if plain else self.all_names(obj, described)
         for name in names[:MAX_NAMES_READ]:
             if len(attrs) >= protocol.MAX_ATTRS:
@@ -323,7 +335,7 @@ class Worker:
                 value = getattr(obj, name)
             except Exception:
                 continue
-            keep(name, value)
+            keep_attribute(attrs, name, value)
         return attrs
 
     def attribute_names(self, kind: type) -> tuple[bool, list[str]]:
