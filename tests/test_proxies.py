@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -346,3 +347,34 @@ def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
     assert (width, refs) == (2, [0]) and flat[3:] == [5, 1, 7] and flat[0] == flat[2] != flat[1]
     for other in ([(a, 1), (None, 2)], [(a, 1), (b, 2, 3)], [(a, [1])] * 2, [(a, 1)]):
         assert protocol.ROWS not in str(worker.encode(other))
+
+
+def test_lists_of_objects_cross_as_handles_with_every_bound_still_kept():
+    from collections import deque
+
+    from grader.harness.worker import MAX_ITEMS, TooBig, Worker
+
+    class Req:
+        def __init__(self, rid: int) -> None:
+            self.rid = rid
+
+    class Queue(deque):  # type: ignore[type-arg]
+        pass
+
+    worker = Worker("/nonexistent.py", "student", -1, -1)
+    reqs = [Req(i) for i in range(5)]
+    worker.encode(reqs[0])  # its type is now known to be no builtin's
+    handles = [worker.handle(r) for r in reqs]
+    state = {"waiting": deque(reqs[:3]), "running": reqs[3:], "reserved": 7}
+    assert worker.encode(state) == {protocol.DICT: [["waiting", {protocol.REFS: handles[:3]}],
+                                                    ["running", {protocol.REFS: handles[3:]}], ["reserved", 7]]}
+    subclass = worker.encode(Queue(reqs))  # a subclass still travels with its original
+    assert list(subclass) == [protocol.AS] and subclass[protocol.AS][1] == {protocol.REFS: handles}
+    assert worker.encode([reqs[0]]) == [{protocol.REF: handles[0]}]  # one alone: as before
+    with pytest.raises(TooBig, match="elements"):
+        worker.encode(reqs * (MAX_ITEMS // len(reqs) + 1))
+    deep: Any = reqs
+    for _ in range(protocol.MAX_DEPTH):
+        deep = [deep]
+    with pytest.raises(TooBig, match="nested"):
+        worker.encode(deep)

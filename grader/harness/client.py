@@ -498,11 +498,13 @@ class WorkerClient:
 
     def _decode_refs(self, handles: list[Any], where: str) -> list[Any]:
         self._spend(len(handles), where)
-        proxies = self.proxies
-        for handle in handles:
-            if type(handle) is not int or handle not in proxies:
-                self._violation(where, "a list of objects that were never sent")
-        return [proxies[handle] for handle in handles]
+        if handles and set(map(type, handles)) != {int}:
+            self._violation(where, "a list of objects that were never sent")
+        try:
+            return list(map(self.proxies.__getitem__, handles))
+        except KeyError:
+            self._violation(where, "a list of objects that were never sent")
+            raise  # unreachable
 
     def _spend(self, count: int, where: str) -> None:
         if self.decode_budget is not None:

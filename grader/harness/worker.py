@@ -193,14 +193,7 @@ class Worker:
         if kind is bool or kind is float or value is None:
             return value
         if kind is list:
-            if value and all(type(v) is int for v in value) and _small_ints(value):
-                budget[0] -= len(value)  # a column of counts: nothing to encode one by one
-                if budget[0] < 0:
-                    raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
-                return list(value)
-            if len(value) > 1 and type(value[0]) is tuple and (rows := self.rows(value, budget)) is not None:
-                return rows
-            return packed([self.encode(v, depth + 1, budget) for v in value])
+            return self.encode_list(value, depth, budget)
         if kind in self.object_types:  # an object of a type seen before to be no builtin's subclass
             return {protocol.REF: self.handle(value)}
         if kind is tuple:
@@ -218,13 +211,35 @@ class Worker:
             data: Any = {protocol.DICT: [[self.encode(k, depth + 1, budget), self.encode(v, depth + 1, budget)]
                                          for k, v in items]}
         else:
-            inner = [self.encode(v, depth + 1, budget) for v in items]
-            data = packed(inner) if kind is list else {protocol.TUPLE if kind is tuple else protocol.SET: inner}
+            if kind is list:
+                data = self.encode_list(items, depth, budget)
+            else:
+                inner = [self.encode(v, depth + 1, budget) for v in items]
+                data = {protocol.TUPLE if kind is tuple else protocol.SET: inner}
         if type(value) in (list, tuple, dict, set, frozenset, collections.deque) or not items or kind is set:
             return data
         # A namedtuple, a list subclass...: the harness gets the base type's value, and the handle of the
         # original, so that passing the value back hands the submission its own object.
         return {protocol.AS: [self.handle(value), data]}
+
+    def encode_list(self, value: list[Any], depth: int, budget: list[int]) -> Any:
+        """A list's elements. The common lists (counts, a queue of requests, a plan) in one pass over
+        their types, with the value their elements one by one would give."""
+        if value and depth + 2 <= protocol.MAX_DEPTH:
+            kinds = set(map(type, value))
+            if kinds == {int} and _small_ints(value):
+                budget[0] -= len(value)  # a column of counts: nothing to encode one by one
+                if budget[0] < 0:
+                    raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+                return list(value)
+            if len(value) > 1 and kinds <= self.object_types:
+                budget[0] -= len(value)
+                if budget[0] < 0:
+                    raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+                return {protocol.REFS: list(map(self.handle, value))}
+            if len(value) > 1 and kinds == {tuple} and (rows := self.rows(value, budget)) is not None:
+                return rows
+        return packed([self.encode(v, depth + 1, budget) for v in value])
 
     def rows(self, value: list[Any], budget: list[int]) -> Any:
         """A list of same-length tuples of scalars and objects of known types as its columns

@@ -314,7 +314,13 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
 
     if not isinstance(raw, (list, tuple)):
         raise bad(f"it returned a {type(raw).__name__}")
-    plan: Plan = []
+    try:  # the usual plan, a list of (request, int) tuples, in one pass; anything else is looked at below
+        plan = [(ids[id(req)], n) for req, n in raw]
+        if all(type(entry) is tuple for entry in raw) and all(type(n) is int for _, n in plan):
+            return plan
+    except (KeyError, TypeError, ValueError):
+        pass
+    plan = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, (list, tuple)) or len(entry) != 2:
             raise bad(f"entry {i} is not a pair")
@@ -356,9 +362,10 @@ def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
         raw = found.get(name)
         if not isinstance(raw, (list, tuple, collections.deque)):
             return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
-        if any(id(r) not in ids for r in raw):
+        try:
+            lists.append([ids[id(r)] for r in raw])
+        except KeyError:
             return f"{name} holds something else than the Req objects passed to add()"
-        lists.append([ids[id(r)] for r in raw])
     reserved = found.get("reserved")
     if not isinstance(reserved, int) or isinstance(reserved, bool):
         return f"reserved must be an int, but it is a {type(reserved).__name__}"

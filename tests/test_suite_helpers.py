@@ -1,5 +1,6 @@
-"""Shrinking a generated workload that fails: the report shows a smaller scenario that still fails,
-found within the shrinker's bounds, and never a later failure than the one it started from."""
+"""The scheduler suite's helpers: shrinking a generated workload that fails (the report shows a smaller
+scenario that still fails, found within the shrinker's bounds, and never a later failure than the one it
+started from), and reading what the submission returned."""
 
 from __future__ import annotations
 
@@ -84,3 +85,41 @@ def test_the_reference_stops_at_the_step_a_candidate_is_judged_on(helpers, refer
     part = helpers.run_reference(reference, sc, until=5)
     assert [s.step for s in part] == [1, 2, 3, 4, 5]
     assert [(s.plan, s.emitted, s.after) for s in part] == [(s.plan, s.emitted, s.after) for s in whole[:5]]
+
+
+class Count(int):
+    pass
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("pairs", [(1, 3), (2, 1)]),
+    ("lists", [(1, 3)]),
+    ("int subclass", [(1, 3)]),
+    ("empty", []),
+    ("bool", "the token count of entry 0 is a bool, not an int"),
+    ("triple", "entry 0 is not a pair"),
+    ("stranger", "entry 1 does not hold one of the Req objects passed to add() (return the request objects "
+                 "themselves, not copies)"),
+    ("text", "it returned a str"),
+    ("keys", "entry 0 is not a pair"),
+])
+def test_a_plan_is_read_as_rids_and_token_counts_or_refused_with_what_is_wrong(helpers, raw, expected):
+    a, b = object(), object()
+    ids = {id(a): 1, id(b): 2}
+    value = {"pairs": [(a, 3), (b, 1)], "lists": [[a, 3]], "int subclass": [(a, Count(3))], "empty": [],
+             "bool": [(a, True)], "triple": [(a, 3, 4)], "stranger": [(a, 1), (object(), 2)], "text": "ab",
+             "keys": [{1: a, 2: b}]}[raw]
+    if isinstance(expected, list):
+        assert helpers._plain_plan(value, ids, 4, [], []) == expected
+    else:
+        with pytest.raises(helpers.Divergence) as refused:
+            helpers._plain_plan(value, ids, 4, [], [])
+        assert str(refused.value) == f"step 4: schedule() must return a list of (request, n_tokens) pairs, but {expected}"
+
+
+def test_a_queue_holding_anything_but_the_added_requests_is_named(helpers):
+    a = object()
+    ids = {id(a): 7}
+    assert helpers._plain_state({"waiting": [a], "running": (), "reserved": 3}, ids) == ([7], [], 3)
+    assert helpers._plain_state({"waiting": [a], "running": [object()], "reserved": 3}, ids) == \
+        "running holds something else than the Req objects passed to add()"
