@@ -379,10 +379,10 @@ class WorkerClient:
                 handle = int(number)
                 proxy = self.proxies.get(handle)
                 attrs = info["attrs"]
-                if (type(attrs) is not dict or len(attrs) > protocol.MAX_ATTRS
-                        or any(type(v) not in _SCALARS for v in attrs.values())):
+                kinds = set(map(type, attrs.values())) if type(attrs) is dict else {dict}
+                if len(attrs) > protocol.MAX_ATTRS or not _SCALAR_TYPES.issuperset(kinds):
                     raise ValueError("attributes must be scalars")
-                if any(type(v) is str and len(v) > protocol.MAX_ATTR_CHARS for v in attrs.values()):
+                if str in kinds and any(type(v) is str and len(v) > protocol.MAX_ATTR_CHARS for v in attrs.values()):
                     raise ValueError("an attribute past the bound")
                 if proxy is None:
                     if len(self.proxies) >= protocol.MAX_HANDLES:
@@ -570,7 +570,7 @@ _SCALARS = (type(None), bool, int, float, str)
 
 
 def _chars(attrs: dict[str, Any]) -> int:
-    return sum(len(v) for v in attrs.values() if type(v) is str)
+    return sum(len(v) for v in attrs.values() if type(v) is str) if str in set(map(type, attrs.values())) else 0
 
 
 def _items(value: Any) -> tuple[Any, ...]:

@@ -69,6 +69,7 @@ class HarnessState:
         self.workers_started = 0
         self.confinements_started = 0
         self.spare: WorkerClient | None = None  # the next test's worker, already starting
+        self.last_test = False  # the test running is this process's last: no spare after it
         self._confinement: Confinement | None = None
         self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
         self.reference_module: ModuleType | None = None
@@ -228,7 +229,7 @@ class HarnessState:
             raise
         if client.import_error is not None:
             self.import_failure = (client.import_error, "")
-        else:
+        elif not self.last_test:  # after the last test a spare would only be started to be killed
             self.spare = self.spawn()
         return client
 
@@ -474,6 +475,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
     return cut_text(f"{excinfo.typename}: {excinfo.value}", 1000)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    state().last_test = nextitem is None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
