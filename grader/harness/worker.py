@@ -80,6 +80,13 @@ def keep_attribute(attrs: dict[str, Any], name: Any, value: Any) -> None:
     attrs[name] = value
 
 
+def spend(budget: list[int], count: int) -> None:
+    """Count `count` elements of a value against its budget; TooBig past MAX_ITEMS."""
+    budget[0] -= count
+    if budget[0] < 0:
+        raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+
+
 ROW_SCALARS = frozenset((int, str, bool, float, type(None)))
 
 
@@ -181,9 +188,7 @@ class Worker:
         """Plain data for the harness. Builtin scalars and containers (and subclasses of them, in their
         base type's form) cross as data; anything else as a handle to the object, which stays here."""
         budget = budget if budget is not None else [MAX_ITEMS]
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+        spend(budget, 1)
         if depth > protocol.MAX_DEPTH:
             raise TooBig(f"a value nested more than {protocol.MAX_DEPTH} levels deep")
         kind = type(value)
@@ -228,14 +233,10 @@ class Worker:
         if value and depth + 2 <= protocol.MAX_DEPTH:
             kinds = set(map(type, value))
             if kinds == {int} and _small_ints(value):
-                budget[0] -= len(value)  # a column of counts: nothing to encode one by one
-                if budget[0] < 0:
-                    raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+                spend(budget, len(value))  # a column of counts: nothing to encode one by one
                 return list(value)
             if len(value) > 1 and kinds <= self.object_types:
-                budget[0] -= len(value)
-                if budget[0] < 0:
-                    raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+                spend(budget, len(value))
                 return {protocol.REFS: list(map(self.handle, value))}
             if len(value) > 1 and kinds == {tuple} and (rows := self.rows(value, budget)) is not None:
                 return rows
@@ -262,9 +263,7 @@ class Worker:
                 flat.extend(column)
             else:
                 return None
-        budget[0] -= len(value) * (width + 1)  # as many as the tuples one by one would count
-        if budget[0] < 0:
-            raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
+        spend(budget, len(value) * (width + 1))  # as many as the tuples one by one would count
         return {protocol.ROWS: [width, refs, flat]}
 
     def handle(self, obj: Any) -> int:
