@@ -6,11 +6,11 @@ already started costs one or two. The zygote is started by the harness before th
 worker's user, under the worker's limits and inside the worker's confinement (see `confine`), and it
 never imports a submission or anything secret: it compiles the submission once (which runs none of
 its code, and the code each worker runs stays the file as it came, whatever an earlier worker did to
-it), and each child imports it from that, after the fork, in a fresh session, in a fresh folder of its own that the zygote made (as the worker's user:
-the trusted side never creates, owns or removes anything a worker can write). The zygote makes itself
-non-dumpable, so its children cannot trace it or read its memory; if one kills or stops it anyway, the
-harness tears the whole confinement down and starts a new one, and that submission only slows its own
-grading.
+it), and each child imports it from that, after the fork, in a fresh session, in a fresh folder of
+its own that the zygote made (as the worker's user: the trusted side never creates, owns or removes
+anything a worker can write). The zygote makes itself non-dumpable, so its children cannot trace it
+or read its memory; if one kills or stops it anyway, the harness tears the whole confinement down and
+starts a new one, and that submission only slows its own grading.
 
 Under the namespaces isolation the pids the zygote reports are those of the worker's own PID
 namespace: the harness never signals them itself, it asks the zygote (and, failing that, ends the
