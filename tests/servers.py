@@ -74,8 +74,10 @@ class Redis:
         wait_for_port(self.port, process, "redis-server")
         return process
 
-    def restart(self) -> None:
+    def restart(self, down_s: float = 0) -> None:
+        """Stop it, leave it down `down_s` seconds, and start it again, empty."""
         stop(self.process)
+        time.sleep(down_s)
         self.process = self.launch()
 
     def close(self) -> None:

@@ -8,6 +8,9 @@ worker grades with its own --sandbox and --lease whatever the web server was sta
 
 from __future__ import annotations
 
+import signal
+import sys
+import time
 from dataclasses import dataclass
 
 from grader.sandbox.choose import choose_backend
@@ -28,6 +31,7 @@ class WorkerConfig:
 
 
 _config: WorkerConfig | None = None
+RECONNECT_S = 1.0  # between attempts to reach a broker that went away
 
 
 def grade(submission_id: int) -> bool:
@@ -40,6 +44,7 @@ def grade(submission_id: int) -> bool:
 
 def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: float = jobs.DEFAULT_LEASE_S,
                burst: bool = False) -> None:
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from rq import Queue, SimpleWorker
 
     global _config
@@ -54,8 +59,25 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
     watcher = RQDispatcher(store, broker_url, lease_s)
     watcher.start()
     try:
-        SimpleWorker([Queue(QUEUE_NAME, connection=connection)], connection=connection).work(
-            burst=burst, logging_level="WARNING")
+        while True:
+            worker = None
+            try:  # making a worker talks to the broker too
+                worker = SimpleWorker([Queue(QUEUE_NAME, connection=connection)], connection=connection)
+                worker.work(burst=burst, logging_level="WARNING")
+                return  # stopped by a signal, or out of work in burst mode
+            except RedisConnectionError as exc:
+                # The broker went away (a restart, a failover): what waits is in the store, and the
+                # watcher queues it again once the broker is back. Wait for it rather than leave.
+                if burst:
+                    raise
+                if getattr(worker, "_stop_requested", False):
+                    return
+                # rq's handlers would only mark the old worker as stopping: a signal now ends this one.
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                print(f"grader worker: lost the broker ({exc}); connecting again in {RECONNECT_S:g} s",
+                      file=sys.stderr, flush=True)
+                time.sleep(RECONNECT_S)
     finally:
         watcher.stop()
         store.close()
