@@ -87,7 +87,7 @@ def spend(budget: list[int], count: int) -> None:
         raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
 
 
-ROW_SCALARS = frozenset((int, str, bool, float, type(None)))
+ROW_SCALARS = frozenset(SCALARS)  # what a column of a plan may hold besides objects
 
 
 def _small_ints(values: list[int]) -> bool:
