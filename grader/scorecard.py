@@ -92,10 +92,14 @@ class Scorecard:
         data["suites"] = self.suites
         return data
 
-    def to_json(self) -> str:
+    def to_json(self, compact: bool = False) -> str:
+        """The scorecard as JSON: indented for a reader, or `compact` (for the store: json's C encoder
+        takes a tenth of the time of the indenting one, which is pure Python)."""
         # Text from a submission is made valid where results enter the host (grading.result_from); this
         # is the last guard before a file or the store, so one stray surrogate can never stop a write.
-        return without_surrogates(json.dumps(self.to_dict(), indent=2, ensure_ascii=False))
+        text = json.dumps(self.to_dict(), indent=None if compact else 2, ensure_ascii=False,
+                          separators=(",", ":") if compact else None)
+        return without_surrogates(text)
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")

@@ -207,7 +207,7 @@ class Store:
     def insert_scorecard(db: Connection, submission_id: int, card: Scorecard) -> None:
         db.execute(insert(schema.scorecards).values(
             submission_id=submission_id, status=card.status, score=card.score, max_score=card.max_score,
-            scorecard=card.to_json(), graded_at=now()))
+            scorecard=card.to_json(compact=True), graded_at=now()))
         db.execute(update(schema.submissions).where(schema.submissions.c.id == submission_id)
                    .values(state="graded", claim=None, lease_until=None))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from grader.harness.client import WorkerClient
@@ -23,9 +23,10 @@ ATTACKS = PROJECT / "tests" / "attacks"
 
 
 @contextlib.contextmanager
-def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClient]:
-    """A worker that imported `source` as module `student`, confined as the grader would confine it
-    (namespaces where this machine has them, else a plain process as the worker account)."""
+def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple[Confinement, Callable[[], WorkerClient]]]:
+    """A worker's confinement with `source` loaded as module `student`, confined as the grader would
+    confine it (namespaces where this machine has them, else a plain process as the worker account),
+    and a function that forks a worker in it, ready to be called, as the harness does for each test."""
     with worker_account() as (uid, gid), tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         os.chmod(base, 0o711)
@@ -41,14 +42,28 @@ def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClie
                   worker_group=gid, bwrap=bwrap_path(), limits=limits or Limits(call_timeout_s=2, import_timeout_s=3))
         confinement = Confinement(job, str(base), 1)
         confinement.load(job.submission, source.encode())
-        client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
-                              output_path=str(base / "private" / "output.txt"))
-        try:
+        started: list[WorkerClient] = []
+
+        def spawn() -> WorkerClient:
+            client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
+                                  output_path=str(base / "private" / f"output-{len(started)}.txt"))
+            started.append(client)
             client.wait_ready()
-            yield client
+            return client
+
+        try:
+            yield confinement, spawn
         finally:
-            client.close()
+            for client in started:
+                client.close()
             confinement.close()
+
+
+@contextlib.contextmanager
+def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClient]:
+    """A worker that imported `source` as module `student` (see `confinement_for`)."""
+    with confinement_for(source, limits) as (_, spawn):
+        yield spawn()
 
 
 def exercise_copy(folder: Path, **limits: float) -> Path:

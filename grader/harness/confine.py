@@ -83,6 +83,7 @@ class Confinement:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
         config = {"fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
+                  "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
                   "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
         program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
                    "-c", bootstrap(code_root, "grader.harness.zygote", "serve"), json.dumps(config)]

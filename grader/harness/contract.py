@@ -38,7 +38,8 @@ FRAME = struct.Struct(">Q")
 MAX_FRAME_BYTES = 1 << 30
 # The worker side of the harness: what a worker process imports, shipped to it as one zip.
 WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
-                  "harness/processes.py", "harness/worker.py", "harness/zygote.py", "harness/forking.py")
+                  "harness/processes.py", "harness/worker.py", "harness/zygote.py", "harness/forking.py",
+                  "harness/loader.py")
 
 
 def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:

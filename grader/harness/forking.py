@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from collections.abc import Iterator
+from typing import Any
 
 
 class ChildWatch:
@@ -38,3 +40,47 @@ class ChildWatch:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.close(self.fd)
         os.close(self._write)
+
+
+def settle(stdout: int, extra: list[int], folder: str, env: dict[str, str], processes: int | None) -> str:
+    """In a fork server's child, before any submission code runs: /dev/null as standard input, `stdout`
+    as standard output and error, `extra` as descriptors 3, 4, ... (every other one closed), `folder` as
+    the working and home folder, `env` as the environment, and the account's process limit. Returns the
+    folder in use."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(stdout, 1)
+    os.dup2(stdout, 2)
+    for number, fd in enumerate(extra, 3):
+        os.dup2(fd, number)
+    os.closerange(3 + len(extra), 65536)
+    try:
+        os.chdir(folder)
+    except OSError:  # an earlier worker of the same submission moved it: its own loss, not a crash
+        folder = "/"
+        os.chdir(folder)
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ["HOME"] = folder
+    if processes:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    return folder
+
+
+def become_worker(worker: Any, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
+                  fds: list[int], processes: int | None, folder: str, submission: str, code: Any,
+                  module: Any = None) -> None:
+    """In a fork server's child: become the worker of one test, with the descriptors `fds` (its pipes and
+    output), in a session and `folder` of its own, and serve; never returns. `module` is the submission
+    already imported (by a loader), else the worker imports it."""
+    try:
+        children.forget()
+        channel.close()
+        to_worker_r, from_worker_w, output = fds
+        os.setsid()
+        settle(output, [to_worker_r, from_worker_w], folder, request["env"], processes)  # the pipes: 3 and 4
+        worker.Worker(submission, request["module"], 3, 4, code, module=module).serve()
+    finally:
+        os._exit(0)

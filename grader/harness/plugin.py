@@ -101,6 +101,11 @@ class HarnessState:
         suite = self.suite(path)
         return suite.name if suite else "unknown"
 
+    def suite_of_item(self, item: pytest.Item) -> Suite | None:
+        """The suite of a collected test, as found once at collection (no path resolved per test)."""
+        name = item.stash.get(SUITE, None) or self.suite_of(Path(str(item.fspath)))
+        return next((suite for suite in self.job.suites if suite.name == name), None)
+
     def details(self, suite_name: str) -> bool:
         """Whether a failure in this suite may show its assertion's expression (unknown: no)."""
         return any(suite.details for suite in self.job.suites if suite.name == suite_name)
@@ -374,7 +379,7 @@ def reference(request: pytest.FixtureRequest) -> dict[str, Any]:
     """The reference solution's names: trusted code, imported into the harness itself, for the tests
     of a suite that exercise.toml allows it (`reference = true`)."""
     harness = state()
-    suite = harness.suite(Path(str(request.node.fspath)))
+    suite = harness.suite_of_item(request.node)
     if suite is None or not suite.reference:
         name = suite.name if suite else "?"
         raise RuntimeError(f"suite {name!r} uses the reference solution: exercise.toml must say reference = true")

@@ -148,13 +148,14 @@ def apply_limits(limits: dict[str, int]) -> None:
 
 
 class Worker:
-    def __init__(self, submission: str, module_name: str, fd_in: int, fd_out: int, code: Any = None) -> None:
+    def __init__(self, submission: str, module_name: str, fd_in: int, fd_out: int, code: Any = None,
+                 module: Any = None) -> None:
         self.submission = submission
         self.code = code  # the submission compiled by the zygote, or None: compile it here
         self.module_name = module_name
         self.fd_in, self.fd_out = fd_in, fd_out
         self.inbox = protocol.Inbox(fd_in)
-        self.module: Any = None
+        self.module: Any = module  # the submission imported by the loader this worker was forked from
         self.handles: dict[int, Any] = {}  # handle -> object, keeps each object alive
         self.handle_of: dict[int, int] = {}  # id(object) -> handle
         self.next_handle = 1
@@ -499,7 +500,8 @@ class Worker:
 
     def serve(self) -> None:
         try:
-            self.import_submission()
+            if self.module is None:
+                self.import_submission()
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included: all are the student's
             self.reply({"import_error": self.describe(exc)})
             return

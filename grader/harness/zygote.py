@@ -8,9 +8,12 @@ never imports a submission or anything secret: it compiles the submission once (
 its code, and the code each worker runs stays the file as it came, whatever an earlier worker did to
 it), and each child imports it from that, after the fork, in a fresh session, in a fresh folder of
 its own that the zygote made (as the worker's user: the trusted side never creates, owns or removes
-anything a worker can write). The zygote makes itself non-dumpable, so its children cannot trace it
-or read its memory; if one kills or stops it anyway, the harness tears the whole confinement down and
-starts a new one, and that submission only slows its own grading.
+anything a worker can write). Once a worker's import has succeeded, the zygote forks a `loader` that
+imports the submission once; later workers are forked from it (the zygote still makes their folders,
+reports their ends and does everything the harness asks), unless the import left something a fork
+would not carry over (see `loader`). The zygote makes itself non-dumpable, so its children cannot
+trace it or read its memory; if one kills or stops it anyway, the harness tears the whole confinement
+down and starts a new one, and that submission only slows its own grading.
 
 Under the namespaces isolation the pids the zygote reports are those of the worker's own PID
 namespace: the harness never signals them itself, it asks the zygote (and, failing that, ends the
@@ -23,7 +26,7 @@ Messages on the zygote's socket (SOCK_SEQPACKET, JSON, file descriptors passed a
                         {"op": "sweep", "keep": [n]}  kill every other process of the namespace
     zygote -> harness   {"pid": n}   once per fork
                         {"swept": k}   once per sweep
-                        {"exit": n, "code": c}   whenever a child ends (c as Popen.returncode)
+                        {"exit": n, "code": c}   whenever a worker ends (c as Popen.returncode)
 """
 
 from __future__ import annotations
@@ -37,11 +40,14 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
-from grader.harness.forking import ChildWatch
+from grader.harness import loader
+from grader.harness.forking import ChildWatch, become_worker
 
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 # Standard modules a solution commonly imports, loaded once here so that each worker inherits them
 # instead of importing them again (dataclasses alone costs about 10 ms a worker). Nothing of a
 # submission is involved: they are the standard library's, loaded before any submission exists.
@@ -68,22 +74,53 @@ def serve() -> None:
     limits = dict(config["limits"])
     processes = limits.pop("processes", None)
     worker.apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
-    try:
-        import ctypes
+    import ctypes
 
+    try:
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
     channel = socket.socket(fileno=config["fd"])
+    if config.get("subreaper"):
+        # Workers whose loader died are reparented here, so that their ends are still reported.
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
     submission = ""
     code = None
     children = ChildWatch()
+    own_forks = 0
+    current: loader.Loader | None = None
+    loaders: set[int] = set()  # never reported: the harness knows no loader
+
+    def report(pid: int, status: int) -> None:
+        folder = folders.pop(pid, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        channel.send(json.dumps({"exit": pid, "code": status}).encode())
+
+    def drop(reason: str) -> None:
+        nonlocal current
+        if current is not None:
+            print(f"zygote: the loader is set aside ({reason}); workers import the submission", flush=True)
+            current.end()
+            current = None
+
     while True:
-        ready, _, _ = select.select([channel, children.fd], [], [])
+        waiting = [channel, children.fd] + ([current.sock] if current is not None else [])
+        timeout = None if current is None or current.ready else max(0.0, current.deadline - time.monotonic())
+        ready, _, _ = select.select(waiting, [], [], timeout)
+        if current is not None and not current.ready and time.monotonic() >= current.deadline:
+            drop("its import took too long")
         if children.fd in ready:
-            _report_exits(channel, folders, children)
+            for pid, status in children.ended():
+                if pid not in loaders:
+                    report(pid, status)
+        if current is not None and current.sock in ready:
+            try:
+                current.note(current.receive(), report)
+            except loader.LoaderGone as gone:
+                drop(str(gone))
         if channel in ready:
             try:
                 data, fds, _, _ = socket.recv_fds(channel, 65536, 3)
@@ -94,17 +131,36 @@ def serve() -> None:
             request = json.loads(data)
             op = request.get("op")
             if op == "load":
+                drop("a new submission")
                 submission = _keep(fds[0], str(request["name"]), scratch_root)
                 code = _compiled(submission)
             elif op == "kill":
                 _kill_tree(int(request["pid"]))
             elif op == "sweep":
-                channel.send(json.dumps({"swept": _sweep(set(request["keep"]))}).encode())
+                keep = set(request["keep"]) | ({current.pid} if current is not None else set())
+                channel.send(json.dumps({"swept": _sweep(keep)}).encode())
             elif op == "fork":
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
-                pid = os.fork()
-                if pid == 0:
-                    _become_worker(worker, channel, children, request, fds, processes, folder, submission, code)
+                pid = 0
+                if current is not None and current.serves(request):
+                    try:
+                        pid = current.fork(folder, fds, report)
+                    except loader.LoaderGone as gone:
+                        drop(str(gone))
+                        if gone.sent:
+                            print("zygote: a fork order was lost with the loader; ending the confinement", flush=True)
+                            os._exit(1)
+                if not pid:
+                    pid = os.fork()
+                    if pid == 0:
+                        become_worker(worker, channel, children, request, fds, processes, folder, submission, code)
+                    own_forks += 1
+                    if own_forks == 2 and code is not None:
+                        # The harness orders a second worker only once the first one's import succeeded:
+                        # from now on the submission is imported once, in a loader, and workers forked there.
+                        current = loader.start(worker, children, channel, request, processes,
+                                               tempfile.mkdtemp(prefix="loader-", dir=scratch_root), submission, code)
+                        loaders.add(current.pid)
                 folders[pid] = folder
                 channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
@@ -151,43 +207,3 @@ def _sweep(keep: set[int]) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
     return killed
-
-
-def _report_exits(channel: socket.socket, folders: dict[int, str], children: ChildWatch) -> None:
-    for pid, code in children.ended():
-        folder = folders.pop(pid, None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-        channel.send(json.dumps({"exit": pid, "code": code}).encode())
-
-
-def _become_worker(worker: Any, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
-                   fds: list[int], processes: int | None, folder: str, submission: str, code: Any) -> None:
-    try:
-        children.forget()
-        channel.close()
-        to_worker_r, from_worker_w, output = fds
-        os.setsid()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        # The two pipe ends become 3 and 4; every other descriptor is closed.
-        os.dup2(to_worker_r, 3)
-        os.dup2(from_worker_w, 4)
-        os.closerange(5, 65536)
-        try:
-            os.chdir(folder)
-        except OSError:  # an earlier worker of the same submission moved it: its own loss, not a crash
-            folder = "/"
-            os.chdir(folder)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.environ["HOME"] = folder
-        if processes:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-        worker.Worker(submission, request["module"], 3, 4, code).serve()
-    finally:
-        os._exit(0)

@@ -1,0 +1,229 @@
+"""A fork server with the submission already imported, so that a test's worker skips the import.
+
+Importing a submission in every test's worker costs its module's execution (a dataclass alone compiles
+and runs generated code) and the copy-on-write faults that come with it: about 1.3 ms of CPU a worker
+for the reference, more for a larger file. Once the submission has been imported successfully in a
+worker, the zygote forks a *loader*: a child that imports it once, checks that the import left nothing
+a fork would not carry over as a fresh import would, and from then on forks each test's worker in its
+place. Every test still gets a process of its own, forked from the state right after the import, with
+its own session, folder, output and pipes (`forking.become_worker`).
+
+The loader runs the submission's code, so nothing it says is trusted beyond what a worker could do: it
+lives in the worker's confinement, as the worker's user, under the worker's limits, in the zygote's
+process group (ending the confinement ends it) and dies with the zygote. The zygote checks that each
+pid it reports is the loader's own child, times out a loader that does not answer, and then, as when
+the loader finds its import unclean or is gone, forks the workers itself as before. The harness sees no
+difference: it still talks to the zygote only.
+
+An import counts as clean when it left no thread, child process, open file, output, file in the
+loader's folder, signal handler, blocked signal, timer, trace or profile hook: each of those would
+not be the same in a forked worker as after a fresh import (a thread does not survive a fork, an open
+file would be shared by every test's worker). A submission that does any of these is imported by each
+worker, as before.
+
+Messages on the loader's socket (SOCK_SEQPACKET, JSON, descriptors alongside):
+    zygote -> loader    {"op": "fork", "folder"} + [to_worker_r, from_worker_w, output]
+    loader -> zygote    {"loaded": true|false}   once, after the import
+                        {"pid": n}   once per fork
+                        {"exit": n, "code": c}   whenever one of its workers ends
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from grader.harness.forking import ChildWatch, become_worker, settle
+
+PR_SET_PDEATHSIG = 1
+REPLY_TIMEOUT_S = 1.5  # for a fork, within the 2 s the harness gives the zygote
+IMPORT_TIMEOUT_S = 5.0  # for the import; past it the loader is ended
+TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+
+
+class LoaderGone(Exception):
+    """The loader did not answer as it should: the zygote ends it and forks the workers itself. With
+    `sent`, a fork order had reached it: a worker of its own may hold that order's pipes, so they cannot
+    be handed to another (the zygote then gives up the whole confinement, which the harness replaces)."""
+
+    def __init__(self, reason: str, sent: bool = False) -> None:
+        super().__init__(reason)
+        self.sent = sent
+
+
+class Loader:
+    """The zygote's handle on its loader."""
+
+    def __init__(self, pid: int, sock: socket.socket, env: dict[str, str], module: str) -> None:
+        self.pid, self.sock = pid, sock
+        self.env, self.module = env, module  # what every worker it forks gets
+        self.ready = False
+        self.deadline = time.monotonic() + IMPORT_TIMEOUT_S
+        self.workers: set[int] = set()
+
+    def serves(self, request: dict[str, Any]) -> bool:
+        return self.ready and request.get("env") == self.env and request.get("module") == self.module
+
+    def fork(self, folder: str, fds: list[int], on_exit: Any) -> int:
+        """Have the loader fork a worker; its pid, once checked to be the loader's child. Exit notes that
+        arrive meanwhile go to `on_exit(pid, code)`."""
+        try:
+            socket.send_fds(self.sock, [json.dumps({"op": "fork", "folder": folder}).encode()], fds)
+        except OSError as exc:
+            raise LoaderGone(str(exc)) from None
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while True:
+            try:
+                message = self.receive(deadline)
+                if "pid" not in message and "failed" not in message:
+                    self.note(message, on_exit)
+                    continue
+            except LoaderGone as gone:
+                raise LoaderGone(str(gone), sent=True) from None
+            if "failed" in message:  # nothing was forked: the order's pipes are still free
+                raise LoaderGone(f"it could not fork: {str(message['failed'])[:200]}")
+            pid = message["pid"]
+            # Checked before anyone acts on it: outside a PID namespace the harness signals it.
+            if type(pid) is not int or pid in self.workers or _parent_of(pid) != self.pid:
+                raise LoaderGone(f"a pid that is not its child: {pid!r}", sent=True)
+            self.workers.add(pid)
+            return pid
+
+    def note(self, message: dict[str, Any], on_exit: Any) -> None:
+        """Take a message that came unasked: the import's outcome, or a worker's end."""
+        if "loaded" in message and not self.ready:
+            if message["loaded"] is not True:
+                raise LoaderGone("its import was not clean")
+            self.ready = True
+        elif "exit" in message and message["exit"] in self.workers and type(message.get("code")) is int:
+            self.workers.discard(message["exit"])
+            on_exit(message["exit"], message["code"])
+        else:
+            raise LoaderGone(f"an unexpected message: {str(message)[:100]}")
+
+    def receive(self, deadline: float | None = None) -> dict[str, Any]:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if deadline is not None and not select.select([self.sock], [], [], timeout)[0]:
+            raise LoaderGone("it did not answer in time")
+        try:
+            data = self.sock.recv(4096)
+            message = json.loads(data)
+        except (OSError, ValueError) as exc:
+            raise LoaderGone(str(exc)) from None
+        if not data or type(message) is not dict:
+            raise LoaderGone("it closed its socket")
+        return message
+
+    def end(self) -> None:
+        """Kill the loader (its workers, in sessions of their own, live on until their tests end them)."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.sock.close()
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start(worker: Any, children: ChildWatch, channel: socket.socket, request: dict[str, Any],
+          processes: int | None, folder: str, submission: str, code: Any) -> Loader:
+    """Fork the loader (from the zygote): it imports the submission with the environment of `request`,
+    the fork order that showed the import works."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            _serve(worker, children, channel, theirs, request, processes, folder, submission, code)
+        finally:
+            os._exit(0)
+    theirs.close()
+    return Loader(pid, ours, request["env"], request["module"])
+
+
+def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: socket.socket,
+           request: dict[str, Any], processes: int | None, folder: str, submission: str, code: Any) -> None:
+    children.forget()
+    channel.close()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Standard output is a memory file that shows whether the import printed anything; the socket is 3.
+    settle(os.memfd_create("loader-output"), [sock.detach()], folder, request["env"], processes)
+    sock = socket.socket(fileno=3)
+    before = _traces(folder)
+    module = None
+    try:
+        loaded = worker.Worker(submission, request["module"], -1, -1, code)
+        loaded.import_submission()
+        module = loaded.module
+    except BaseException:  # its workers import it themselves and report what it raised
+        pass
+    clean = module is not None and _traces(folder) == before
+    sock.send(json.dumps({"loaded": clean}).encode())
+    if not clean:
+        return
+    own = ChildWatch()
+    while True:
+        ready, _, _ = select.select([sock, own.fd], [], [])
+        if own.fd in ready:
+            for pid, code_ in own.ended():
+                sock.send(json.dumps({"exit": pid, "code": code_}).encode())
+        if sock in ready:
+            data, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+            if not data:
+                return  # the zygote is gone
+            order = json.loads(data)
+            try:
+                pid = os.fork()
+            except OSError as exc:  # the account's process limit, say: the zygote forks this one itself
+                sock.send(json.dumps({"failed": str(exc)[:200]}).encode())
+                return
+            if pid == 0:
+                become_worker(worker, sock, own, request, fds, None, str(order["folder"]), submission, code,
+                              module=module)
+            sock.send(json.dumps({"pid": pid}).encode())
+            for fd in fds:
+                os.close(fd)
+
+
+def _traces(folder: str) -> tuple[Any, ...]:
+    """What an import may leave behind that a forked worker would not have as after a fresh import."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    me = os.getpid()
+    return (
+        sorted(os.listdir(f"/proc/{me}/task")),
+        open(f"/proc/{me}/task/{me}/children").read(),
+        sorted(os.listdir(f"/proc/{me}/fd")),
+        os.fstat(1).st_size,
+        sorted(os.listdir(folder)),
+        os.getcwd(),
+        [signal.getsignal(number) for number in signal.valid_signals()],
+        sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        [signal.getitimer(timer) for timer in TIMERS],
+        sys.gettrace(), sys.getprofile(),
+    )
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass

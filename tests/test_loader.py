@@ -1,0 +1,118 @@
+"""The loader: later tests' workers are forked from one import of the submission, when that import left
+nothing a fork would not carry over; otherwise every worker imports it, as a fresh interpreter would."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import confinement_for
+
+WORKERS = 6  # the zygote forks the first two itself; a loader is ready well before the sixth
+
+WHERE = '''
+import os
+
+IMPORTED_IN = os.getpid()
+COUNT = [0]
+
+
+def imported_here():
+    return IMPORTED_IN == os.getpid()
+
+
+def bump():
+    COUNT[0] += 1
+    return COUNT[0]
+
+
+def end_parent():
+    os.kill(os.getppid(), 9)
+'''
+
+
+def test_later_workers_are_forked_from_one_import_and_each_starts_from_its_state():
+    with confinement_for(WHERE) as (_, spawn):
+        forked = []
+        for _ in range(WORKERS):
+            client = spawn()
+            forked.append(not client.lookup("imported_here")())
+            # The module's state is the import's in every worker, whatever an earlier test did to it.
+            assert client.lookup("bump")() == 1
+            client.close()
+    assert forked[:2] == [False, False]
+    assert forked[-1], forked
+
+
+# Imports that a forked worker would not see as a fresh import leaves them: each worker imports these.
+UNCLEAN = {
+    "a thread": '''
+import threading, time
+_ticks = [0]
+def _tick():
+    while True:
+        _ticks[0] += 1
+        time.sleep(0.001)
+threading.Thread(target=_tick, daemon=True).start()
+def works():
+    before = _ticks[0]
+    time.sleep(0.05)
+    return _ticks[0] > before
+''',
+    "a timer": '''
+import signal
+_fired = []
+signal.signal(signal.SIGALRM, lambda *_: _fired.append(1))
+signal.setitimer(signal.ITIMER_REAL, 0.01)
+def works():
+    import time
+    time.sleep(0.05)
+    return bool(_fired)
+''',
+    "an open file": '''
+import os
+_log = open(os.path.join(os.environ["HOME"], "log.txt"), "w+")
+def works():
+    _log.write("x")
+    _log.flush()
+    _log.seek(0)
+    return _log.read() == "x"
+''',
+    "output": '''
+print("hello from the import")
+def works():
+    return True
+''',
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNCLEAN))
+def test_an_import_that_leaves_something_behind_is_made_by_every_worker(what):
+    source = ("import os\nIMPORTED_IN = os.getpid()\ndef imported_here():\n    return IMPORTED_IN == os.getpid()\n"
+              + UNCLEAN[what])
+    with confinement_for(source) as (_, spawn):
+        for _ in range(WORKERS):
+            client = spawn()
+            assert client.lookup("works")() is True
+            assert client.lookup("imported_here")() is True
+            if what == "output":
+                assert "hello from the import" in client.output_tail(1000)[0]
+            client.close()
+
+
+def test_a_worker_that_ends_its_loader_leaves_the_confinement_working():
+    with confinement_for(WHERE) as (confinement, spawn):
+        for _ in range(WORKERS):
+            client = spawn()
+            if not client.lookup("imported_here")():
+                break
+        else:
+            pytest.fail("no worker was forked from a loader")
+        client.lookup("end_parent")()
+        client.close()
+        assert not confinement.broken, "the worker's end was not reported"
+        for _ in range(3):  # the zygote forks the next ones itself
+            client = spawn()
+            assert client.lookup("imported_here")() is True
+            assert client.lookup("bump")() == 1
+            client.close()
+        assert not confinement.broken
