@@ -30,6 +30,7 @@ Messages on the loader's socket (SOCK_SEQPACKET, JSON, descriptors alongside):
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -174,6 +175,8 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
     sock.send(json.dumps({"loaded": clean}).encode())
     if not clean:
         return
+    # What the import made lives as long as every worker: out of the collector's sight, as in the zygote.
+    gc.freeze()
     own = ChildWatch()
     while True:
         ready, _, _ = select.select([sock, own.fd], [], [])
