@@ -181,8 +181,8 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
     while True:
         ready, _, _ = select.select([sock, own.fd], [], [])
         if own.fd in ready:
-            for pid, code_ in own.ended():
-                sock.send(json.dumps({"exit": pid, "code": code_}).encode())
+            for pid, status in own.ended():
+                sock.send(json.dumps({"exit": pid, "code": status}).encode())
         if sock in ready:
             data, fds, _, _ = socket.recv_fds(sock, 4096, 3)
             if not data:
