@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader.harness.confine import ZygoteUnavailable
 from tests.helpers import confinement_for
 
 WORKERS = 6  # the zygote forks the first two itself; a loader is ready well before the sixth
@@ -82,6 +83,13 @@ print("hello from the import")
 def works():
     return True
 ''',
+    "a rebound standard function": '''
+import os
+_fork = os.fork
+os.fork = lambda: _fork()
+def works():
+    return True
+''',
 }
 
 
@@ -116,3 +124,31 @@ def test_a_worker_that_ends_its_loader_leaves_the_confinement_working():
             assert client.lookup("bump")() == 1
             client.close()
         assert not confinement.broken
+
+
+# An import the loader cannot see through (a method of a class, not a module's function, rebound): the
+# loader hangs on its first fork order. Its workers never call that method.
+HANGS_THE_LOADER = WHERE + '''
+import socket, time
+_send = socket.socket.send
+def _send_slowly(self, data, *args):
+    if b'"pid"' in bytes(data):
+        time.sleep(30)
+    return _send(self, data, *args)
+socket.socket.send = _send_slowly
+'''
+
+
+def test_a_loader_that_does_not_fork_costs_its_confinement_not_the_running_test():
+    with confinement_for(HANGS_THE_LOADER) as (confinement, spawn):
+        running = spawn()
+        with pytest.raises(ZygoteUnavailable, match="refused"):
+            for _ in range(WORKERS):
+                following = spawn()
+                running.close()
+                running = following
+        # The order went to a loader that never answered: the zygote refused it rather than hand its
+        # pipes to another worker, and the confinement is to be replaced. The test running meanwhile
+        # was not touched.
+        assert confinement.broken
+        assert running.lookup("bump")() == 1

@@ -134,6 +134,8 @@ class Confinement:
                 message = self._next(deadline)
                 if "pid" in message:
                     return ForkedProcess(self, int(message["pid"]))
+                if "refused" in message:
+                    raise ZygoteUnavailable(f"the zygote refused the fork: {str(message['refused'])[:300]}")
         except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable) as exc:
             self.broken = True
             raise ZygoteUnavailable(str(exc)) from None

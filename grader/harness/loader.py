@@ -16,15 +16,16 @@ the loader finds its import unclean or is gone, forks the workers itself as befo
 difference: it still talks to the zygote only.
 
 An import counts as clean when it left no thread, child process, open file, output, file in the
-loader's folder, signal handler, blocked signal, timer, trace or profile hook: each of those would
-not be the same in a forked worker as after a fresh import (a thread does not survive a fork, an open
-file would be shared by every test's worker). A submission that does any of these is imported by each
-worker, as before.
+loader's folder, signal handler, blocked signal, timer, trace or profile hook, and rebound no function
+of the standard modules the loader itself calls: each of those would not be the same in a forked
+worker as after a fresh import (a thread does not survive a fork, an open file would be shared by
+every test's worker), or would run the submission's code in the loader's own loop. A submission that
+does any of these is imported by each worker, as before.
 
 Messages on the loader's socket (SOCK_SEQPACKET, JSON, descriptors alongside):
     zygote -> loader    {"op": "fork", "folder"} + [to_worker_r, from_worker_w, output]
     loader -> zygote    {"loaded": true|false}   once, after the import
-                        {"pid": n}   once per fork
+                        {"pid": n}   once per fork, or {"failed": why} when it could not fork (then it ends)
                         {"exit": n, "code": c}   whenever one of its workers ends
 """
 
@@ -51,7 +52,7 @@ TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 class LoaderGone(Exception):
     """The loader did not answer as it should: the zygote ends it and forks the workers itself. With
     `sent`, a fork order had reached it: a worker of its own may hold that order's pipes, so they cannot
-    be handed to another (the zygote then gives up the whole confinement, which the harness replaces)."""
+    be handed to another (the zygote refuses that order, and the harness starts a new confinement)."""
 
     def __init__(self, reason: str, sent: bool = False) -> None:
         super().__init__(reason)
@@ -220,6 +221,9 @@ def _traces(folder: str) -> tuple[Any, ...]:
         sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
         [signal.getitimer(timer) for timer in TIMERS],
         sys.gettrace(), sys.getprofile(),
+        # The standard modules this loop and a worker's start call: a submission that rebinds one of
+        # their functions would run its own code here (each of its workers then imports it instead).
+        [dict(vars(module)) for module in (os, select, socket, json, signal, gc, time)],
     )
 
 

@@ -24,7 +24,7 @@ Messages on the zygote's socket (SOCK_SEQPACKET, JSON, file descriptors passed a
                         {"op": "fork", "env", "module"} + [to_worker_r, from_worker_w, output]
                         {"op": "kill", "pid": n}      kill that worker's group (no answer)
                         {"op": "sweep", "keep": [n]}  kill every other process of the namespace
-    zygote -> harness   {"pid": n}   once per fork
+    zygote -> harness   {"pid": n}   once per fork, or {"refused": why} for one it cannot make
                         {"swept": k}   once per sweep
                         {"exit": n, "code": c}   whenever a worker ends (c as Popen.returncode)
 """
@@ -141,28 +141,35 @@ def serve() -> None:
                 channel.send(json.dumps({"swept": _sweep(keep)}).encode())
             elif op == "fork":
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
-                pid = 0
+                pid, refused = 0, ""
                 if current is not None and current.serves(request):
                     try:
                         pid = current.fork(folder, fds, report)
                     except loader.LoaderGone as gone:
                         drop(str(gone))
                         if gone.sent:
-                            print("zygote: a fork order was lost with the loader; ending the confinement", flush=True)
-                            os._exit(1)
-                if not pid:
-                    pid = os.fork()
-                    if pid == 0:
-                        become_worker(worker, channel, children, request, fds, processes, folder, submission, code)
-                    own_forks += 1
-                    if own_forks == 2 and code is not None:
-                        # The harness orders a second worker only once the first one's import succeeded:
-                        # from now on the submission is imported once, in a loader, and workers forked there.
-                        current = loader.start(worker, children, channel, request, processes,
-                                               tempfile.mkdtemp(prefix="loader-", dir=scratch_root), submission, code)
-                        loaders.add(current.pid)
-                folders[pid] = folder
-                channel.send(json.dumps({"pid": pid}).encode())
+                            # A worker of the loader's may hold this order's pipes: no other may get them. The
+                            # harness starts a new confinement; this one ends when the test running in it does.
+                            refused = f"the loader did not fork ({gone})"
+                if refused:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    channel.send(json.dumps({"refused": refused[:300]}).encode())
+                else:
+                    if not pid:
+                        pid = os.fork()
+                        if pid == 0:
+                            become_worker(worker, channel, children, request, fds, processes, folder, submission,
+                                          code)
+                        own_forks += 1
+                        if own_forks == 2 and code is not None:
+                            # The harness orders a second worker only once the first one's import succeeded:
+                            # from now on the submission is imported once, in a loader, and workers forked there.
+                            current = loader.start(worker, children, channel, request, processes,
+                                                   tempfile.mkdtemp(prefix="loader-", dir=scratch_root), submission,
+                                                   code)
+                            loaders.add(current.pid)
+                    folders[pid] = folder
+                    channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
                 os.close(fd)
 
