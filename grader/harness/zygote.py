@@ -74,16 +74,17 @@ def serve() -> None:
     limits = dict(config["limits"])
     processes = limits.pop("processes", None)
     worker.apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
-    import ctypes
-
     try:
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        if config.get("subreaper"):
+            # Workers whose loader died are reparented here, so that their ends are still reported.
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
     channel = socket.socket(fileno=config["fd"])
-    if config.get("subreaper"):
-        # Workers whose loader died are reparented here, so that their ends are still reported.
-        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
     submission = ""
