@@ -11,6 +11,20 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def prctl(option: int, value: int) -> bool:
+    """`prctl(option, value)` on this process; False where it failed or the C library has none."""
+    try:
+        import ctypes  # here, not at the top: only the processes that need it pay for it
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
 
 class ChildWatch:
     """A pipe that becomes readable whenever a child of this process ends (SIGCHLD, through

@@ -17,12 +17,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
+
 if TYPE_CHECKING:
     import pytest
 
     from grader.harness.plugin import HarnessState
 
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -62,13 +63,11 @@ def split(harness: "HarnessState", session: "pytest.Session") -> None:
 
 def _become_helper(harness: "HarnessState", number: int, account: list[int | None], results: int,
                    parent: int) -> None:
-    from grader.harness.plugin import PR_SET_CHILD_SUBREAPER, _prctl
-
-    _prctl(PR_SET_PDEATHSIG, 9)  # the first lane's end (a timeout, a kill) ends this lane too
+    prctl(PR_SET_PDEATHSIG, 9)  # the first lane's end (a timeout, a kill) ends this lane too
     if os.getppid() != parent:
         os._exit(1)
     harness.lane, harness.lane_results = number, results
-    harness.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
+    harness.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
     # The first lane's confinement stays the first lane's: forget its socket without ending it.
     harness.forget_confinement()
     job = harness.job

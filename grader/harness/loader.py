@@ -41,9 +41,8 @@ import sys
 import time
 from typing import Any
 
-from grader.harness.forking import ChildWatch, become_worker, settle
+from grader.harness.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, prctl, settle
 
-PR_SET_PDEATHSIG = 1
 REPLY_TIMEOUT_S = 1.5  # for a fork, within the 2 s the harness gives the zygote
 IMPORT_TIMEOUT_S = 5.0  # for the import; past it the loader is ended
 TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
@@ -160,7 +159,7 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
            request: dict[str, Any], processes: int | None, folder: str, submission: str, code: Any) -> None:
     children.forget()
     channel.close()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # Standard output is a memory file that shows whether the import printed anything; the socket is 3.
     settle(os.memfd_create("loader-output"), [sock.detach()], folder, request["env"], processes)
     sock = socket.socket(fileno=3)
@@ -226,11 +225,3 @@ def _traces(folder: str) -> tuple[Any, ...]:
         [dict(vars(module)) for module in (os, select, socket, json, signal, gc, time)],
     )
 
-
-def _prctl(option: int, value: int) -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass

@@ -8,7 +8,6 @@ a student can act on.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib.util
 import os
@@ -28,11 +27,10 @@ from grader.harness.client import GradingStop, RemoteException, Scenario, Worker
 from grader.harness.feedback import Feedback
 from grader.harness import lanes, template
 from grader.harness.confine import Confinement, ZygoteUnavailable
+from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
 from grader.harness.processes import children_of
 
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
 # limit makes sure no submission can make it take the machine's (or the container's) memory instead.
 HARNESS_MEMORY_MB = 1024
@@ -79,10 +77,10 @@ class HarnessState:
         self.helpers: list[lanes.Helper] = []  # the first lane's helpers
         self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
         self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
-        self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
         limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
-        _prctl(PR_SET_DUMPABLE, 0)
+        prctl(PR_SET_DUMPABLE, 0)
 
     def path(self, relative: str) -> str:
         return self.job.at(self.base, relative)
@@ -160,7 +158,7 @@ class HarnessState:
         os.close(order.output_fd)
         self.stdin = os.fdopen(order.run_fd, "rb")
         self.job.private, self.job.worker_user, self.job.worker_group = order.private, order.user, order.group
-        self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
+        self.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
         gc.freeze()  # what the collection made is shared with the template's other children
         self.warm_up()
 
@@ -305,14 +303,6 @@ def limit_own_memory(megabytes: int) -> None:
         wanted = min(wanted, hard)
     if soft == resource.RLIM_INFINITY or soft > wanted:
         resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
-
-
-def _prctl(option: int, value: int) -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 STATE: HarnessState | None = None

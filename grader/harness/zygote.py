@@ -44,10 +44,8 @@ import time
 from typing import Any
 
 from grader.harness import loader
-from grader.harness.forking import ChildWatch, become_worker
+from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, ChildWatch, become_worker, prctl
 
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
 # Standard modules a solution commonly imports, loaded once here so that each worker inherits them
 # instead of importing them again (dataclasses alone costs about 10 ms a worker). Nothing of a
 # submission is involved: they are the standard library's, loaded before any submission exists.
@@ -74,16 +72,10 @@ def serve() -> None:
     limits = dict(config["limits"])
     processes = limits.pop("processes", None)
     worker.apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        if config.get("subreaper"):
-            # Workers whose loader died are reparented here, so that their ends are still reported.
-            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    prctl(PR_SET_DUMPABLE, 0)
+    if config.get("subreaper"):
+        # Workers whose loader died are reparented here, so that their ends are still reported.
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     channel = socket.socket(fileno=config["fd"])
     scratch_root = config["scratch"]
     folders: dict[int, str] = {}
