@@ -99,9 +99,12 @@ class HarnessState:
         suite = self.suite(path)
         return suite.name if suite else "unknown"
 
-    def suite_of_item(self, item: pytest.Item) -> Suite | None:
+    def suite_name(self, item: pytest.Item) -> str:
         """The suite of a collected test, as found once at collection (no path resolved per test)."""
-        name = item.stash.get(SUITE, None) or self.suite_of(Path(str(item.fspath)))
+        return item.stash.get(SUITE, None) or self.suite_of(Path(str(item.fspath)))
+
+    def suite_of_item(self, item: pytest.Item) -> Suite | None:
+        name = self.suite_name(item)
         return next((suite for suite in self.job.suites if suite.name == name), None)
 
     def details(self, suite_name: str) -> bool:
@@ -482,7 +485,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
     harness.records[item.nodeid] = TestRecord(
         nodeid=item.nodeid, name=item.name,
-        suite=item.stash.get(SUITE, None) or harness.suite_of(Path(str(item.fspath))),
+        suite=harness.suite_name(item),
         description=doc.strip().splitlines()[0] if doc.strip() else "",
     )
 
