@@ -26,6 +26,17 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of `pid`, from /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
+        return int(stat[stat.rfind(b")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class ChildWatch:
     """A pipe that becomes readable whenever a child of this process ends (SIGCHLD, through
     `signal.set_wakeup_fd`), for a fork server's `select` loop."""

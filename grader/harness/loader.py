@@ -41,7 +41,7 @@ import sys
 import time
 from typing import Any
 
-from grader.harness.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, prctl, settle
+from grader.harness.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, parent_of, prctl, settle
 
 REPLY_TIMEOUT_S = 1.5  # for a fork, within the 2 s the harness gives the zygote
 IMPORT_TIMEOUT_S = 5.0  # for the import; past it the loader is ended
@@ -91,7 +91,7 @@ class Loader:
                 raise LoaderGone(f"it could not fork: {str(message['failed'])[:200]}")
             pid = message["pid"]
             # Checked before anyone acts on it: outside a PID namespace the harness signals it.
-            if type(pid) is not int or pid in self.workers or _parent_of(pid) != self.pid:
+            if type(pid) is not int or pid in self.workers or parent_of(pid) != self.pid:
                 raise LoaderGone(f"a pid that is not its child: {pid!r}", sent=True)
             self.workers.add(pid)
             return pid
@@ -114,11 +114,13 @@ class Loader:
             raise LoaderGone("it did not answer in time")
         try:
             data = self.sock.recv(4096)
+            if not data:
+                raise LoaderGone("it closed its socket")
             message = json.loads(data)
         except (OSError, ValueError) as exc:
             raise LoaderGone(str(exc)) from None
-        if not data or type(message) is not dict:
-            raise LoaderGone("it closed its socket")
+        if type(message) is not dict:
+            raise LoaderGone("a message that is not an object")
         return message
 
     def end(self) -> None:
@@ -128,15 +130,6 @@ class Loader:
         except (ProcessLookupError, PermissionError):
             pass
         self.sock.close()
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def start(worker: Any, children: ChildWatch, channel: socket.socket, request: dict[str, Any],

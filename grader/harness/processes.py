@@ -8,6 +8,8 @@ import signal
 import subprocess
 from typing import Any
 
+from grader.harness.forking import parent_of
+
 
 def kill_group(process: Any, timeout: float = 5.0) -> None:
     """SIGKILL the process's whole group (it leads its own session) and wait for it to be reaped.
@@ -61,17 +63,5 @@ def children_of(parent: int) -> list[int]:
 
 
 def _children_by_scan(parent: int) -> list[int]:
-    children = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == parent:
-            children.append(int(entry.name))
-    return children
+    return [int(entry.name) for entry in os.scandir("/proc")
+            if entry.name.isdigit() and parent_of(int(entry.name)) == parent]
