@@ -26,6 +26,8 @@ from grader.harness import plugin
 from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
 from grader.harness.unpack import unpack
 
+GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)
+
 
 def pytest_arguments(job: Job, base: str) -> list[str]:
     ini = os.path.join(job.at(base, job.private), "pytest.ini")
@@ -71,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     if template is None:
         harness.warm_up()  # a template's children each start their own
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
+    # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
+    # until their test ends and are freed by reference counting: collecting every 700 new objects walked
+    # them again and again (about 18 ms a grading). Cycles are still collected, just less often.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
     code = pytest.main(pytest_arguments(job, base), plugins=[plugin])
     if harness.results is None:
         return int(code) or 3
