@@ -532,18 +532,20 @@ class WorkerClient:
         original object, unless the test changed it."""
         if depth > protocol.MAX_DEPTH:
             raise ValueError("the grader cannot send a value nested this deeply")
+        kind = type(value)
+        # A scalar or a scenario's step is never an original (only lists, tuples and dicts are): the
+        # common arguments first.
+        if kind in _SCALARS:
+            return value
+        if kind is Slot:
+            return {protocol.SLOT: value.check(self)}
         original = self.originals.get(id(value))
         if original is not None and original[0] is value and _same_items(original[2], _items(value)):
             return {protocol.REF: original[1]}
-        if type(value) is Slot:
-            return {protocol.SLOT: value.check(self)}
         if isinstance(value, RemoteObject):
             if object.__getattribute__(value, "_client") is not self:
                 raise ValueError("an object from another run of your code cannot be passed here")
             return {protocol.REF: object.__getattribute__(value, "_handle")}
-        kind = type(value)
-        if kind in _SCALARS:
-            return value
         if kind is list:
             return [self.encode(v, depth + 1) for v in value]
         if kind is tuple:

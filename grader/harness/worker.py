@@ -238,7 +238,7 @@ class Worker:
                 return list(value)
             if len(value) > 1 and kinds <= self.object_types:
                 spend(budget, len(value))
-                return {protocol.REFS: list(map(self.handle, value))}
+                return {protocol.REFS: self.handles_of(value)}
             if len(value) > 1 and kinds == {tuple} and (rows := self.rows(value, budget)) is not None:
                 return rows
         return packed([self.encode(v, depth + 1, budget) for v in value])
@@ -258,7 +258,7 @@ class Worker:
             kinds = set(map(type, column))
             if kinds <= self.object_types:
                 refs.append(at)
-                flat.extend(map(self.handle, column))
+                flat.extend(self.handles_of(column))
             elif kinds <= ROW_SCALARS and (int not in kinds or _small_ints([v for v in column if type(v) is int])) \
                     and (str not in kinds or max(len(v) for v in column if type(v) is str) <= protocol.MAX_STRING_CHARS):
                 flat.extend(column)
@@ -266,6 +266,15 @@ class Worker:
                 return None
         spend(budget, len(value) * (width + 1))  # as many as the tuples one by one would count
         return {protocol.ROWS: [width, refs, flat]}
+
+    def handles_of(self, objects: Any) -> list[int]:
+        """`handle` of each object, in order: when all have one already (a scenario reading the same
+        requests step after step), in one pass instead of a call each."""
+        numbers = list(map(self.handle_of.get, map(id, objects)))
+        if None in numbers:
+            return list(map(self.handle, objects))
+        self.touched.update(dict.fromkeys(numbers))
+        return numbers
 
     def handle(self, obj: Any) -> int:
         key = id(obj)

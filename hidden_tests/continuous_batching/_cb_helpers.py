@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import random
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,12 +45,20 @@ class Scenario:
     kv_tokens: int
     reqs: tuple[R, ...]
 
-    @property
+    @cached_property
     def last_arrival(self) -> int:
         return max((r.at for r in self.reqs), default=1)
 
+    @cached_property
+    def _by_step(self) -> dict[int, list[R]]:
+        # The drivers ask for the arrivals of every step: indexed once, not searched for at each step.
+        by_step: dict[int, list[R]] = {}
+        for r in self.reqs:
+            by_step.setdefault(r.at, []).append(r)
+        return by_step
+
     def arrivals(self, step: int) -> list[R]:
-        return [r for r in self.reqs if r.at == step]
+        return list(self._by_step.get(step, ()))
 
     def describe(self) -> str:
         lines = [f"Scheduler(token_budget={self.budget}, max_seqs={self.max_seqs}, "
@@ -335,6 +344,8 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
 
 
 def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> list[int]:
+    if type(raw) is list and set(map(type, raw)) <= {int}:  # the usual answer, in one pass over its types
+        return sorted(raw)
     if isinstance(raw, (list, tuple, set, frozenset)) and all(_is_int(x) for x in raw):
         return sorted(raw)
     raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
@@ -363,7 +374,7 @@ def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
         if not isinstance(raw, (list, tuple, collections.deque)):
             return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
         try:
-            lists.append([ids[id(r)] for r in raw])
+            lists.append(list(map(ids.__getitem__, map(id, raw))))
         except KeyError:
             return f"{name} holds something else than the Req objects passed to add()"
     reserved = found.get("reserved")
