@@ -79,6 +79,20 @@ def test_the_shrunk_workload_is_smaller_still_fails_and_fails_no_later(helpers, 
             assert replay.value.step == small_d.step and replay.value.args == small_d.args
 
 
+def test_a_failure_that_needs_no_large_numbers_is_shown_with_the_least_ones(helpers, reference):
+    """A scheduler that never schedules fails whatever the sizes: the report shows one request of one
+    prompt token and one output token, added at step 1, in the smallest settings that hold it, rather
+    than numbers halved as far as the shrinker's bound of replays allowed."""
+    source = (MUTANTS / "30_does_nothing.py").read_text()
+    with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
+        ns = Names(client)
+        for sc, d in _failing(helpers, reference, ns, "mixed", count=2):
+            small, small_d = helpers._shrink(ns, reference, sc, d)
+            assert small.reqs == (helpers.R(small.reqs[0].rid, 1, 1, 1),), small
+            assert (small.budget, small.max_seqs, small.kv_tokens) == (1, 1, 2), small
+            assert small_d.step == 1
+
+
 def test_the_reference_stops_at_the_step_a_candidate_is_judged_on(helpers, reference):
     sc = helpers.random_scenario("until", "mixed")
     whole = helpers.run_reference(reference, sc)

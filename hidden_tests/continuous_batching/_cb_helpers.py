@@ -17,7 +17,7 @@ import collections
 import random
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -637,11 +637,14 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
 
     After every success, first drop the requests added after the failing step (they can hardly have
     caused it). Then drop runs of requests (halves, quarters, ..., single ones, latest first), then
-    halve the configuration (max_seqs, token_budget, kv_tokens), prompts, max_new and arrival steps.
+    make the numbers smaller (max_seqs, token_budget, kv_tokens, then each request's prompt_len,
+    max_new and arrival step): each to its least value first (1, or a cache that just holds the
+    largest request), else to half of it.
     Returns the smallest failing scenario found and its divergence.
     """
     runs = 0
     work = [0]
+    least_passed: set[Any] = set()  # the numbers whose least value made a candidate pass
 
     def attempt(cand: Scenario) -> bool:
         nonlocal runs, sc, d
@@ -678,18 +681,33 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
         if first > 1 and runs < max_runs:  # start at step 1
             changed |= attempt(replace(sc, reqs=tuple(replace(r, at=r.at - first + 1) for r in sc.reqs)))
         for name in ("max_seqs", "budget", "kv_tokens"):
-            smaller = getattr(sc, name) // 2
-            fits = name != "kv_tokens" or all(r.prompt_len + r.max_new <= smaller for r in sc.reqs)
-            if runs < max_runs and smaller >= 1 and fits:
-                changed |= attempt(replace(sc, **{name: smaller}))
+            # The least a setting can be first (one, or a cache that just holds the largest request),
+            # then half of it: a failure that needs neither large settings nor large requests is
+            # shown with the smallest numbers in one replay rather than after halving them one by one.
+            least = max((r.prompt_len + r.max_new for r in sc.reqs), default=1) if name == "kv_tokens" else 1
+            changed |= smaller(name, getattr(sc, name), least, lambda value: replace(sc, **{name: value}))
         for rid in [r.rid for r in sc.reqs]:
             for name in ("prompt_len", "max_new", "at"):
                 r = next((q for q in sc.reqs if q.rid == rid), None)
-                if runs >= max_runs or r is None or getattr(r, name) <= 1:
-                    continue
-                reqs = [replace(q, **{name: getattr(q, name) // 2}) if q.rid == rid else q for q in sc.reqs]
-                changed |= attempt(replace(sc, reqs=tuple(sorted(reqs, key=lambda q: (q.at, q.rid)))))
+                if r is not None:
+                    changed |= smaller((rid, name), getattr(r, name), 1, lambda value: with_request(rid, name, value))
         return changed
+
+    def smaller(number: Any, value: int, least: int, make: Callable[[int], Scenario]) -> bool:
+        """Try the least value of a number (once: a number whose least passed is only halved from
+        then on), else half of it, if that is still at least `least`."""
+        candidates = (value // 2,) if number in least_passed else (least, value // 2)
+        for candidate in dict.fromkeys(candidates):
+            if runs < max_runs and least <= candidate < value:
+                if attempt(make(candidate)):
+                    return True
+                if candidate == least:
+                    least_passed.add(number)
+        return False
+
+    def with_request(rid: int, name: str, value: int) -> Scenario:
+        reqs = [replace(q, **{name: value}) if q.rid == rid else q for q in sc.reqs]
+        return replace(sc, reqs=tuple(sorted(reqs, key=lambda q: (q.at, q.rid))))
 
     trimmed = replace(sc, reqs=tuple(r for r in sc.reqs if r.at <= d.step))
     if trimmed != sc:
