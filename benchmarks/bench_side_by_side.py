@@ -1,0 +1,121 @@
+"""Benchmark: this checkout against another one (an earlier commit, say), side by side: the same class of
+submissions graded by both at the same time, `grader batch --jobs 1` each, each in a cgroup of its own,
+and the CPU each used. On a shared or virtual machine whose speed changes from one minute to the next,
+runs made one after the other cannot show a change of a few percent; run at once, both meet the same
+machine.
+
+    git worktree add /tmp/before HEAD~3
+    python benchmarks/bench_side_by_side.py /tmp/before [--count 40] [--pairs 3] [--sandbox local]
+
+Needs write access to the cgroup hierarchy (cgroup v2, or v1's cpuacct controller): run it as root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_batch import make_class  # noqa: E402
+from grader.exercise import load_exercise  # noqa: E402
+
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+class CpuGroup:
+    """A cgroup of this benchmark's own, and the CPU time its processes have used."""
+
+    def __init__(self, name: str) -> None:
+        if (CGROUPS / "cgroup.controllers").exists():  # v2: one hierarchy, usage in cpu.stat
+            self.path = CGROUPS / name
+        else:
+            self.path = CGROUPS / "cpuacct" / name
+        self.path.mkdir()
+
+    def used(self) -> float:
+        """Seconds of CPU used so far by the processes placed in this group."""
+        if (self.path / "cpuacct.usage").exists():
+            return int((self.path / "cpuacct.usage").read_text()) / 1e9
+        stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines())
+        return int(stat["usage_usec"]) / 1e6
+
+    def command(self, argv: list[str]) -> list[str]:
+        """`argv`, run by a shell that first moves itself into this group (its children follow)."""
+        return ["sh", "-c", f'echo $$ > "{self.path / "cgroup.procs"}" && exec "$@"', "sh", *argv]
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+def pair(checkouts: list[Path], folder: Path, args: argparse.Namespace, scratch: Path, number: int
+         ) -> tuple[list[float], float]:
+    """The CPU seconds of each checkout's batch, all started at once, and the seconds until all ended."""
+    groups = [CpuGroup(f"grader-bench-{os.getpid()}-{number}-{i}") for i in range(len(checkouts))]
+    try:
+        before = [group.used() for group in groups]
+        started = time.perf_counter()
+        running = []
+        for i, (checkout, group) in enumerate(zip(checkouts, groups)):
+            argv = [sys.executable, "-m", "grader.cli", "batch", str(folder), "--exercise", args.exercise,
+                    "--tier", args.tier, "--jobs", "1", "--sandbox", args.sandbox,
+                    "--db", str(scratch / f"pair{number}-{i}.db")]
+            # `python -m` finds `grader` in the working folder first: each checkout grades with its own code
+            # and its own suites.
+            running.append(subprocess.Popen(group.command(argv), cwd=checkout, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.PIPE, text=True))
+        for checkout, process in zip(checkouts, running):
+            _, errors = process.communicate()
+            if process.returncode != 0:
+                raise SystemExit(f"the batch in {checkout} failed ({process.returncode}):\n{errors[-2000:]}")
+        return [group.used() - used for group, used in zip(groups, before)], time.perf_counter() - started
+    finally:
+        for group in groups:
+            group.remove()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("other", type=Path, help="the other checkout (a git worktree of another commit)")
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--tier", default="premium")
+    parser.add_argument("--sandbox", default="local", choices=["local", "docker"])
+    parser.add_argument("--exercise", default="continuous_batching")
+    args = parser.parse_args()
+    other = args.other.resolve()
+    if not (other / "grader" / "cli.py").is_file():
+        raise SystemExit(f"{other} is not a checkout of this project")
+    exercise = load_exercise(args.exercise, ROOT)
+    with tempfile.TemporaryDirectory(prefix="grader-bench-side-") as scratch:
+        folder = Path(scratch) / "class"
+        folder.mkdir()
+        make_class(folder, exercise, args.count)
+        print(f"{args.count} submissions of {exercise.slug}, tier {args.tier}, {args.sandbox} sandbox, "
+              f"`grader batch --jobs 1` in each checkout at the same time, {args.pairs} pairs")
+        ratios = []
+        for number in range(args.pairs):
+            # Which one starts first alternates, so that neither always gets the head start.
+            order = [ROOT, other] if number % 2 == 0 else [other, ROOT]
+            used, wall = pair(order, folder, args, Path(scratch), number)
+            found = dict(zip(order, used))
+            this_cpu, other_cpu = found[ROOT], found[other]
+            ratios.append(this_cpu / other_cpu)
+            print(f"  pair {number + 1} ({wall:.0f} s): this checkout {this_cpu:.1f} s of CPU, {other} "
+                  f"{other_cpu:.1f} s, ratio {this_cpu / other_cpu:.3f}")
+        print(f"  this checkout / {other}: {statistics.median(ratios):.3f} of the CPU (median of the pairs; "
+              f"{min(ratios):.3f}-{max(ratios):.3f})")
+
+
+if __name__ == "__main__":
+    main()
