@@ -42,10 +42,11 @@ def test_the_stub_scores_zero_with_not_implemented_on_every_test(backend):
     assert all(t.status == "failed" and "not implemented" in t.message for t in card.tests)
 
 
-def test_the_host_environment_never_reaches_the_container(backend, monkeypatch):
-    monkeypatch.setenv("GRADER_CANARY_SECRET", "canary-5d1f0c9a")
-    source = b'''
-import os
+def probe(says: str) -> bytes:
+    """A submission whose add() raises a ValueError with the message `says` (an expression): what its
+    worker sees, reported to the test through the scorecard."""
+    return f'''
+import os, time
 class Req:
     def __init__(self, rid, prompt_len, max_new, prefilled=0, generated=0):
         self.rid = rid
@@ -53,13 +54,46 @@ class Scheduler:
     def __init__(self, *args):
         pass
     def add(self, req):
-        raise ValueError("ENV:" + repr(dict(os.environ)) + open("/proc/1/environ", "rb").read().decode("latin-1"))
-'''
+        raise ValueError({says})
+'''.encode()
+
+
+def test_the_host_environment_never_reaches_the_container(backend, monkeypatch):
+    monkeypatch.setenv("GRADER_CANARY_SECRET", "canary-5d1f0c9a")
+    source = probe('"ENV:" + repr(dict(os.environ)) + open("/proc/1/environ", "rb").read().decode("latin-1")')
     card = grade(backend, source, tier="free")
     text = card.to_json()
     assert card.score == 0 and "canary-5d1f0c9a" not in text
     assert "GRADER_CANARY_SECRET" not in text
     assert "ENV:" in text  # the submission's message itself still reaches the student
+
+
+def test_each_grading_container_has_an_empty_network_namespace_of_its_own(backend, docker_client):
+    """No interface but loopback, and a namespace that is neither the host's nor that of a grading
+    running beside it: nothing listening in one grading can be reached from another."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grader.sandbox.engine import engine_client
+
+    # Each submission holds its container for a while, so that the two gradings overlap (a namespace's
+    # number is only unique among the namespaces alive at once).
+    source = probe('time.sleep(1.5) or "NETNS:" + os.readlink("/proc/self/ns/net") + " IF:" + '
+                   '"+".join(sorted(os.listdir("/sys/class/net"))) + " END"')
+    side_client = engine_client()  # a connection per grading thread, as in a batch
+    side = DockerBackend(side_client)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            cards = list(pool.map(lambda b: grade(b, source, tier="free"), [backend, side]))
+    finally:
+        side_client.close()
+    seen = []
+    for card in cards:
+        said = next(t.message for t in card.tests if "NETNS:" in t.message)
+        assert said.split(" IF:")[1].split(" END")[0] == "lo"
+        seen.append(said.split("NETNS:")[1].split()[0])
+    assert seen[0] != seen[1] and os.readlink("/proc/self/ns/net") not in seen
+    assert leftover_containers(docker_client, side) == []
 
 
 def test_a_run_past_the_wall_clock_limit_is_stopped_and_graded_error(backend, docker_client, tmp_path):
@@ -125,6 +159,7 @@ def test_a_grading_container_is_locked_down_with_the_harness_headroom_on_top_of_
     assert host["Memory"] == (limits.memory_mb + HARNESS_MEMORY_MB) * 1024 * 1024 == host["MemorySwap"]
     assert host["PidsLimit"] == limits.processes + HARNESS_PROCESSES
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
+    assert started.container.attrs["Config"].get("NetworkDisabled") is True
     assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
     assert "no-new-privileges" in host["SecurityOpt"]
 
