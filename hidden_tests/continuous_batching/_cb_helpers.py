@@ -601,9 +601,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     "tiny_budget": dict(budget=(1, 5), seats=(2, 5), kv=(24, 40), n=(12, 16), prompt=(1, 10),
                         new=(1, 4), window=20, exact_fits=True),
     # hundreds of requests decoding at once under a large budget (more than 64, more than 128, ...);
-    # short prompts so that everyone is decoding after a few steps, and about 60 steps in all
-    "crowd": dict(budget=(1024, 4096), seats=(200, 400), kv=(8000, 12000), n=(250, 350), prompt=(1, 24),
-                  new=(8, 48), window=4, exact_fits=False),
+    # short prompts so that everyone is decoding after a few steps, and about 40 steps in all; a cache
+    # and a sequence cap that bind now and then, so that a blocked head and the cap are met here too
+    "crowd": dict(budget=(1024, 4096), seats=(150, 300), kv=(5000, 8000), n=(250, 350), prompt=(1, 24),
+                  new=(8, 24), window=4, exact_fits=False),
 }
 
 
