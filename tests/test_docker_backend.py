@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.sandbox.docker_backend import LABEL, DockerBackend
+from grader.sandbox.engine import engine_client
 from tests.helpers import EXERCISE, REFERENCE, STUB, exercise_copy
 
 
@@ -71,11 +74,6 @@ def test_the_host_environment_never_reaches_the_container(backend, monkeypatch):
 def test_each_grading_container_has_an_empty_network_namespace_of_its_own(backend, docker_client):
     """No interface but loopback, and a namespace that is neither the host's nor that of a grading
     running beside it: nothing listening in one grading can be reached from another."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    from grader.sandbox.engine import engine_client
-
     # Each submission holds its container for a while, so that the two gradings overlap (a namespace's
     # number is only unique among the namespaces alive at once).
     source = probe('time.sleep(1.5) or "NETNS:" + os.readlink("/proc/self/ns/net") + " IF:" + '
