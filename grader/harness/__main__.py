@@ -41,6 +41,8 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
         "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "pytest_timeout",
         f"--timeout={job.limits.test_timeout_s:g}",
         "-q", "--no-header", "-p", "no:warnings",
+        # No tracebacks or summary of failures for a terminal nobody reads: the results line carries them.
+        "--tb=no", "-rN",
         # Capture at the level of sys.stdout only: a template's child points descriptors 1 and 2 at its
         # own output, which descriptor-level capture (holding copies of the template's) would undo.
         "--capture=sys",

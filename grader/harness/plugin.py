@@ -528,6 +528,10 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     harness = state()
+    for item in session.items:
+        # pytest finds each test's file and line for every report it makes (reading the file's source):
+        # done once here, before the submission, it is shared by every grading a template forks.
+        item.location  # noqa: B018 - a cached property
     harness.receive_run()
     lanes.split(harness, session)
 
