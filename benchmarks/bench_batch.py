@@ -6,12 +6,21 @@ submissions per minute, the machine's CPU time per submission (every process: gr
 workers, engine; from /proc/stat, so run it on an otherwise quiet machine) and the speed-up from one
 job to two. On a 2-core machine the ideal speed-up is 2.
 
-    python benchmarks/bench_batch.py [--count 100] [--tier premium] [--sandboxes local,docker]
+The same class also runs unprotected, as an autograder without isolation would: each submission
+imported into a fresh `pytest -p grader.harness.inprocess` of the same suites, with the seed the
+grader gives it ("in-process"), and the same in one throwaway `docker run --network none` each, as a
+Gradescope-style autograder does ("docker-run"). Their CPU a submission, measured in the same run, is
+the yardstick for the sandboxes' (local against in-process, Docker against docker-run): this
+machine's speed changes from hour to hour, the ratios much less.
+
+    python benchmarks/bench_batch.py [--count 100] [--tier premium]
+                                     [--sandboxes in-process,local,docker-run,docker]
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import os
 import shutil
@@ -23,9 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_docker import gradescope_style  # noqa: E402
+from benchmarks.bench_harness import in_process  # noqa: E402
 from grader.batch import discover, run_batch  # noqa: E402
 from grader.exercise import load_exercise  # noqa: E402
 from grader.sandbox.choose import choose_backend  # noqa: E402
+from grader.sandbox.engine import engine_client  # noqa: E402
+from grader.sandbox.image import ensure_image  # noqa: E402
+from grader.seeding import seed_for_source  # noqa: E402
 from grader.store import Store  # noqa: E402
 
 
@@ -79,11 +93,31 @@ def timed_batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int) -> t
     return elapsed, len(summary.graded), engine, machine
 
 
+def timed_unprotected(folder: Path, exercise, tier: str, jobs: int, in_docker: bool) -> tuple[float, int, float, float]:
+    """The same figures for the class run unprotected: each submission in a fresh in-process pytest
+    (its own Python and pytest start, as the sandboxes pay a harness each), in a throwaway container
+    of its own with `in_docker`, `jobs` at a time."""
+    files = sorted(folder.glob("*.py"))
+    if in_docker:
+        client = engine_client()
+        image = ensure_image(client, None, exercise.packages)
+        run = lambda path, seed: gradescope_style(client, image, exercise, tier, path, seed,  # noqa: E731
+                                                  failures_allowed=True)
+    else:
+        run = lambda path, seed: in_process(exercise, tier, path, seed, failures_allowed=True)  # noqa: E731
+    engine_before, machine_before = engine_cpu_seconds(), machine_busy_seconds()
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda path: run(path, seed_for_source(path.read_bytes(), exercise)), files))
+    elapsed = time.perf_counter() - started
+    return elapsed, len(files), engine_cpu_seconds() - engine_before, machine_busy_seconds() - machine_before
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--tier", default="premium")
-    parser.add_argument("--sandboxes", default="local,docker")
+    parser.add_argument("--sandboxes", default="in-process,local,docker-run,docker")
     parser.add_argument("--exercise", default="continuous_batching")
     args = parser.parse_args()
     exercise = load_exercise(args.exercise, ROOT)
@@ -92,14 +126,26 @@ def main() -> None:
         make_class(folder, exercise, args.count)
         print(f"{args.count} submissions of {exercise.slug} (reference, {len(exercise.mutants)} mutants, stub), "
               f"tier {args.tier}")
+        # CPU a submission of the unprotected runs, by name and jobs: each sandbox's yardstick
+        unprotected: dict[tuple[str, int], float] = {}
+        yardstick = {"local": "in-process", "docker": "docker-run"}
         for sandbox in args.sandboxes.split(","):
-            choose_backend(sandbox)  # fails early when Docker is asked for and absent
-            one, graded, engine_one, cpu_one = timed_batch(folder, exercise, args.tier, sandbox, 1)
-            two, _, engine_two, cpu_two = timed_batch(folder, exercise, args.tier, sandbox, 2)
-            engine = (lambda cpu: f", engine CPU {cpu / graded * 1000:.0f} ms" if sandbox == "docker" else "")
+            if sandbox in ("in-process", "docker-run"):
+                in_docker = sandbox == "docker-run"
+                run = lambda jobs: timed_unprotected(folder, exercise, args.tier, jobs, in_docker)  # noqa: E731
+            else:
+                choose_backend(sandbox)  # fails early when Docker is asked for and absent
+                run = lambda jobs: timed_batch(folder, exercise, args.tier, sandbox, jobs)  # noqa: E731
+            one, graded, engine_one, cpu_one = run(1)
+            two, _, engine_two, cpu_two = run(2)
+            engine = (lambda cpu: f", engine CPU {cpu / graded * 1000:.0f} ms" if "docker" in sandbox else "")
             for jobs, elapsed, cpu, engine_cpu in ((1, one, cpu_one, engine_one), (2, two, cpu_two, engine_two)):
-                print(f"  {sandbox:6s} --jobs {jobs}: {elapsed:6.1f} s, {graded / elapsed * 60:6.1f} submissions/min, "
-                      f"machine CPU {cpu / graded:.2f} s a submission{engine(engine_cpu)}"
+                per_submission = cpu / graded
+                unprotected[sandbox, jobs] = per_submission
+                base = unprotected.get((yardstick.get(sandbox, ""), jobs))
+                against = f" ({per_submission / base:.2f}x {yardstick[sandbox]})" if base else ""
+                print(f"  {sandbox:10s} --jobs {jobs}: {elapsed:6.1f} s, {graded / elapsed * 60:6.1f} submissions/min, "
+                      f"machine CPU {per_submission:.2f} s a submission{against}{engine(engine_cpu)}"
                       + (f"   speed-up {one / two:.2f}x" if jobs == 2 else ""))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
