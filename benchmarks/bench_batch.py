@@ -130,11 +130,12 @@ def main() -> None:
         unprotected: dict[tuple[str, int], float] = {}
         yardstick = {"local": "in-process", "docker": "docker-run"}
         for sandbox in args.sandboxes.split(","):
+            if sandbox != "in-process":
+                choose_backend("docker" if sandbox == "docker-run" else sandbox)  # fails early without an engine
             if sandbox in ("in-process", "docker-run"):
                 in_docker = sandbox == "docker-run"
                 run = lambda jobs: timed_unprotected(folder, exercise, args.tier, jobs, in_docker)  # noqa: E731
             else:
-                choose_backend(sandbox)  # fails early when Docker is asked for and absent
                 run = lambda jobs: timed_batch(folder, exercise, args.tier, sandbox, jobs)  # noqa: E731
             one, graded, engine_one, cpu_one = run(1)
             two, _, engine_two, cpu_two = run(2)
