@@ -70,9 +70,13 @@ class Deadline(Exception):
     """The other end did not answer in time."""
 
 
+# One encoder for every message: `json.dumps` with options builds a new one on each call.
+COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def encode(message: Any) -> bytes:
     """The frame of one message. Raises ProtocolError past the cap."""
-    return frame(json.dumps(message, separators=(",", ":")).encode("utf-8"))
+    return frame(COMPACT.encode(message).encode("utf-8"))
 
 
 def frame(data: bytes) -> bytes:

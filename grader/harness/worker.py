@@ -28,7 +28,6 @@ MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
 MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
 NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
-COMPACT = json.JSONEncoder(separators=(",", ":"))
 WATCH_BYTES = 1 << 20  # about how much of a reply the prefetched snapshots of watched objects may take
 
 
@@ -451,7 +450,7 @@ class Worker:
                 frame = protocol.encode(body)
             else:
                 key, texts = results
-                text = f'{{"{key}":[{",".join(texts)}],' + json.dumps(body, separators=(",", ":"))[1:]
+                text = f'{{"{key}":[{",".join(texts)}],' + protocol.COMPACT.encode(body)[1:]
                 frame = protocol.frame(text.encode("utf-8"))
         except Exception as exc:  # too large for the wire, or (from a tampered value) not plain data
             frame, sent = self.refusal(exc), False
@@ -559,7 +558,7 @@ class Worker:
                     if self.refused:
                         return  # a frame sent from the timer was refused as too large: that ended it
                     budget = [MAX_ITEMS]
-                    text = COMPACT.encode(self.encode(observed, budget=budget))
+                    text = protocol.COMPACT.encode(self.encode(observed, budget=budget))
                     items += MAX_ITEMS - budget[0]
                     if items > protocol.MAX_SCENARIO_ITEMS:
                         raise TooBig(f"results with more than {protocol.MAX_SCENARIO_ITEMS:,} values in all")
