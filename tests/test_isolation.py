@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,42 @@ def test_a_namespaced_worker_sees_nothing_of_the_machine(exercise, careless_mach
 
     unprotected = grade_bytes(HUNTER.read_bytes(), exercise, "free", LocalBackend(unsafe=True), "local")
     assert leaked(unprotected), "the hunt found nothing even without namespaces: it proves nothing"
+
+
+def _left_in_temp(token: str) -> list[str]:
+    """Entries of the machine's temporary folders that name `token` or hold a file containing it."""
+    found = []
+    for root in (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")):
+        for entry in root.iterdir() if root.is_dir() else ():
+            if token in entry.name:
+                found.append(str(entry))
+                continue
+            if not entry.is_dir() or entry.is_symlink() or not entry.name.startswith(("submission-", "loader-", "worker-")):
+                continue
+            for path in entry.rglob("*"):
+                try:
+                    if path.is_file() and not path.is_symlink() and token.encode() in path.read_bytes():
+                        found.append(str(path))
+                except OSError:
+                    pass
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="without root the workers run as the grader's own account")
+def test_a_grading_without_namespaces_leaves_nothing_of_the_submission_behind(exercise):
+    """Without namespaces the workers share the machine's /tmp: what the grading and the submission put
+    there goes with the grading, so no later grading under the same worker account finds this
+    student's file or what their code wrote."""
+    token = f"leftover-{os.getpid()}-{time.monotonic_ns()}"
+    source = REFERENCE.read_bytes() + textwrap.dedent(f"""
+
+        # {token}
+        with open("/tmp/{token}-written", "w") as _note:
+            _note.write("what this student's code left for the next one")
+        """).encode()
+    card = grade_bytes(source, exercise, "free", LocalBackend(unsafe=True), "local")
+    assert card.status == "graded" and card.score == card.max_score, [t.message for t in card.tests]
+    assert _left_in_temp(token) == []
 
 
 @pytest.mark.slow

@@ -295,12 +295,38 @@ class LocalBackend:
 run_local = LocalBackend()
 
 
+# Run as a worker account once none of its processes is left: remove what it owns at the top of the
+# machine's temporary folders (the zygote's copy of the submission, the loader's folder, whatever the
+# submission wrote there). As that account it can remove nothing else.
+_REMOVE_OWN_TEMPORARY_FILES = """
+import os, shutil
+for root in ("/tmp", "/var/tmp", "/dev/shm"):
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        continue
+    for entry in entries:
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+"""
+
+
 def sweep_account(uid: int) -> None:
-    """Kill every process left running as this grading's own worker account (no namespaces only:
-    there, nothing else ends a worker that escaped its process group once the harness is gone)."""
-    subprocess.run([worker_python(uid), "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
-                   user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+    """End what this grading's own worker account left (no namespaces only, where its workers share the
+    machine): every process still running as it, which nothing else ends once the harness is gone (a
+    worker that escaped its process group), then its files in the temporary folders, which the next
+    grading under this account could otherwise read."""
+    for script in ("import os, signal; os.kill(-1, signal.SIGKILL)", _REMOVE_OWN_TEMPORARY_FILES):
+        subprocess.run([worker_python(uid), "-I", "-S", "-c", script],
+                       user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
 
 
 @dataclass
