@@ -24,6 +24,7 @@ import pytest
 
 from grader.harness import plugin
 from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
+from grader.harness.forking import end_with_parent
 from grader.harness.unpack import unpack
 
 GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python3 -m grader.harness BASE [--template FD]  (the job, then the run, on standard input)",
               file=sys.stderr)
         return 2
+    end_with_parent()  # a host killed outright takes this harness (and a template's gradings) along
     base = str(Path(args[0]).resolve())
     # A descriptor of our own for the input: pytest points descriptor 0 at /dev/null while it runs.
     stdin = os.fdopen(os.dup(0), "rb")

@@ -6,6 +6,7 @@ Kept to the standard library's lightest modules: the zygote imports it on every 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 from collections.abc import Iterator
@@ -24,6 +25,36 @@ def prctl(option: int, value: int) -> bool:
         return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child just forked by `parent`, a single-threaded process: be killed when it ends (the
+    kernel's parent-death signal), and end now if it already has."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def end_with_parent() -> None:
+    """Kill this process when the process that started it ends, however it ends (a host killed outright
+    takes its harness along instead of leaving it to grade for nobody, its workers running as an
+    account the next grading may be given). Watched from a thread through a pidfd: the parent-death
+    signal would follow the host's thread that started this process, and that thread may end first."""
+    import threading
+
+    parent = os.getppid()
+    try:
+        pidfd = os.pidfd_open(parent)
+    except OSError:  # no pidfds here: a killed host leaves its harness running, as it always could
+        return
+    if os.getppid() != parent:  # it ended before it was watched
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([pidfd], [], [])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def parent_of(pid: int) -> int | None:

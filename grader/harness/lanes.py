@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
+from grader.harness.forking import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
 
 if TYPE_CHECKING:
     import pytest
@@ -63,9 +63,7 @@ def split(harness: "HarnessState", session: "pytest.Session") -> None:
 
 def _become_helper(harness: "HarnessState", number: int, account: list[int | None], results: int,
                    parent: int) -> None:
-    prctl(PR_SET_PDEATHSIG, 9)  # the first lane's end (a timeout, a kill) ends this lane too
-    if os.getppid() != parent:
-        os._exit(1)
+    die_with_parent(parent)  # the first lane's end (a timeout, a kill) ends this lane too
     harness.lane, harness.lane_results = number, results
     harness.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
     # The first lane's confinement stays the first lane's: forget its socket without ending it.

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from grader.harness.forking import ChildWatch
+from grader.harness.forking import ChildWatch, die_with_parent
 
 
 @dataclass
@@ -49,6 +49,7 @@ def serve(control_fd: int) -> Order:
     a child, with its order."""
     channel = socket.socket(fileno=control_fd)
     children = ChildWatch()
+    template = os.getpid()
     forked: set[int] = set()  # as a subreaper it also reaps orphans (a killed child's bwrap): not news
     while True:
         ready, _, _ = select.select([channel, children.fd], [], [])
@@ -84,6 +85,7 @@ def serve(control_fd: int) -> Order:
             _refuse(channel, request, fds, f"the template could not fork ({exc})")
             continue
         if pid == 0:
+            die_with_parent(template)  # a template that ends (its host gone) takes its gradings along
             children.forget()
             channel.close()
             return order

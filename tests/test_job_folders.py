@@ -1,0 +1,144 @@
+"""A grader killed outright (SIGKILL, out of memory, a crashed service worker) leaves nothing behind:
+its harnesses, zygotes and workers end with it, and the next grader of the same user removes the job
+folders it left (each holds a grading's secret suites and reference)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import jobfolders
+from grader.sandbox.jobfolders import OWNER_FILE, UNOWNED_AGE_S, make_job_folder, remove_job_folder, sweep_abandoned
+from grader.sandbox.local import isolation_problem
+from tests.helpers import EXERCISE, REFERENCE
+from tests.service import child_env, grader_command
+
+# Holds a job folder of its own until killed: the path on its first line.
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from grader.sandbox.jobfolders import make_job_folder
+    print(make_job_folder(Path(sys.argv[1])), flush=True)
+    time.sleep(120)
+""")
+
+
+def hold_a_job_folder(parent: Path) -> tuple[subprocess.Popen, Path]:
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(parent)], stdout=subprocess.PIPE, env=child_env())
+    assert process.stdout is not None
+    return process, Path(process.stdout.readline().decode().strip())
+
+
+def end(process: subprocess.Popen) -> None:
+    process.kill()
+    process.wait()
+
+
+def test_a_job_folder_is_swept_once_its_maker_is_dead_and_never_while_it_lives(tmp_path):
+    killed, abandoned = hold_a_job_folder(tmp_path)
+    alive, held = hold_a_job_folder(tmp_path)
+    mine = make_job_folder(tmp_path)
+    try:
+        assert abandoned.is_dir() and held.is_dir() and (abandoned / OWNER_FILE).exists()
+        assert sweep_abandoned(tmp_path, force=True) == []  # every owner is alive
+        end(killed)
+        assert sweep_abandoned(tmp_path, force=True) == [abandoned]
+        assert not abandoned.exists() and held.is_dir() and mine.is_dir()
+    finally:
+        end(alive)
+    assert sweep_abandoned(tmp_path, force=True) == [held]
+    assert mine.is_dir()  # this process's own, held by it
+    remove_job_folder(mine)
+    assert not mine.exists() and mine not in jobfolders._held
+
+
+def test_a_folder_without_an_owner_file_is_removed_only_once_it_is_old(tmp_path):
+    """One being made this instant has no owner file yet; one made by a grader without owner files may
+    still be in use: only a day-old one is taken for abandoned."""
+    fresh = tmp_path / f"{jobfolders.JOB_PREFIX}fresh"
+    old = tmp_path / f"{jobfolders.JOB_PREFIX}old"
+    other = tmp_path / "not-a-job"
+    for folder in (fresh, old, other):
+        folder.mkdir()
+    long_ago = time.time() - UNOWNED_AGE_S - 60
+    os.utime(old, (long_ago, long_ago))
+    os.utime(other, (long_ago, long_ago))
+    assert sweep_abandoned(tmp_path, force=True) == [old]
+    assert fresh.is_dir() and other.is_dir()
+
+
+def test_the_sweep_runs_at_most_once_a_minute_unless_forced(tmp_path):
+    killed, abandoned = hold_a_job_folder(tmp_path)
+    end(killed)
+    sweep_abandoned(tmp_path, force=True)
+    killed, abandoned = hold_a_job_folder(tmp_path)
+    end(killed)
+    assert sweep_abandoned(tmp_path) == [] and abandoned.is_dir()
+    assert sweep_abandoned(tmp_path, force=True) == [abandoned]
+
+
+def processes_naming(text: str) -> list[str]:
+    """The command lines of this machine's processes that mention `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in command:
+                found.append(f"{entry.name}: {command}")
+    return found
+
+
+def wait_for(condition, wait_s: float, what: str):
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {wait_s} s")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(isolation_problem() is not None, reason="needs the local sandbox's namespaces")
+@pytest.mark.parametrize("command", ["grade", "batch"])
+def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_its_folders(tmp_path, command):
+    """A grading under way (a cold harness for `grade`, harnesses forked from a template for `batch`)
+    when its grader is killed: within seconds none of its processes runs, and the next grading of the
+    same user removes the job folders it left."""
+    temporary = tmp_path / "tmp"  # this test's own temporary folder: its job folders, and no one else's
+    temporary.mkdir()
+    env = {**child_env(), "TMPDIR": str(temporary)}
+    slow = tmp_path / "class" / "scheduler.py"
+    slow.parent.mkdir()
+    # Each schedule() sleeps: the grading is still under way when the grader is killed.
+    slow.write_text(REFERENCE.read_text().replace(
+        "    def schedule(self) -> list[tuple[Req, int]]:\n",
+        "    def schedule(self) -> list[tuple[Req, int]]:\n        import time\n        time.sleep(2)\n", 1))
+    target = [str(slow)] if command == "grade" else [str(slow.parent), "--db", str(tmp_path / "grader.db")]
+    grader = subprocess.Popen(grader_command(command, *target, "--exercise", EXERCISE, "--sandbox", "local"),
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    jobs = temporary / f"grader-{os.geteuid()}"
+    try:
+        # Under way: the grading's zygote (which names its job folder) has started.
+        wait_for(lambda: any("grader.harness.zygote" in c for c in processes_naming(str(jobs))), 60,
+                 "a grading under way")
+        left = [p for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)]
+        assert left
+    finally:
+        grader.kill()  # SIGKILL, as the out-of-memory killer or `kill -9` would
+        grader.wait()
+    wait_for(lambda: not processes_naming(str(jobs)), 15, "every process of the killed grader's gradings ended")
+
+    done = subprocess.run(grader_command("grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "free",
+                                         "--sandbox", "local"), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.name for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)] == []
