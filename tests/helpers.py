@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement
@@ -100,3 +102,14 @@ class Req:
 class Scheduler(Req):
     pass
 '''
+
+
+def wait_until(condition: Callable[[], Any], wait_s: float, what: str, every_s: float = 0.2) -> Any:
+    """`condition()`'s first true value, tried every `every_s` seconds; fails after `wait_s` seconds."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"{what}: not within {wait_s} s")

@@ -16,7 +16,7 @@ import pytest
 from grader.sandbox import jobfolders
 from grader.sandbox.jobfolders import OWNER_FILE, UNOWNED_AGE_S, make_job_folder, remove_job_folder, sweep_abandoned
 from grader.sandbox.local import isolation_problem
-from tests.helpers import EXERCISE, REFERENCE
+from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
 
 # Holds a job folder of its own until killed: the path on its first line.
@@ -97,16 +97,6 @@ def processes_naming(text: str) -> list[str]:
     return found
 
 
-def wait_for(condition, wait_s: float, what: str):
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {wait_s} s")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(isolation_problem() is not None, reason="needs the local sandbox's namespaces")
 @pytest.mark.parametrize("command", ["grade", "batch"])
@@ -129,14 +119,14 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
     jobs = temporary / f"grader-{os.geteuid()}"
     try:
         # Under way: the grading's zygote (which names its job folder) has started.
-        wait_for(lambda: any("grader.harness.zygote" in c for c in processes_naming(str(jobs))), 60,
+        wait_until(lambda: any("grader.harness.zygote" in c for c in processes_naming(str(jobs))), 60,
                  "a grading under way")
         left = [p for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)]
         assert left
     finally:
         grader.kill()  # SIGKILL, as the out-of-memory killer or `kill -9` would
         grader.wait()
-    wait_for(lambda: not processes_naming(str(jobs)), 15, "every process of the killed grader's gradings ended")
+    wait_until(lambda: not processes_naming(str(jobs)), 15, "every process of the killed grader's gradings ended")
 
     done = subprocess.run(grader_command("grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "free",
                                          "--sandbox", "local"), env=env, capture_output=True, text=True, timeout=300)

@@ -11,12 +11,11 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, wait_until
 from tests.servers import fresh_database
 from tests.service import Server, child_env, grader_command, import_roster, signed_in
 
@@ -42,16 +41,6 @@ def start_worker(redis_url: str, db: str, log) -> subprocess.Popen:
 def rows(engine, query: str) -> list:
     with engine.connect() as connection:
         return connection.execute(text(query)).all()
-
-
-def wait_until(condition, wait_s: float, what: str):
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {wait_s} s")
 
 
 def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submission_once(
