@@ -1,6 +1,7 @@
 """A grader killed outright (SIGKILL, out of memory, a crashed service worker) leaves nothing behind:
-its harnesses, zygotes and workers end with it, and the next grader of the same user removes the job
-folders it left (each holds a grading's secret suites and reference)."""
+its local harnesses, zygotes and workers end with it, and the next grader of the same user removes the
+job folders it left (each holds a grading's secret suites and reference) and, on a Docker engine, the
+grading containers it made."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import pytest
 
 from grader.sandbox import jobfolders
 from grader.sandbox.jobfolders import OWNER_FILE, UNOWNED_AGE_S, make_job_folder, remove_job_folder, sweep_abandoned
+from grader.sandbox.docker_backend import OWNER_LABEL
 from grader.sandbox.local import isolation_problem
+from grader.sandbox.owners import this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
 
@@ -83,6 +86,16 @@ def test_the_sweep_runs_at_most_once_a_minute_unless_forced(tmp_path):
     assert sweep_abandoned(tmp_path, force=True) == [abandoned]
 
 
+def slow_submission(folder: Path) -> Path:
+    """The reference, but each schedule() sleeps: a grading of it is still under way seconds later."""
+    path = folder / "scheduler.py"
+    folder.mkdir()
+    path.write_text(REFERENCE.read_text().replace(
+        "    def schedule(self) -> list[tuple[Req, int]]:\n",
+        "    def schedule(self) -> list[tuple[Req, int]]:\n        import time\n        time.sleep(2)\n", 1))
+    return path
+
+
 def processes_naming(text: str) -> list[str]:
     """The command lines of this machine's processes that mention `text`."""
     found = []
@@ -107,12 +120,7 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
     temporary = tmp_path / "tmp"  # this test's own temporary folder: its job folders, and no one else's
     temporary.mkdir()
     env = {**child_env(), "TMPDIR": str(temporary)}
-    slow = tmp_path / "class" / "scheduler.py"
-    slow.parent.mkdir()
-    # Each schedule() sleeps: the grading is still under way when the grader is killed.
-    slow.write_text(REFERENCE.read_text().replace(
-        "    def schedule(self) -> list[tuple[Req, int]]:\n",
-        "    def schedule(self) -> list[tuple[Req, int]]:\n        import time\n        time.sleep(2)\n", 1))
+    slow = slow_submission(tmp_path / "class")
     target = [str(slow)] if command == "grade" else [str(slow.parent), "--db", str(tmp_path / "grader.db")]
     grader = subprocess.Popen(grader_command(command, *target, "--exercise", EXERCISE, "--sandbox", "local"),
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -132,3 +140,45 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
                                          "--sandbox", "local"), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [p.name for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)] == []
+
+
+@pytest.mark.slow
+def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_path, docker_client, grading_image):
+    """A Docker grading under way when its grader is killed: its container would grade on for nobody
+    and then stay, exited; the next grader on this machine removes it, and no container of a live
+    grader (this test's own process makes none) is touched."""
+    slow = slow_submission(tmp_path / "class")
+    grader = subprocess.Popen(grader_command("grade", str(slow), "--exercise", EXERCISE, "--sandbox", "docker"),
+                              env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = f"/{grader.pid}/"  # its owner label names its pid
+
+    def its_containers() -> list:
+        return [c for c in docker_client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
+                if mine in (c.attrs.get("Labels") or {}).get(OWNER_LABEL, "")]
+
+    try:
+        running = wait_until(its_containers, 120, "a grading container under way")
+    finally:
+        grader.kill()
+        grader.wait()
+    time.sleep(1)
+    assert [c.id for c in its_containers()] == [c.id for c in running]  # left behind, as nothing removed it
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    kept = docker_client.containers.create(grading_image, ["true"], labels={OWNER_LABEL: owner_of(live.pid)})
+    try:
+        done = subprocess.run(grader_command("grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "free",
+                                             "--sandbox", "docker"),
+                              env=child_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert its_containers() == []
+        kept.reload()  # a live grader's container is still there
+    finally:
+        kept.remove(force=True)
+        end(live)
+
+
+def owner_of(pid: int) -> str:
+    """Another live process as `owners.this_process` would name it."""
+    here = this_process().rsplit("/", 2)[0]
+    start = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return f"{here}/{pid}/{start}"

@@ -28,6 +28,7 @@ from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout, harness_input,
                                    new_run, prepare_suites, run_input)
 from grader.sandbox.local import HARNESS_ENV, worker_account
+from grader.sandbox.owners import due, is_gone, this_process
 from grader.sandbox.warm import WarmSlots
 
 BASE = "/job"
@@ -40,6 +41,8 @@ HARNESS_MEMORY_MB = 256  # on top of the worker's limit: pytest, the suites and 
 HARNESS_PROCESSES = 32  # on top of the worker's: the harness and the next test's worker
 HARNESS_CPUS = 1.0  # on top of the worker's: the harness judges while the worker computes
 LABEL = "org.grader.job"
+OWNER_LABEL = "org.grader.owner"  # the host process that made the container (see `owners`)
+SWEEP_INTERVAL_S = 60.0  # how often one process looks for containers whose maker was killed
 
 
 @dataclass
@@ -99,6 +102,8 @@ class DockerBackend:
         layout = build_layout(exercise, tier, WorkerSettings("container", "/usr/bin/python3", uid or NOBODY,
                                                              gid or NOBODY))
         self.jobs.append(layout.name)
+        if due("grading containers", SWEEP_INTERVAL_S):
+            remove_abandoned(self.client)
         limits = exercise.limits
         timings = DockerTimings()
         phase = time.monotonic()
@@ -117,7 +122,7 @@ class DockerBackend:
                 memswap_limit=f"{limits.memory_mb + HARNESS_MEMORY_MB}m",
                 pids_limit=limits.processes + HARNESS_PROCESSES, nano_cpus=self.nano_cpus(limits.cpus),
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"],
-                ipc_mode="private", stdin_open=True, labels={LABEL: layout.name},
+                ipc_mode="private", stdin_open=True, labels={LABEL: layout.name, OWNER_LABEL: this_process()},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),
                 ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
             )
@@ -139,6 +144,22 @@ class DockerBackend:
     def close(self) -> None:
         """Remove the containers waiting for a submission."""
         self._ready.close()
+
+
+def remove_abandoned(client: docker.DockerClient) -> list[str]:
+    """Remove the grading containers whose maker has certainly ended (killed outright, it could not
+    remove them: one under way would grade on for nobody, one waiting would stay, exited, forever);
+    the names of those removed. Those of other machines, containers or boots are left alone."""
+    try:
+        found = client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
+    except docker.errors.APIError:
+        return []
+    removed = []
+    for container in found:
+        if is_gone((container.attrs.get("Labels") or {}).get(OWNER_LABEL, "")):
+            _remove(container)
+            removed.append(container.id)
+    return removed
 
 
 def _remove(container: Any) -> None:

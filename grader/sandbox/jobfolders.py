@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from grader.sandbox.owners import due
+
 JOB_PREFIX = "grader-job-"
 OWNER_FILE = ".owner"  # held (flock, exclusive) by the process that made the folder, while it lives
 SWEEP_INTERVAL_S = 60.0  # how often one process looks for abandoned folders
@@ -26,7 +28,6 @@ UNOWNED_AGE_S = 24 * 3600.0
 
 _held: dict[Path, int] = {}  # folder -> the descriptor holding its lock
 _held_lock = threading.Lock()
-_last_sweep = -SWEEP_INTERVAL_S
 
 
 def make_job_folder(parent: Path | None) -> Path:
@@ -57,15 +58,12 @@ def remove_job_folder(base: Path) -> None:
 def sweep_abandoned(parent: Path | None, force: bool = False) -> list[Path]:
     """Remove this user's job folders in `parent` whose owner is gone; the folders removed. Skipped
     when this process swept less than a minute ago, unless `force`."""
-    global _last_sweep
-    now = time.monotonic()
-    with _held_lock:
-        if not force and now - _last_sweep < SWEEP_INTERVAL_S:
-            return []
-        _last_sweep = now
+    folder = parent if parent is not None else Path(tempfile.gettempdir())
+    if not due(f"job folders in {folder}", SWEEP_INTERVAL_S) and not force:
+        return []
     removed = []
     try:
-        entries = list(os.scandir(parent if parent is not None else tempfile.gettempdir()))
+        entries = list(os.scandir(folder))
     except OSError:
         return []
     for entry in entries:
