@@ -14,26 +14,28 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import jobfolders
-from grader.sandbox.jobfolders import OWNER_FILE, UNOWNED_AGE_S, make_job_folder, remove_job_folder, sweep_abandoned
+from grader.sandbox import folders
 from grader.sandbox.docker_backend import OWNER_LABEL
+from grader.sandbox.folders import (OWNER_FILE, UNOWNED_AGE_S, make_job_folder, owned_folder, remove_owned_folder,
+                                    sweep_abandoned)
 from grader.sandbox.local import isolation_problem
 from grader.sandbox.owners import this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
 
-# Holds a job folder of its own until killed: the path on its first line.
+# Holds a folder of its own until killed: the path on its first line.
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from grader.sandbox.jobfolders import make_job_folder
-    print(make_job_folder(Path(sys.argv[1])), flush=True)
+    from grader.sandbox.folders import make_owned_folder
+    print(make_owned_folder(Path(sys.argv[1]), sys.argv[2]), flush=True)
     time.sleep(120)
 """)
 
 
-def hold_a_job_folder(parent: Path) -> tuple[subprocess.Popen, Path]:
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(parent)], stdout=subprocess.PIPE, env=child_env())
+def hold_a_job_folder(parent: Path, prefix: str = folders.JOB_PREFIX) -> tuple[subprocess.Popen, Path]:
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(parent), prefix], stdout=subprocess.PIPE,
+                               env=child_env())
     assert process.stdout is not None
     return process, Path(process.stdout.readline().decode().strip())
 
@@ -57,15 +59,29 @@ def test_a_job_folder_is_swept_once_its_maker_is_dead_and_never_while_it_lives(t
         end(alive)
     assert sweep_abandoned(tmp_path, force=True) == [held]
     assert mine.is_dir()  # this process's own, held by it
-    remove_job_folder(mine)
-    assert not mine.exists() and mine not in jobfolders._held
+    remove_owned_folder(mine)
+    assert not mine.exists() and mine not in folders._held
+
+
+def test_a_sweep_removes_only_folders_of_its_own_kind(tmp_path):
+    """An image build's abandoned scratch folder goes with the next build's sweep, not a job's; and a
+    folder made for a `with` block goes at its end."""
+    killed, build = hold_a_job_folder(tmp_path, "grader-base-")
+    other, job = hold_a_job_folder(tmp_path)
+    end(killed)
+    end(other)
+    assert sweep_abandoned(tmp_path, "grader-base-", force=True) == [build]
+    assert job.is_dir()
+    with owned_folder(tmp_path, "grader-base-") as scratch:  # sweeps again first: nothing of the kind left
+        assert scratch.is_dir() and scratch.name.startswith("grader-base-")
+    assert not scratch.exists() and job.is_dir()
 
 
 def test_a_folder_without_an_owner_file_is_removed_only_once_it_is_old(tmp_path):
     """One being made this instant has no owner file yet; one made by a grader without owner files may
     still be in use: only a day-old one is taken for abandoned."""
-    fresh = tmp_path / f"{jobfolders.JOB_PREFIX}fresh"
-    old = tmp_path / f"{jobfolders.JOB_PREFIX}old"
+    fresh = tmp_path / f"{folders.JOB_PREFIX}fresh"
+    old = tmp_path / f"{folders.JOB_PREFIX}old"
     other = tmp_path / "not-a-job"
     for folder in (fresh, old, other):
         folder.mkdir()
@@ -129,7 +145,7 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
         # Under way: the grading's zygote (which names its job folder) has started.
         wait_until(lambda: any("grader.harness.zygote" in c for c in processes_naming(str(jobs))), 60,
                  "a grading under way")
-        left = [p for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)]
+        left = [p for p in jobs.iterdir() if p.name.startswith(folders.JOB_PREFIX)]
         assert left
     finally:
         grader.kill()  # SIGKILL, as the out-of-memory killer or `kill -9` would
@@ -139,7 +155,7 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
     done = subprocess.run(grader_command("grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "free",
                                          "--sandbox", "local"), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert [p.name for p in jobs.iterdir() if p.name.startswith(jobfolders.JOB_PREFIX)] == []
+    assert [p.name for p in jobs.iterdir() if p.name.startswith(folders.JOB_PREFIX)] == []
 
 
 @pytest.mark.slow

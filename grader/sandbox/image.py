@@ -42,6 +42,7 @@ import requests
 
 from grader.errors import GradingError
 from grader.sandbox import layout
+from grader.sandbox.folders import owned_folder
 
 Progress = Callable[[str], None] | None
 
@@ -317,8 +318,9 @@ def build_base(client: docker.DockerClient, progress: Progress = None, extra: It
     tag, packages = base_tag(extra), all_packages(extra)
     started = time.monotonic()
     _say(progress, f"building base image {tag} with mmdebstrap ({SUITE}, {VARIANT}: {', '.join(packages)})")
-    with tempfile.TemporaryDirectory(prefix="grader-base-") as folder:
-        tarball = Path(folder) / "rootfs.tar"
+    # A folder that the next build removes if this one is killed outright (it holds a rootfs tarball).
+    with owned_folder(None, "grader-base-") as folder:
+        tarball = folder / "rootfs.tar"
         _run_mmdebstrap(tarball, progress, packages)
         size_mb = tarball.stat().st_size / 1e6
         _say(progress, f"importing the {size_mb:.0f} MB rootfs as {tag}")

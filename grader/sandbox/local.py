@@ -35,7 +35,7 @@ from grader.exercise import Exercise
 from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
 from grader.harness.contract import bootstrap
 from grader.harness.processes import wait_for_exit
-from grader.sandbox.jobfolders import make_job_folder, remove_job_folder
+from grader.sandbox.folders import make_job_folder, remove_owned_folder
 from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
                                    harness_input, new_run, prepare_suites, run_input)
 from grader.sandbox.templates import TEMPLATE_RUNS, ForkedHarness, HarnessTemplate, TemplateLost
@@ -369,7 +369,7 @@ class StartedHarness:
             if isinstance(self.process, ForkedHarness):
                 self.process.release()
             self.output.close()
-            remove_job_folder(self.base)
+            remove_owned_folder(self.base)
             if self.settings.isolation == "none" and self.settings.user is not None:
                 sweep_account(self.settings.user)
             self.account.close()
@@ -419,7 +419,7 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
         process = subprocess.Popen(harness_command(base), stdin=subprocess.PIPE, stdout=output,
                                    stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV, start_new_session=True)
     except BaseException:
-        remove_job_folder(base)
+        remove_owned_folder(base)
         raise
     started = StartedHarness(process, base, output, layout, prepared, settings, account)
     send_job(process, layout)
@@ -439,7 +439,7 @@ def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> H
                                    start_new_session=True, pass_fds=(theirs.fileno(),))
     except BaseException:
         ours.close()
-        remove_job_folder(base)
+        remove_owned_folder(base)
         raise
     finally:
         theirs.close()

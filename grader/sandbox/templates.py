@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.exercise import Exercise
-from grader.sandbox.jobfolders import remove_job_folder
+from grader.sandbox.folders import remove_owned_folder
 from grader.sandbox.layout import JobLayout, PreparedSuites, WorkerSettings, prepare_suites
 
 
@@ -153,7 +153,7 @@ class HarnessTemplate:
                 os.close(found[1])
         self.children.clear()
         self.log.close()
-        remove_job_folder(self.base)
+        remove_owned_folder(self.base)
 
 
 class TemplateLost(Exception):

@@ -1,20 +1,24 @@
-"""Job folders: made with an owner lock, removed by their owner, and swept when their owner died.
+"""Folders the grader makes for a while: made with an owner lock, removed by their owner, and swept
+when their owner died.
 
-A job folder holds a grading's secret suites, reference and run; the process that made it removes it
-when the grading (or the template) ends. A process killed outright (SIGKILL, out of memory, a crashed
-service worker) removes nothing, so each folder carries a lock file its maker holds (`flock`) for as
-long as the folder lives: the kernel lets go of it the moment that process dies, however it dies, and
-any grader of the same user that later makes a job folder removes the folders nobody holds.
+A job folder holds a grading's secret suites, reference and run, the image build's folder a rootfs of
+a hundred megabytes; the process that made one removes it when it is done. A process killed outright
+(SIGKILL, out of memory, a crashed service worker) removes nothing, so each folder carries a lock file
+its maker holds (`flock`) for as long as the folder lives: the kernel lets go of it the moment that
+process dies, however it dies, and any grader of the same user that later makes a folder of the same
+kind removes the folders of that kind nobody holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader.sandbox.owners import due
@@ -31,10 +35,26 @@ _held_lock = threading.Lock()
 
 
 def make_job_folder(parent: Path | None) -> Path:
-    """A fresh job folder in `parent` (the temporary folder if None), owned by this process until
-    `remove_job_folder`. Folders of dead owners are swept first (at most once a minute)."""
-    sweep_abandoned(parent)
-    base = Path(tempfile.mkdtemp(prefix=JOB_PREFIX, dir=parent))
+    """A fresh job folder in `parent` (the temporary folder if None); see `make_owned_folder`."""
+    return make_owned_folder(parent, JOB_PREFIX)
+
+
+@contextlib.contextmanager
+def owned_folder(parent: Path | None, prefix: str) -> Iterator[Path]:
+    """`make_owned_folder` for the length of a `with` block."""
+    base = make_owned_folder(parent, prefix)
+    try:
+        yield base
+    finally:
+        remove_owned_folder(base)
+
+
+def make_owned_folder(parent: Path | None, prefix: str) -> Path:
+    """A fresh folder named `prefix...` in `parent` (the temporary folder if None), owned by this
+    process until `remove_owned_folder`. Folders of the kind whose owner died are swept first (at most
+    once a minute)."""
+    sweep_abandoned(parent, prefix)
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         fd = os.open(base / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except BaseException:
@@ -46,8 +66,8 @@ def make_job_folder(parent: Path | None) -> Path:
     return base
 
 
-def remove_job_folder(base: Path) -> None:
-    """Remove a job folder this process made, then let go of its lock."""
+def remove_owned_folder(base: Path) -> None:
+    """Remove a folder this process made, then let go of its lock."""
     shutil.rmtree(base, ignore_errors=True)
     with _held_lock:
         fd = _held.pop(base, None)
@@ -55,11 +75,11 @@ def remove_job_folder(base: Path) -> None:
         os.close(fd)
 
 
-def sweep_abandoned(parent: Path | None, force: bool = False) -> list[Path]:
-    """Remove this user's job folders in `parent` whose owner is gone; the folders removed. Skipped
-    when this process swept less than a minute ago, unless `force`."""
+def sweep_abandoned(parent: Path | None, prefix: str = JOB_PREFIX, force: bool = False) -> list[Path]:
+    """Remove this user's folders `prefix...` in `parent` whose owner is gone; the folders removed.
+    Skipped when this process swept them less than a minute ago, unless `force`."""
     folder = parent if parent is not None else Path(tempfile.gettempdir())
-    if not due(f"job folders in {folder}", SWEEP_INTERVAL_S) and not force:
+    if not due(f"{prefix} folders in {folder}", SWEEP_INTERVAL_S) and not force:
         return []
     removed = []
     try:
@@ -67,14 +87,14 @@ def sweep_abandoned(parent: Path | None, force: bool = False) -> list[Path]:
     except OSError:
         return []
     for entry in entries:
-        if entry.name.startswith(JOB_PREFIX) and _abandoned(entry):
+        if entry.name.startswith(prefix) and _abandoned(entry):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))
     return removed
 
 
 def _abandoned(entry: os.DirEntry[str]) -> bool:
-    """Whether nobody holds this job folder. Taking its lock proves its owner died; the lock is let go
+    """Whether nobody holds this folder. Taking its lock proves its owner died; the lock is let go
     of again at once, and a folder is only ever removed, never reused."""
     try:
         info = entry.stat(follow_symlinks=False)
