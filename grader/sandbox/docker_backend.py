@@ -149,7 +149,7 @@ class DockerBackend:
 def remove_abandoned(client: docker.DockerClient) -> list[str]:
     """Remove the grading containers whose maker has certainly ended (killed outright, it could not
     remove them: one under way would grade on for nobody, one waiting would stay, exited, forever);
-    the names of those removed. Those of other machines, containers or boots are left alone."""
+    the ids of those removed. Those of other machines, containers or boots are left alone."""
     try:
         found = client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
     except docker.errors.APIError:
