@@ -19,7 +19,7 @@ from grader.sandbox.docker_backend import OWNER_LABEL
 from grader.sandbox.folders import (OWNER_FILE, UNOWNED_AGE_S, make_job_folder, owned_folder, remove_owned_folder,
                                     sweep_abandoned)
 from grader.sandbox.local import isolation_problem
-from grader.sandbox.owners import this_process
+from grader.sandbox.owners import is_gone, this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
 
@@ -112,6 +112,22 @@ def slow_submission(folder: Path) -> Path:
     return path
 
 
+def test_an_owner_is_gone_only_when_it_is_certainly_this_machines_and_dead():
+    """A dead process of this boot and PID namespace is gone; a live one is not, nor one named by
+    another boot or PID namespace (another machine or container on a shared engine), nor garbage."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    named = owner_of(dead.pid)
+    dead.wait()
+    assert is_gone(named)
+    assert not is_gone(this_process())
+    here, pid, start = named.split("/")
+    boot, namespace = here.split(":", 1)
+    assert not is_gone(f"{boot}:pid:[1]/{pid}/{start}")  # another PID namespace's pid
+    assert not is_gone(f"00000000-0000-0000-0000-000000000000:{namespace}/{pid}/{start}")  # another boot
+    for garbage in ("", "x", "a/b/c", f"{here}/{pid}", f"{here}/-/{start}"):
+        assert not is_gone(garbage)
+
+
 def processes_naming(text: str) -> list[str]:
     """The command lines of this machine's processes that mention `text`."""
     found = []
@@ -166,11 +182,11 @@ def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_
     slow = slow_submission(tmp_path / "class")
     grader = subprocess.Popen(grader_command("grade", str(slow), "--exercise", EXERCISE, "--sandbox", "docker"),
                               env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    mine = f"/{grader.pid}/"  # its owner label names its pid
+    mine = this_process().rsplit("/", 2)[0] + f"/{grader.pid}/"  # its owner label: this machine's, its pid
 
     def its_containers() -> list:
         return [c for c in docker_client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
-                if mine in (c.attrs.get("Labels") or {}).get(OWNER_LABEL, "")]
+                if (c.attrs.get("Labels") or {}).get(OWNER_LABEL, "").startswith(mine)]
 
     try:
         running = wait_until(its_containers, 120, "a grading container under way")
@@ -181,6 +197,10 @@ def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_
     assert [c.id for c in its_containers()] == [c.id for c in running]  # left behind, as nothing removed it
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     kept = docker_client.containers.create(grading_image, ["true"], labels={OWNER_LABEL: owner_of(live.pid)})
+    # A dead pid, but of another PID namespace (another container on this engine): not this grader's to judge.
+    here, pid, start = running[0].attrs["Labels"][OWNER_LABEL].split("/")
+    elsewhere = docker_client.containers.create(grading_image, ["true"], labels={
+        OWNER_LABEL: f"{here.split(':', 1)[0]}:pid:[1]/{pid}/{start}"})
     try:
         done = subprocess.run(grader_command("grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "free",
                                              "--sandbox", "docker"),
@@ -188,8 +208,10 @@ def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_
         assert done.returncode == 0, done.stdout + done.stderr
         assert its_containers() == []
         kept.reload()  # a live grader's container is still there
+        elsewhere.reload()  # and so is the other namespace's
     finally:
         kept.remove(force=True)
+        elsewhere.remove(force=True)
         end(live)
 
 
