@@ -19,7 +19,7 @@ from grader.sandbox.docker_backend import OWNER_LABEL
 from grader.sandbox.folders import (OWNER_FILE, UNOWNED_AGE_S, make_job_folder, owned_folder, remove_owned_folder,
                                     sweep_abandoned)
 from grader.sandbox.local import isolation_problem
-from grader.sandbox.owners import is_gone, this_process
+from grader.sandbox.owners import is_gone, owner_of, this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
 
@@ -213,10 +213,3 @@ def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_
         kept.remove(force=True)
         elsewhere.remove(force=True)
         end(live)
-
-
-def owner_of(pid: int) -> str:
-    """Another live process as `owners.this_process` would name it."""
-    here = this_process().rsplit("/", 2)[0]
-    start = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    return f"{here}/{pid}/{start}"

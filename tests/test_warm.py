@@ -9,6 +9,7 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
+from grader.harness.forking import stat_fields
 from grader.sandbox.local import LocalBackend
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I
 
@@ -73,11 +74,8 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     assert not any(folder.exists() for folder in folders) and len(backend._ready) == 0
 
     def running(pid: int) -> bool:  # a zombie waiting for its reaper counts as ended
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except FileNotFoundError:
-            return False
+        fields = stat_fields(pid)
+        return fields is not None and fields[0] != b"Z"
 
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(running(pid) for pid in pids):

@@ -57,14 +57,24 @@ def end_with_parent() -> None:
     threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
-def parent_of(pid: int) -> int | None:
-    """The parent pid of `pid`, from /proc; None when it is gone."""
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (the process state first, then the parent
+    pid, ...; see proc(5), field 3 onwards); None when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
-        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
-        return int(stat[stat.rfind(b")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of `pid`, from /proc; None when it is gone."""
+    fields = stat_fields(pid)
+    try:
+        return int(fields[1]) if fields is not None else None
+    except (ValueError, IndexError):
         return None
 
 

@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from grader.harness.forking import stat_fields
+
 
 @functools.cache
 def _here() -> str | None:
@@ -29,20 +31,23 @@ def _here() -> str | None:
 
 
 def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot, from /proc; None when it is gone."""
+    """The process's start time in clock ticks since boot (proc(5) field 22); None when it is gone."""
+    fields = stat_fields(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-        # The command name may hold spaces and parentheses: the fields after the last ")" are fixed.
-        return int(stat[stat.rfind(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
+        return int(fields[19]) if fields is not None else None
+    except (ValueError, IndexError):
         return None
 
 
+def owner_of(pid: int) -> str:
+    """A live process as an owner: `here/pid/start`, or "" where /proc cannot tell."""
+    here, start = _here(), _start_ticks(pid)
+    return f"{here}/{pid}/{start}" if here and start is not None else ""
+
+
 def this_process() -> str:
-    """This process as an owner: `here/pid/start`, or "" where /proc cannot tell. Not cached: a forked
-    child (a queue's work horse) is an owner of its own."""
-    here, start = _here(), _start_ticks(os.getpid())
-    return f"{here}/{os.getpid()}/{start}" if here and start is not None else ""
+    """This process as an owner. Not cached: a forked child (a queue's work horse) is an owner of its own."""
+    return owner_of(os.getpid())
 
 
 def is_gone(owner: str) -> bool:
