@@ -193,8 +193,8 @@ def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_
     finally:
         grader.kill()
         grader.wait()
-    time.sleep(1)
-    assert [c.id for c in its_containers()] == [c.id for c in running]  # left behind, as nothing removed it
+    # Left behind: nothing of the killed grader removes it (not checked here, as another grader on a
+    # shared machine may sweep it already, rightly).
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     kept = docker_client.containers.create(grading_image, ["true"], labels={OWNER_LABEL: owner_of(live.pid)})
     # A dead pid, but of another PID namespace (another container on this engine): not this grader's to judge.
