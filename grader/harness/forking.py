@@ -69,13 +69,23 @@ def stat_fields(pid: int) -> list[bytes] | None:
     return stat[stat.rfind(b")") + 2:].split()
 
 
-def parent_of(pid: int) -> int | None:
-    """The parent pid of `pid`, from /proc; None when it is gone."""
+PARENT_FIELD = 4  # proc(5)'s numbering of /proc/PID/stat
+START_TIME_FIELD = 22  # in clock ticks since boot
+
+
+def stat_number(pid: int, field: int) -> int | None:
+    """Field `field` (as proc(5) numbers them, from 3) of /proc/PID/stat as an int; None when the
+    process is gone or the field is not there."""
     fields = stat_fields(pid)
     try:
-        return int(fields[1]) if fields is not None else None
+        return int(fields[field - 3]) if fields is not None else None
     except (ValueError, IndexError):
         return None
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of `pid`, from /proc; None when it is gone."""
+    return stat_number(pid, PARENT_FIELD)
 
 
 class ChildWatch:

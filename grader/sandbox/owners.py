@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.harness.forking import stat_fields
+from grader.harness.forking import START_TIME_FIELD, stat_number
 
 
 @functools.cache
@@ -30,18 +30,9 @@ def _here() -> str | None:
     return f"{boot}:{namespace}"
 
 
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (proc(5) field 22); None when it is gone."""
-    fields = stat_fields(pid)
-    try:
-        return int(fields[19]) if fields is not None else None
-    except (ValueError, IndexError):
-        return None
-
-
 def owner_of(pid: int) -> str:
     """A live process as an owner: `here/pid/start`, or "" where /proc cannot tell."""
-    here, start = _here(), _start_ticks(pid)
+    here, start = _here(), stat_number(pid, START_TIME_FIELD)
     return f"{here}/{pid}/{start}" if here and start is not None else ""
 
 
@@ -54,7 +45,7 @@ def is_gone(owner: str) -> bool:
     """Whether `owner` (from `this_process`, possibly another process's) has certainly ended."""
     try:
         here, pid, start = owner.split("/")
-        return here == _here() and _start_ticks(int(pid)) != int(start)
+        return here == _here() and stat_number(int(pid), START_TIME_FIELD) != int(start)
     except ValueError:
         return False
 
