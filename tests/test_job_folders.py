@@ -175,26 +175,34 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
 
 
 @pytest.mark.slow
-def test_the_containers_of_a_grader_killed_outright_are_removed_by_the_next(tmp_path, docker_client, grading_image):
+def test_the_containers_of_a_grader_killed_outright_end_and_are_removed_by_the_next(tmp_path, docker_client,
+                                                                                   grading_image):
     """A Docker grading under way when its grader is killed: its container would grade on for nobody
-    and then stay, exited; the next grader on this machine removes it, and no container of a live
-    grader (this test's own process makes none) is touched."""
+    and then stay, exited. It ends within seconds (its input closes with its grader's connection), and
+    the next grader on this machine removes it; no container of a live grader (this test's own process
+    makes none) is touched."""
     slow = slow_submission(tmp_path / "class")
     grader = subprocess.Popen(grader_command("grade", str(slow), "--exercise", EXERCISE, "--sandbox", "docker"),
                               env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     mine = this_process().rsplit("/", 2)[0] + f"/{grader.pid}/"  # its owner label: this machine's, its pid
 
-    def its_containers() -> list:
-        return [c for c in docker_client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
+    def its_containers(**filters: str) -> list:
+        return [c for c in docker_client.containers.list(all=True, sparse=True,
+                                                         filters={"label": OWNER_LABEL, **filters})
                 if (c.attrs.get("Labels") or {}).get(OWNER_LABEL, "").startswith(mine)]
 
     try:
-        running = wait_until(its_containers, 120, "a grading container under way")
+        # Under way: the submission is in (each of its schedule() calls sleeps 2 s, so the grading would
+        # take minutes), the container's input still open.
+        running = wait_until(lambda: its_containers(status="running"), 120, "a grading container under way")
+        time.sleep(3)
+        assert its_containers(status="running")
     finally:
         grader.kill()
         grader.wait()
-    # Left behind: nothing of the killed grader removes it (not checked here, as another grader on a
-    # shared machine may sweep it already, rightly).
+    wait_until(lambda: not its_containers(status="running"), 30, "the killed grader's container ended")
+    # Left behind, exited: nothing of the killed grader removes it (not checked here, as another grader
+    # on a shared machine may sweep it already, rightly).
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     kept = docker_client.containers.create(grading_image, ["true"], labels={OWNER_LABEL: owner_of(live.pid)})
     # A dead pid, but of another PID namespace (another container on this engine): not this grader's to judge.

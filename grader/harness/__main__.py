@@ -24,7 +24,7 @@ import pytest
 
 from grader.harness import plugin
 from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
-from grader.harness.forking import end_with_parent
+from grader.harness.forking import INPUT_CLOSED, end_with_parent
 from grader.harness.unpack import unpack
 
 GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         unpack(io.BytesIO(read_frame(stdin)), Path(base))
     except EOFError:
-        return 4  # closed before a job came: a warm sandbox that was never used
+        return INPUT_CLOSED  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
     harness = plugin.STATE = plugin.HarnessState(job, base, stdin, template)
     # Everything trusted is loaded before the first worker exists.

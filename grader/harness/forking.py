@@ -15,6 +15,9 @@ from typing import Any
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+# A harness's exit status when its input closed before a grading's end: no submission came (a warm
+# sandbox never used) or its host is gone. No one waits for its results.
+INPUT_CLOSED = 4
 
 
 def prctl(option: int, value: int) -> bool:
@@ -55,6 +58,28 @@ def end_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
+
+
+def end_with_input(stream: Any) -> None:
+    """Leave, from a thread, once `stream` reaches its end: for a harness whose host holds its input open
+    for the whole grading and whose parent it cannot watch (in a container the harness is the first
+    process of its own PID namespace; the engine closes its input when the host's connection ends).
+    Leaving ends the container, and with it every process the grading started there."""
+    import threading
+
+    fd = stream.fileno()
+
+    def watch() -> None:
+        while True:
+            select.select([fd], [], [])
+            try:
+                if not os.read(fd, 65536):
+                    break
+            except OSError:
+                break
+        os._exit(INPUT_CLOSED)
+
+    threading.Thread(target=watch, name="end-with-input", daemon=True).start()
 
 
 def stat_fields(pid: int) -> list[bytes] | None:

@@ -27,7 +27,7 @@ from grader.harness.client import GradingStop, RemoteException, Scenario, Worker
 from grader.harness.feedback import Feedback
 from grader.harness import lanes, template
 from grader.harness.confine import Confinement, ZygoteUnavailable
-from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
+from grader.harness.forking import INPUT_CLOSED, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
 from grader.harness.processes import children_of
 
@@ -146,8 +146,12 @@ class HarnessState:
         except (EOFError, ValueError, KeyError, TypeError):
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
             self.end_confinement()
-            os._exit(4)
+            os._exit(INPUT_CLOSED)
         self.nonce, self.job.seed, self.source = run.nonce, run.seed, source
+        if self.job.isolation == "container":
+            # The host holds a container's input open until the grading ends; it closes early only when
+            # the host is gone, and then nobody waits for this grading.
+            end_with_input(self.stdin)
         if self._confinement is not None and not self._confinement.broken:
             self._confinement.load(self.job.submission, source)
 

@@ -11,7 +11,6 @@ the host's environment is passed in.
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -211,12 +210,9 @@ class StartedContainer:
         timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
         container = self.container
         try:
+            # The container's input stays open until the grading ends: the engine closes it when this
+            # connection ends, so a grader killed outright takes its grading along (`end_with_input`).
             self.send(run_input(run, source))
-            try:
-                getattr(self.attached, "_sock", self.attached).shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-            self.attached.close()
             if then is not None:
                 try:
                     then()
@@ -236,6 +232,7 @@ class StartedContainer:
             raise GradingError(f"the Docker engine failed during the grading: {exc.explanation or exc}") from None
         finally:
             phase = time.monotonic()
+            self.attached.close()
             _remove(container)
             self.account.close()
             self.timings.teardown_s = time.monotonic() - phase
