@@ -10,7 +10,7 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.sandbox.docker_backend import LABEL, DockerBackend
+from grader.sandbox.docker_backend import LABEL, DockerBackend, StartedContainer
 from grader.sandbox.engine import engine_client
 from tests.helpers import EXERCISE, REFERENCE, STUB, exercise_copy
 
@@ -102,6 +102,31 @@ def test_a_run_past_the_wall_clock_limit_is_stopped_and_graded_error(backend, do
     assert time.monotonic() - started < 30
     assert card.status == "error" and card.score == 0
     assert "did not finish within 4 s" in card.reason
+    assert leftover_containers(docker_client, backend) == []
+
+
+def test_a_grading_whose_engine_connection_is_lost_ends_at_once_and_is_graded_error(backend, docker_client,
+                                                                                   monkeypatch):
+    """The container's input is held open until the grading ends; it closes early only when the host's
+    connection to the engine ends (a grader killed outright), and the harness then leaves at once,
+    with the container: here the connection is lost right after the submission is sent."""
+    sent = StartedContainer.send
+
+    def send_then_lose_the_connection(self, data: bytes) -> None:
+        sent(self, data)
+        self.sends = getattr(self, "sends", 0) + 1
+        if self.sends == 2:  # the run, after the job
+            self.disconnect()
+
+    monkeypatch.setattr(StartedContainer, "send", send_then_lose_the_connection)
+    started = time.monotonic()
+    # Each schedule() sleeps: the grading would take minutes if it went on.
+    card = grade(backend, REFERENCE.read_bytes().replace(
+        b"    def schedule(self) -> list[tuple[Req, int]]:\n",
+        b"    def schedule(self) -> list[tuple[Req, int]]:\n        import time\n        time.sleep(2)\n", 1))
+    assert time.monotonic() - started < 30
+    assert card.status == "error" and card.score == 0
+    assert "input closed before the grading ended" in card.reason
     assert leftover_containers(docker_client, backend) == []
 
 

@@ -23,6 +23,7 @@ from docker.types import LogConfig
 from grader.errors import GradingError
 from grader.exercise import Exercise
 from grader.harness.contract import bootstrap
+from grader.harness.forking import INPUT_CLOSED
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout, harness_input,
                                    new_run, prepare_suites, run_input)
@@ -186,6 +187,16 @@ class StartedContainer:
         except OSError:
             pass  # the harness died before reading everything; its exit status tells why
 
+    def disconnect(self) -> None:
+        """End the connection that holds the container's input: the engine then closes that input (the
+        socket itself too; closing the file object docker-py wraps around it leaves it open)."""
+        for part in (self.attached, getattr(self.attached, "_sock", None)):
+            if part is not None:
+                try:
+                    part.close()
+                except OSError:
+                    pass
+
     def fresh_for(self, exercise: Exercise, tier: str) -> bool:
         if prepare_suites(exercise, tier) is not self.prepared:
             return False
@@ -197,7 +208,7 @@ class StartedContainer:
 
     def discard(self) -> None:
         try:
-            self.attached.close()
+            self.disconnect()
         finally:
             _remove(self.container)
             self.account.close()
@@ -232,7 +243,7 @@ class StartedContainer:
             raise GradingError(f"the Docker engine failed during the grading: {exc.explanation or exc}") from None
         finally:
             phase = time.monotonic()
-            self.attached.close()
+            self.disconnect()
             _remove(container)
             self.account.close()
             self.timings.teardown_s = time.monotonic() - phase
@@ -240,5 +251,8 @@ class StartedContainer:
             detail = f"the container ran out of memory ({limits.memory_mb + HARNESS_MEMORY_MB} MiB)"
         elif exit_status == 137 and not timed_out:
             detail = "the container was killed (exit status 137)"
+        elif exit_status == INPUT_CLOSED and not timed_out:
+            detail = ("the container's input closed before the grading ended: the connection to the Docker "
+                      "engine that held it was lost")
         return RawRun(output=printed, nonce=run.nonce, exit_status=exit_status, timed_out=timed_out,
                       duration_s=time.monotonic() - began, detail=detail)
