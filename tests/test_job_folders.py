@@ -6,14 +6,17 @@ grading containers it made."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from grader.harness.forking import stat_number
 from grader.sandbox import folders
 from grader.sandbox.docker_backend import OWNER_LABEL
 from grader.sandbox.folders import (OWNER_FILE, UNOWNED_AGE_S, make_job_folder, owned_folder, remove_owned_folder,
@@ -22,6 +25,8 @@ from grader.sandbox.local import isolation_problem
 from grader.sandbox.owners import is_gone, owner_of, this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command
+
+USER_TIME_FIELD = 14  # proc(5): a process's user-mode CPU time, in clock ticks
 
 # Holds a folder of its own until killed: the path on its first line.
 HOLDER = textwrap.dedent("""
@@ -172,6 +177,43 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
                                          "--sandbox", "local"), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [p.name for p in jobs.iterdir() if p.name.startswith(folders.JOB_PREFIX)] == []
+
+
+@pytest.mark.slow
+def test_without_namespaces_a_killed_graders_worker_stuck_in_a_loop_ends_with_it(tmp_path):
+    """`--unsafe-local`: no PID namespace takes the workers along. A worker looping in the submission's
+    code when its grader is killed (nobody is left to enforce the call's time limit) ends within
+    seconds, not at its CPU-time limit."""
+    # A temporary folder of this test's own that the worker's account may pass through, as /tmp is
+    # (pytest's are its user's alone): without namespaces the job is read there by that account.
+    temporary = Path(tempfile.mkdtemp(prefix="grader-test-"))
+    temporary.chmod(0o711)
+    env = {**child_env(), "TMPDIR": str(temporary)}
+    folder = tmp_path / "class"
+    folder.mkdir()
+    endless = folder / "scheduler.py"
+    endless.write_text(REFERENCE.read_text().replace(
+        "    def schedule(self) -> list[tuple[Req, int]]:\n",
+        "    def schedule(self) -> list[tuple[Req, int]]:\n        while True:\n            pass\n", 1))
+    grader = subprocess.Popen(grader_command("grade", str(endless), "--exercise", EXERCISE, "--tier", "free",
+                                             "--sandbox", "local", "--unsafe-local"),
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    jobs = str(temporary)  # without namespaces a job's folder is made right there, for the worker's account
+
+    def looping() -> list[str]:
+        """A worker of this grading (forked from its zygote, so named like it) with a second of CPU used."""
+        return [p for p in processes_naming(jobs) if "grader.harness.zygote" in p
+                and (stat_number(int(p.split(":")[0]), USER_TIME_FIELD) or 0) >= os.sysconf("SC_CLK_TCK")]
+
+    try:
+        try:
+            wait_until(looping, 60, "a worker looping in schedule()")
+        finally:
+            grader.kill()
+            grader.wait()
+        wait_until(lambda: not processes_naming(jobs), 15, "every process of the killed grader's grading ended")
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 @pytest.mark.slow

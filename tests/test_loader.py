@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader.harness.client import WorkerCrashed
 from grader.harness.confine import ZygoteUnavailable
 from tests.helpers import confinement_for
 
@@ -115,7 +116,10 @@ def test_a_worker_that_ends_its_loader_leaves_the_confinement_working():
                 break
         else:
             pytest.fail("no worker was forked from a loader")
-        client.lookup("end_parent")()
+        try:
+            client.lookup("end_parent")()
+        except WorkerCrashed:
+            pass  # a worker ends with the loader it was forked from, before or after it answers
         client.close()
         assert not confinement.broken, "the worker's end was not reported"
         for _ in range(3):  # the zygote forks the next ones itself

@@ -170,13 +170,16 @@ def settle(stdout: int, extra: list[int], folder: str, env: dict[str, str], proc
     return folder
 
 
-def become_worker(worker: Any, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
+def become_worker(worker: Any, parent: int, channel: socket.socket, children: ChildWatch, request: dict[str, Any],
                   fds: list[int], processes: int | None, folder: str, submission: str, code: Any,
                   module: Any = None) -> None:
-    """In a fork server's child: become the worker of one test, with the descriptors `fds` (its pipes and
-    output), in a session and `folder` of its own, and serve; never returns. `module` is the submission
-    already imported (by a loader), else the worker imports it."""
+    """In a fork server's child (of `parent`): become the worker of one test, with the descriptors `fds`
+    (its pipes and output), in a session and `folder` of its own, and serve; never returns. `module` is
+    the submission already imported (by a loader), else the worker imports it. It ends with its fork
+    server: without a PID namespace nothing else would end a worker busy in the submission's code when
+    its grader is killed outright."""
     try:
+        die_with_parent(parent)
         children.forget()
         channel.close()
         to_worker_r, from_worker_w, output = fds

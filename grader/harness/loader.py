@@ -171,6 +171,7 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
     # What the import made lives as long as every worker: out of the collector's sight, as in the zygote.
     gc.freeze()
     own = ChildWatch()
+    loader = os.getpid()
     while True:
         ready, _, _ = select.select([sock, own.fd], [], [])
         if own.fd in ready:
@@ -187,8 +188,8 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
                 sock.send(json.dumps({"failed": str(exc)[:200]}).encode())
                 return
             if pid == 0:
-                become_worker(worker, sock, own, request, fds, None, str(order["folder"]), submission, code,
-                              module=module)
+                become_worker(worker, loader, sock, own, request, fds, None, str(order["folder"]), submission,
+                              code, module=module)
             sock.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
                 os.close(fd)

@@ -84,6 +84,7 @@ def serve() -> None:
     children = ChildWatch()
     own_forks = 0
     current: loader.Loader | None = None
+    zygote = os.getpid()
     loaders: set[int] = set()  # never reported: the harness knows no loader
 
     def report(pid: int, status: int) -> None:
@@ -151,8 +152,8 @@ def serve() -> None:
                     if not pid:
                         pid = os.fork()
                         if pid == 0:
-                            become_worker(worker, channel, children, request, fds, processes, folder, submission,
-                                          code)
+                            become_worker(worker, zygote, channel, children, request, fds, processes, folder,
+                                          submission, code)
                         own_forks += 1
                         if own_forks == 2 and code is not None:
                             # The harness orders a second worker only once the first one's import succeeded:
