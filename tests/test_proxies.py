@@ -378,3 +378,30 @@ def test_lists_of_objects_cross_as_handles_with_every_bound_still_kept():
         deep = [deep]
     with pytest.raises(TooBig, match="nested"):
         worker.encode(deep)
+
+
+def test_a_list_passed_back_unchanged_is_the_submissions_own_list_again():
+    """`complete(schedule())` through proxies hands complete() the very list schedule() returned, as
+    in-process; a list the test changed, or one older than the last KEPT_LISTS, goes as a copy."""
+    source = PLAIN + '''
+made = []
+def make(n):
+    made.append([(Item(i, 1), i) for i in range(n)])
+    return made[-1]
+def which(value):
+    return next((at for at, old in enumerate(made) if old is value), None)
+'''
+    with worker_for(source) as worker:
+        make, which = worker.lookup("make"), worker.lookup("which")
+        plan = make(3)
+        assert [n for _, n in plan] == [0, 1, 2]
+        assert which(plan) == 0
+        empty = make(0)
+        assert which(empty) == 1
+        changed = make(2)
+        changed.append(changed[0])
+        assert which(changed) is None  # the test's own list now
+        older = [make(1) for _ in range(protocol.KEPT_LISTS)]
+        assert which(older[-1]) == 3 + protocol.KEPT_LISTS - 1 and which(older[0]) == 3
+        assert which(plan) is None  # forgotten: a copy, equal in every element
+        assert which(empty) is None

@@ -131,6 +131,9 @@ class WorkerClient:
         # id(value) -> (value, handle, its elements when decoded); handle -> the value last decoded for it.
         self.originals: dict[int, tuple[Any, int, tuple[Any, ...]]] = {}
         self.original_of: dict[int, Any] = {}
+        # Lists the submission returned, kept by the worker too (`protocol.KEPT`), the last few:
+        # id(list) -> (the list, its serial, its elements when decoded).
+        self.kept: dict[int, tuple[list[Any], int, tuple[Any, ...]]] = {}
         self.dead_reason: str | None = None
         self.epoch = 0  # calls so far: a proxy's copy taken at an earlier epoch is stale
         self.read: dict[int, None] = {}  # proxies whose copies the test read since the last call
@@ -272,7 +275,7 @@ class WorkerClient:
             self._violation(where, "the worker stopped reading")
         reply = self._receive(deadline, where)
         if "ok" in reply:
-            return self.decode(reply["ok"], where)
+            return self._result(reply["ok"], where)
         if "exc" in reply:
             remote = self._remote_exception(reply["exc"], where)
             if remote.type_name == "MemoryError" or "MemoryError" in remote.lineage:
@@ -284,6 +287,23 @@ class WorkerClient:
             # A GradingStop, so that a test expecting an exception from this call cannot pass on it.
             raise ValueRefused(f"{where} returned {_text(reply['too_big'], 300)}, more than the grader accepts")
         self._violation(where, "an answer of unknown shape")
+
+    def _result(self, value: Any, where: str) -> Any:
+        """A call's result. A list the worker keeps (`protocol.KEPT`) is remembered with its serial, so
+        that passed back unchanged it is the submission's very list again, as `complete(schedule())`
+        would be in-process."""
+        if type(value) is not dict or len(value) != 1 or protocol.KEPT not in value:
+            return self.decode(value, where)
+        body = value[protocol.KEPT]
+        if type(body) is not list or len(body) != 2 or type(body[0]) is not int:
+            self._violation(where, "a malformed kept list")
+        found = self.decode(body[1], where)
+        if type(found) is not list:
+            self._violation(where, "a kept value that is not a list")
+        self.kept[id(found)] = (found, body[0], tuple(found))
+        if len(self.kept) > protocol.KEPT_LISTS:  # the worker forgets the same one
+            del self.kept[next(iter(self.kept))]
+        return found
 
     def scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
         """Run a scenario's operations (already in wire form) in one message; see `Scenario`."""
@@ -542,6 +562,9 @@ class WorkerClient:
         original = self.originals.get(id(value))
         if original is not None and original[0] is value and _same_items(original[2], _items(value)):
             return {protocol.REF: original[1]}
+        kept = self.kept.get(id(value))
+        if kept is not None and kept[0] is value and _same_items(kept[2], tuple(value)):
+            return {protocol.KEPT: kept[1]}
         if isinstance(value, RemoteObject):
             if object.__getattribute__(value, "_client") is not self:
                 raise ValueError("an object from another run of your code cannot be passed here")

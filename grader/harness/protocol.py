@@ -48,6 +48,11 @@ REFS = "$refs"
 ROWS = "$rows"
 MAX_ROW_WIDTH = 16
 SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier operation of the same scenario
+# A list a call returned, kept by the worker with a serial number so that a test passing it back unchanged
+# hands the submission its very list (`complete(schedule())`): {KEPT: [serial, the list]} as a call's
+# result, {KEPT: serial} in a later call's arguments. Each side keeps the last KEPT_LISTS of them.
+KEPT = "$kept"
+KEPT_LISTS = 32
 
 
 class ProtocolError(Exception):

@@ -182,6 +182,8 @@ class Worker:
         self.refused = False
         self.previous: dict[int, dict[str, Any]] = {}  # snapshots replaced in this reply (restored if refused)
         self.same: list[int] = []  # objects re-read for this reply whose snapshot the harness has already
+        self.kept: dict[int, list[Any]] = {}  # serial -> a list a call returned (`protocol.KEPT`), the last few
+        self.next_kept = 0
 
     # -- encoding (objects of the submission -> plain data) ----------------------------------------
     def encode(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -423,6 +425,10 @@ class Worker:
                 return self.handles[inner]
             if tag == protocol.SLOT:
                 return self.slots[inner]
+            if tag == protocol.KEPT:
+                if inner not in self.kept:
+                    raise ValueError(f"list {inner!r} is no longer kept")
+                return self.kept[inner]
             if tag == protocol.TUPLE:
                 return tuple(self.decode(v) for v in inner)
             if tag == protocol.SET:
@@ -522,10 +528,13 @@ class Worker:
             if request.get("op") == "scenario":
                 self.run_scenario(request["ops"], float(request["beat"]))
                 continue
+            kept = False
             try:
                 self.watch(request.get("watch", ()))
                 result = self.perform(request)
                 body = {"ok": self.encode(result)}
+                if type(result) is list and self.unchangeable_items(result):
+                    body["ok"], kept = {protocol.KEPT: [self.next_kept, body["ok"]]}, True
                 self.freshen()
             except TooBig as exc:
                 body = {"too_big": str(exc)}
@@ -536,7 +545,30 @@ class Worker:
                 except BaseException:
                     pass
                 body = {"exc": self.describe(exc)}
-            self.reply(body)
+            if self.reply(body) and kept:
+                self.keep(result)
+
+    def unchangeable_items(self, value: list[Any]) -> bool:
+        """Whether a list holds nothing a test could change in place: scalars, objects (proxies on the
+        harness's side) and tuples of those. Passed back, such a list is sent as its serial only while
+        the harness's copy holds the same elements, so its elements must not change unseen."""
+        objects = self.object_types
+        for item in value:
+            kind = type(item)
+            if kind is tuple:
+                for part in item:
+                    if type(part) not in ROW_SCALARS and type(part) not in objects:
+                        return False
+            elif kind not in ROW_SCALARS and kind not in objects:
+                return False
+        return True
+
+    def keep(self, value: list[Any]) -> None:
+        """Keep a list the harness now knows by its serial (`protocol.KEPT`), and only the last few."""
+        self.kept[self.next_kept] = value
+        self.next_kept += 1
+        if len(self.kept) > protocol.KEPT_LISTS:
+            del self.kept[next(iter(self.kept))]
 
     # -- scenarios: many operations in one message ---------------------------------------------------
     def run_scenario(self, ops: list[Any], beat: float) -> None:
