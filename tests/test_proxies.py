@@ -405,3 +405,36 @@ def which(value):
         assert which(older[-1]) == 3 + protocol.KEPT_LISTS - 1 and which(older[0]) == 3
         assert which(plan) is None  # forgotten: a copy, equal in every element
         assert which(empty) is None
+
+
+def test_a_list_is_kept_only_when_its_reply_says_so():
+    """A call whose list result could not be sent as such (reading an object's attributes for the
+    reply raised) keeps nothing: the worker and the harness keep the same lists, so the one passed back
+    below is still the worker's own, not refused as forgotten."""
+    source = '''
+class Odd:
+    reads = 0
+    @property
+    def value(self):
+        Odd.reads += 1
+        if Odd.reads > 1:
+            raise SystemExit("read once only")
+        return 1
+odd = Odd()
+first = [odd]
+def pair():
+    return first
+def poke():
+    return [odd]
+def fresh():
+    return [1]
+def same(value):
+    return value is first
+'''
+    with worker_for(source) as worker:
+        kept = worker.lookup("pair")()
+        with pytest.raises(BaseException):
+            worker.lookup("poke")()
+        for _ in range(protocol.KEPT_LISTS - 1):
+            worker.lookup("fresh")()
+        assert worker.lookup("same")(kept) is True

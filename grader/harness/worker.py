@@ -533,9 +533,9 @@ class Worker:
                 self.watch(request.get("watch", ()))
                 result = self.perform(request)
                 body = {"ok": self.encode(result)}
+                self.freshen()
                 if type(result) is list and self.unchangeable_items(result):
                     body["ok"], kept = {protocol.KEPT: [self.next_kept, body["ok"]]}, True
-                self.freshen()
             except TooBig as exc:
                 body = {"too_big": str(exc)}
                 self.touched, self.watched = {}, set()
