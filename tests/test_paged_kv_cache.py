@@ -34,6 +34,24 @@ def test_the_stub_fails_every_test_as_not_implemented(exercise):
     assert all(t.status == "failed" and "not implemented" in t.message for t in card.tests)
 
 
+def test_exceptions_of_several_kinds_are_each_of_them(exercise):
+    """A correct solution whose exceptions are of several kinds at once (a full cache that is an
+    OutOfBlocks and a MemoryError; a mistaken sequence id that is a KeyError and a ValueError, raised
+    where either is asked for) gets full marks, as it would in-process."""
+    source = REFERENCE.read_text()
+    source = source.replace("class BlockManager:", (
+        "class CacheFull(MemoryError, OutOfBlocks):\n    pass\n\n\n"
+        "class SequenceError(KeyError, ValueError):\n    pass\n\n\nclass BlockManager:"), 1)
+    for old, new in (("raise OutOfBlocks(", "raise CacheFull("),
+                     ("raise ValueError(f\"sequence", "raise SequenceError(f\"sequence"),
+                     ("raise KeyError(", "raise SequenceError(")):
+        assert old in source
+        source = source.replace(old, new)
+    card = grade_bytes(source.encode(), exercise, "premium", run_local, "local")
+    assert card.status == "graded", card.reason
+    assert card.score == card.max_score, [(t.name, t.message) for t in card.tests if t.status != "passed"]
+
+
 def test_a_wrong_copy_on_write_shows_the_block_tables_step_by_step(exercise):
     mutant = PROJECT / "solutions" / SLUG / "mutants" / "07_no_copy_on_write.py"
     card = grade_bytes(mutant.read_bytes(), exercise, "premium", run_local, "local")

@@ -127,6 +127,35 @@ def not_yet(): raise NotImplementedError("schedule() is not implemented yet")
         assert client.lookup("boom") is client.lookup("boom")  # the worker is still alive after all that
 
 
+def test_an_exception_is_every_builtin_type_it_derives_from_and_only_memory_error_itself_is_out_of_memory():
+    """A student's exception that is both a KeyError and a ValueError is caught as either, as in-process;
+    one that derives from MemoryError (a full cache may well feel like one) is the student's exception,
+    not the worker running out of memory: the worker lives on, in a call and in a scenario alike."""
+    source = '''
+class OutOfBlocks(RuntimeError):
+    pass
+class NoFreeBlock(OutOfBlocks, MemoryError):
+    pass
+class SequenceError(KeyError, ValueError):
+    pass
+def full(): raise NoFreeBlock("no block is free")
+def twice(): raise SequenceError("sequence 1 already has blocks")
+def alive(): return 1
+'''
+    with worker_for(source) as client:
+        with pytest.raises(RuntimeError, match="NoFreeBlock: no block is free") as caught:
+            client.lookup("full")()
+        assert isinstance(caught.value, MemoryError) and "OutOfBlocks" in caught.value.remote.lineage
+        for kind in (KeyError, ValueError):
+            with pytest.raises(kind, match="SequenceError"):
+                client.lookup("twice")()
+        run = Scenario(client)
+        run.call(client.lookup("full"), "__call__")
+        seen = run.run()
+        assert seen.failed_at == 0 and isinstance(seen.error.as_exception(), RuntimeError)
+        assert client.lookup("alive")() == 1
+
+
 def test_an_endless_call_times_out_within_its_deadline_and_the_worker_is_gone():
     source = "def spin():\n    while True:\n        pass\n"
     with worker_for(source, Limits(call_timeout_s=0.5, import_timeout_s=3)) as client:

@@ -12,6 +12,7 @@ itself. A `Scenario` runs many operations in one message and hands back what eac
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import select
 import signal
@@ -87,22 +88,53 @@ class RemoteException:
     traceback: list[str]
     where: str
 
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether the worker ran out of memory: Python's own MemoryError, not a student's exception that
+        derives from it (a full cache may well be one), after which the worker lives on."""
+        return self.type_name == "MemoryError"
+
     def as_exception(self) -> BaseException:
-        """The nearest builtin Exception type in the original's MRO, keeping the student's type name."""
+        """An exception of the builtin Exception types in the original's MRO, keeping the student's type
+        name: of all of them (a class that is both a KeyError and a ValueError is caught as either, as
+        in-process), else of the nearest one that can be made."""
         text = f"{self.type_name}: {self.message}" if self.message else self.type_name
-        for name in self.lineage:
-            klass = getattr(builtins, name, None)
-            if isinstance(klass, type) and issubclass(klass, Exception):
-                try:
-                    exc: BaseException = klass(text)
-                except Exception:
-                    continue
-                break
-        else:
+        bases = _builtin_bases(tuple(self.lineage))
+        exc: BaseException | None = None
+        for klass in ([_combined(bases)] if len(bases) > 1 else []) + list(bases):
+            if klass is None:
+                continue
+            try:
+                exc = klass(text)
+            except Exception:
+                continue
+            break
+        if exc is None:
             # SystemExit, KeyboardInterrupt, GeneratorExit...: not something a test should catch.
             exc = SubmissionError(text)
         exc.remote = self  # type: ignore[attr-defined]
         return exc
+
+
+@functools.lru_cache(maxsize=256)
+def _builtin_bases(lineage: tuple[str, ...]) -> tuple[type, ...]:
+    """The builtin Exception types named in an MRO, each but those an earlier one already derives from."""
+    found: list[type] = []
+    for name in lineage:
+        klass = getattr(builtins, name, None)
+        if isinstance(klass, type) and issubclass(klass, Exception) and not any(issubclass(k, klass) for k in found):
+            found.append(klass)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _combined(bases: tuple[type, ...]) -> type | None:
+    """One class deriving from all of `bases`, named as the first; None where Python cannot combine
+    them (builtin types of incompatible layouts)."""
+    try:
+        return type(bases[0].__name__, bases, {})
+    except TypeError:
+        return None
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -278,7 +310,7 @@ class WorkerClient:
             return self._result(reply["ok"], where)
         if "exc" in reply:
             remote = self._remote_exception(reply["exc"], where)
-            if remote.type_name == "MemoryError" or "MemoryError" in remote.lineage:
+            if remote.out_of_memory:
                 self._kill()
                 self.dead_reason = f"{where} ran out of memory"
                 raise WorkerCrashed(f"your code ran out of memory during {where} (limit {self.limits.memory_mb} MiB)")
@@ -366,7 +398,7 @@ class WorkerClient:
                                    "accepts")
             if "exc" in reply:
                 remote = self._remote_exception(reply["exc"], where())
-                if remote.type_name == "MemoryError" or "MemoryError" in remote.lineage:
+                if remote.out_of_memory:
                     self._kill()
                     self.dead_reason = f"{where()} ran out of memory"
                     raise WorkerCrashed(f"your code ran out of memory during {where()} "
