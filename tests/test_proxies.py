@@ -467,3 +467,20 @@ def same(value):
         for _ in range(protocol.KEPT_LISTS - 1):
             worker.lookup("fresh")()
         assert worker.lookup("same")(kept) is True
+
+
+def test_a_scenario_built_with_a_list_passed_back_gets_its_elements_whatever_the_worker_let_go_since():
+    source = PLAIN + '''
+def make(n):
+    return [(Item(i, 1), i) for i in range(n)]
+def count(value):
+    return len(value)
+'''
+    with worker_for(source) as worker:
+        make = worker.lookup("make")
+        plan = make(3)
+        run = Scenario(worker)
+        counted = run.call(worker.lookup("count"), "__call__", plan)
+        for _ in range(protocol.KEPT_LISTS):
+            make(1)  # the worker keeps only the last KEPT_LISTS lists: `plan` is no longer one of them
+        assert run.run()[counted] == 3

@@ -595,7 +595,8 @@ class WorkerClient:
         if original is not None and original[0] is value and _same_items(original[2], _items(value)):
             return {protocol.REF: original[1]}
         kept = self.kept.get(id(value))
-        if kept is not None and kept[0] is value and _same_items(kept[2], tuple(value)):
+        # Not in a scenario's operations: built now, run later, by when the worker may have let it go.
+        if kept is not None and self.building is None and kept[0] is value and _same_items(kept[2], tuple(value)):
             return {protocol.KEPT: kept[1]}
         if isinstance(value, RemoteObject):
             if object.__getattribute__(value, "_client") is not self:
