@@ -484,3 +484,25 @@ def count(value):
         for _ in range(protocol.KEPT_LISTS):
             make(1)  # the worker keeps only the last KEPT_LISTS lists: `plan` is no longer one of them
         assert run.run()[counted] == 3
+
+
+def test_an_exception_is_judged_by_its_real_types_not_by_their_names():
+    """A class of the submission's own called ValueError is no ValueError (in-process,
+    `pytest.raises(ValueError)` would not catch it either), and one called MemoryError is no sign of
+    the worker running out of memory."""
+    source = '''
+class ValueError(Exception):
+    pass
+class MemoryError(LookupError):
+    pass
+def fake(): raise ValueError("not the builtin one")
+def full(): raise MemoryError("no block is free")
+def alive(): return 1
+'''
+    with worker_for(source) as client:
+        with pytest.raises(Exception, match="ValueError: not the builtin one") as caught:
+            client.lookup("fake")()
+        assert not isinstance(caught.value, ValueError)
+        with pytest.raises(LookupError, match="MemoryError: no block is free"):
+            client.lookup("full")()
+        assert client.lookup("alive")() == 1

@@ -84,6 +84,7 @@ class RemoteException:
 
     type_name: str
     lineage: list[str]  # the names of the type's MRO
+    builtin: list[str]  # those of them that are Python's own types, in the same order
     message: str
     traceback: list[str]
     where: str
@@ -92,14 +93,14 @@ class RemoteException:
     def out_of_memory(self) -> bool:
         """Whether the worker ran out of memory: Python's own MemoryError, not a student's exception that
         derives from it (a full cache may well be one), after which the worker lives on."""
-        return self.type_name == "MemoryError"
+        return self.type_name == "MemoryError" and self.builtin[:1] == ["MemoryError"]
 
     def as_exception(self) -> BaseException:
         """An exception of the builtin Exception types in the original's MRO, keeping the student's type
         name: of all of them (a class that is both a KeyError and a ValueError is caught as either, as
         in-process), else of the nearest one that can be made."""
         text = f"{self.type_name}: {self.message}" if self.message else self.type_name
-        bases = _builtin_bases(tuple(self.lineage))
+        bases = _builtin_bases(tuple(self.builtin))
         exc: BaseException | None = None
         for klass in ([_combined(bases)] if len(bases) > 1 else []) + list(bases):
             if klass is None:
@@ -118,7 +119,8 @@ class RemoteException:
 
 @functools.lru_cache(maxsize=256)
 def _builtin_bases(lineage: tuple[str, ...]) -> tuple[type, ...]:
-    """The builtin Exception types named in an MRO, each but those an earlier one already derives from."""
+    """The builtin Exception types of an MRO (their names), each but those an earlier one already
+    derives from."""
     found: list[type] = []
     for name in lineage:
         klass = getattr(builtins, name, None)
@@ -412,6 +414,7 @@ class WorkerClient:
         try:
             return RemoteException(
                 type_name=_text(body["type"], 200), lineage=[_text(n, 200) for n in body["mro"]][:64],
+                builtin=[_text(n, 200) for n in body["builtin"]][:64],
                 message=_text(body["message"], 4000), traceback=[_text(t, 300) for t in body["traceback"]][:16],
                 where=where,
             )

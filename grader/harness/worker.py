@@ -10,6 +10,7 @@ Started by `client.WorkerClient` as
 
 from __future__ import annotations
 
+import builtins
 import collections
 import importlib.util
 import json
@@ -497,6 +498,8 @@ class Worker:
         return {
             "type": str.__str__(type(exc).__name__)[:200],
             "mro": [str.__str__(k.__name__)[:200] for k in type(exc).__mro__][:64],
+            # Which of them are Python's own (a class of the submission's may be called ValueError too).
+            "builtin": [k.__name__ for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k][:64],
             "message": message,
             "traceback": [f"line {f.lineno}, in {f.name}: {(f.line or '').strip()}"[:300] for f in frames[-8:]],
         }
