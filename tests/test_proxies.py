@@ -506,3 +506,35 @@ def alive(): return 1
         with pytest.raises(LookupError, match="MemoryError: no block is free"):
             client.lookup("full")()
         assert client.lookup("alive")() == 1
+
+
+def test_what_the_harness_remembers_to_pass_back_is_bounded_whatever_the_worker_sends():
+    """Lists a call returned and values of subclasses are remembered to be passed back as the
+    submission's own, within MAX_REMEMBERED_ITEMS elements in all; and a list is remembered only if it
+    really holds nothing a test could change inside, whatever a (hijacked) worker claims."""
+    source = '''
+import sys
+class Big(list):
+    pass
+def big():
+    return Big(range(90_000))
+def many():
+    return list(range(90_000))
+def forge(n):
+    frame = sys._getframe()
+    while frame is not None and type(frame.f_locals.get("self")).__name__ != "Worker":
+        frame = frame.f_back
+    frame.f_locals["self"].unchangeable_items = lambda value: True  # the worker now keeps any list
+    return [[] for _ in range(n)]
+'''
+    for name, remembered in (("big", "originals"), ("many", "kept")):
+        with worker_for(source) as worker:
+            for _ in range(5):
+                assert len(worker.lookup(name)()) == 90_000
+                assert worker.remembered_items <= protocol.MAX_REMEMBERED_ITEMS
+            assert getattr(worker, remembered)  # those within the bound are remembered
+    with worker_for(source) as worker:
+        worker.lookup("many")()
+        kept = len(worker.kept)
+        assert worker.lookup("forge")(1000) == [[]] * 1000
+        assert len(worker.kept) <= kept and all(type(v[0][0]) is not list for v in worker.kept.values())

@@ -168,6 +168,7 @@ class WorkerClient:
         # Lists the submission returned, kept by the worker too (`protocol.KEPT`), the last few:
         # id(list) -> (the list, its serial, its elements when decoded).
         self.kept: dict[int, tuple[list[Any], int, tuple[Any, ...]]] = {}
+        self.remembered_items = 0  # elements of the originals and kept lists, within MAX_REMEMBERED_ITEMS
         self.dead_reason: str | None = None
         self.epoch = 0  # calls so far: a proxy's copy taken at an earlier epoch is stale
         self.read: dict[int, None] = {}  # proxies whose copies the test read since the last call
@@ -334,9 +335,18 @@ class WorkerClient:
         found = self.decode(body[1], where)
         if type(found) is not list:
             self._violation(where, "a kept value that is not a list")
-        self.kept[id(found)] = (found, body[0], tuple(found))
-        if len(self.kept) > protocol.KEPT_LISTS:  # the worker forgets the same one
-            del self.kept[next(iter(self.kept))]
+        serial = body[0]
+        # The worker keeps the last KEPT_LISTS serials: those before them it has let go.
+        for key, (_, older, items) in list(self.kept.items()):
+            if older <= serial - protocol.KEPT_LISTS:
+                del self.kept[key]
+                self.remembered_items -= len(items)
+        # Kept here only as the worker says it keeps it (nothing a test could change inside), and within
+        # the bound: any other list passed back goes as a copy.
+        items = tuple(found)
+        if self.remembered_items + len(items) <= protocol.MAX_REMEMBERED_ITEMS and _unchangeable(items, self):
+            self.kept[id(found)] = (found, serial, items)
+            self.remembered_items += len(items)
         return found
 
     def scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
@@ -576,9 +586,14 @@ class WorkerClient:
         if type(last) is tuple and type(value) is tuple and _same_items(last, value):
             return last
         if last is not None:
-            self.originals.pop(id(last), None)
+            del self.original_of[handle]
+            self.remembered_items -= len(self.originals.pop(id(last))[2])
+        items = _items(value)
+        if self.remembered_items + len(items) > protocol.MAX_REMEMBERED_ITEMS:
+            return value  # past the bound: passed back, it goes as a copy
+        self.remembered_items += len(items)
         self.original_of[handle] = value
-        self.originals[id(value)] = (value, handle, _items(value))
+        self.originals[id(value)] = (value, handle, items)
         return value
 
     def encode(self, value: Any, depth: int = 0) -> Any:
@@ -632,6 +647,17 @@ _SCALARS = (type(None), bool, int, float, str)
 
 def _chars(attrs: dict[str, Any]) -> int:
     return sum(len(v) for v in attrs.values() if type(v) is str) if str in set(map(type, attrs.values())) else 0
+
+
+def _unchangeable(items: tuple[Any, ...], client: WorkerClient) -> bool:
+    """Whether a list's elements are scalars, proxies of `client` and tuples of those: nothing a test
+    could change without the list's own elements changing."""
+    for item in items:
+        for part in item if type(item) is tuple else (item,):
+            if type(part) not in _SCALAR_TYPES and not (isinstance(part, RemoteObject)
+                                                        and object.__getattribute__(part, "_client") is client):
+                return False
+    return True
 
 
 def _items(value: Any) -> tuple[Any, ...]:

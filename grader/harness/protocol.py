@@ -53,6 +53,9 @@ SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier opera
 # result, {KEPT: serial} in a later call's arguments. Each side keeps the last KEPT_LISTS of them.
 KEPT = "$kept"
 KEPT_LISTS = 32
+# Elements of the values (kept lists, subclass values) the harness remembers, per worker, so as to pass
+# them back as the submission's own objects; past it, a value passed back goes as a copy.
+MAX_REMEMBERED_ITEMS = 200_000
 
 
 class ProtocolError(Exception):
