@@ -126,12 +126,36 @@ def test_a_template_that_dies_is_replaced_and_no_grading_is_lost():
         (template,) = backend._templates.values()
         os.kill(template.process.pid, signal.SIGKILL)
         template.process.wait()
-        # The harness that was waiting was forked before: it grades; the next comes from a new template.
+        # The harness that was waiting ends with its template: each grading comes from a new template.
         for _ in range(2):
             card = grade(backend, REFERENCE.read_bytes(), tier="free")
             assert card.status == "graded" and card.score == card.max_score > 0, card.reason
         (replacement,) = backend._templates.values()
         assert replacement.process.pid != template.process.pid and replacement.process.poll() is None
+    finally:
+        backend.close()
+
+
+def test_a_template_that_dies_during_a_grading_costs_that_grading_nothing():
+    """A harness ends with the template it was forked from: one whose template dies while it grades is
+    graded again in a new template's sandbox (nothing a submission can do reaches a template)."""
+    import os
+    import signal
+    import threading
+
+    slow = REFERENCE.read_bytes().replace(
+        b"    def schedule(self) -> list[tuple[Req, int]]:\n",
+        b"    def schedule(self) -> list[tuple[Req, int]]:\n        import time\n        time.sleep(0.1)\n", 1)
+    backend = LocalBackend(warm=True)
+    try:
+        assert grade(backend, REFERENCE.read_bytes(), tier="free").score > 0  # and the next harness waits
+        (template,) = backend._templates.values()
+        killer = threading.Timer(1.0, os.kill, (template.process.pid, signal.SIGKILL))
+        killer.start()
+        card = grade(backend, slow, tier="free")
+        killer.join()
+        assert template.process.wait(timeout=10) == -signal.SIGKILL  # it died while the grading ran
+        assert card.status == "graded" and card.score == card.max_score > 0, card.reason
     finally:
         backend.close()
 

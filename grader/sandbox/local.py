@@ -33,7 +33,7 @@ from typing import IO
 from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
 from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
-from grader.harness.contract import bootstrap
+from grader.harness.contract import bootstrap, results_from_output
 from grader.harness.processes import wait_for_exit
 from grader.sandbox.folders import make_job_folder, remove_owned_folder
 from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
@@ -279,11 +279,17 @@ class LocalBackend:
         # A warm backend gets the next submission's sandbox ready while this one grades.
         then = self._ready.refill(exercise, tier, start) if self.warm else None
         try:
-            return finish_harness(started, exercise, source, then)
+            raw = finish_harness(started, exercise, source, then)
         except TemplateLost as lost:
             # The submission was not sent: grade it in a harness of its own, and use no template again.
             self.templates_off = str(lost)
             return finish_harness(start(), exercise, source, then)
+        if isinstance(started.process, ForkedHarness) and started.process.template.process.poll() is not None \
+                and not raw.timed_out and results_from_output(raw.output) is None:
+            # Its template died (nothing a submission can reach) and took it along, as a harness ends with
+            # its template: the submission is graded again, in a sandbox of a new template.
+            return finish_harness(start(), exercise, source)
+        return raw
 
     def close(self) -> None:
         """End the sandboxes waiting for a submission, and the templates."""
