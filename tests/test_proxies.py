@@ -156,6 +156,28 @@ def alive(): return 1
         assert client.lookup("alive")() == 1
 
 
+def test_an_exception_is_judged_by_its_real_types_not_by_their_names():
+    """A class of the submission's own called ValueError is no ValueError (in-process,
+    `pytest.raises(ValueError)` would not catch it either), and one called MemoryError is no sign of
+    the worker running out of memory."""
+    source = '''
+class ValueError(Exception):
+    pass
+class MemoryError(LookupError):
+    pass
+def fake(): raise ValueError("not the builtin one")
+def full(): raise MemoryError("no block is free")
+def alive(): return 1
+'''
+    with worker_for(source) as client:
+        with pytest.raises(Exception, match="ValueError: not the builtin one") as caught:
+            client.lookup("fake")()
+        assert not isinstance(caught.value, ValueError)
+        with pytest.raises(LookupError, match="MemoryError: no block is free"):
+            client.lookup("full")()
+        assert client.lookup("alive")() == 1
+
+
 def test_an_endless_call_times_out_within_its_deadline_and_the_worker_is_gone():
     source = "def spin():\n    while True:\n        pass\n"
     with worker_for(source, Limits(call_timeout_s=0.5, import_timeout_s=3)) as client:
@@ -484,28 +506,6 @@ def count(value):
         for _ in range(protocol.KEPT_LISTS):
             make(1)  # the worker keeps only the last KEPT_LISTS lists: `plan` is no longer one of them
         assert run.run()[counted] == 3
-
-
-def test_an_exception_is_judged_by_its_real_types_not_by_their_names():
-    """A class of the submission's own called ValueError is no ValueError (in-process,
-    `pytest.raises(ValueError)` would not catch it either), and one called MemoryError is no sign of
-    the worker running out of memory."""
-    source = '''
-class ValueError(Exception):
-    pass
-class MemoryError(LookupError):
-    pass
-def fake(): raise ValueError("not the builtin one")
-def full(): raise MemoryError("no block is free")
-def alive(): return 1
-'''
-    with worker_for(source) as client:
-        with pytest.raises(Exception, match="ValueError: not the builtin one") as caught:
-            client.lookup("fake")()
-        assert not isinstance(caught.value, ValueError)
-        with pytest.raises(LookupError, match="MemoryError: no block is free"):
-            client.lookup("full")()
-        assert client.lookup("alive")() == 1
 
 
 def test_what_the_harness_remembers_to_pass_back_is_bounded_whatever_the_worker_sends():
