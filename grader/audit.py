@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.exercise import Exercise
+from grader.exercise import Exercise, ExerciseError
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
 
@@ -76,6 +76,9 @@ def mutant_description(path: Path) -> str:
 def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str | None = None,
               on_row: Callable[[AuditRow], None] | None = None) -> Audit:
     tier = tier or exercise.top_tier
+    for what, path in (("the reference", exercise.reference), ("the stub", exercise.stub)):
+        if not path.is_file():
+            raise ExerciseError(f"an audit grades {what}, and there is no {path}")
     covered = set(exercise.tiers[tier])
     uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from grader.exercise import Exercise, exercise_fingerprint
 from grader.grading import TIMED_OUT, Backend, grade_bytes
-from grader.scorecard import Scorecard
+from grader.scorecard import Scorecard, utc_now
 from grader.store import Store, StoreError, validate_student_id
 from grader.text import valid_text
 from grader.validate import read_capped
@@ -97,7 +97,7 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
     """Grade what is not graded yet (everything with `regrade`), `jobs` at a time; each result is saved
     the moment it arrives."""
     summary = BatchSummary()
-    todo: list[tuple[Candidate, bytes, str]] = []
+    todo: list[tuple[Candidate, bytes, str, str]] = []
     fingerprint = exercise_fingerprint(exercise)
     graded = {(s.student, s.sha256): s.card for s in store.submissions(exercise.slug)
               if s.tier == tier and s.card and s.card.status != "error"
@@ -117,7 +117,7 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             summary.skipped.append(candidate.student)
             summary.results[candidate.student] = earlier
         else:
-            todo.append((candidate, data, sha))
+            todo.append((candidate, data, sha, utc_now()))  # taken in now, stored once graded
     if on_start:
         on_start(len(todo))
     local = threading.local()
@@ -131,10 +131,10 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
         return grade_bytes(data, exercise, tier, backend, name)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade") as pool:
-        pending: dict[Future[Scorecard], tuple[Candidate, bytes, str]] = {
-            pool.submit(grade_one, data): (candidate, data, sha) for candidate, data, sha in todo}
+        pending: dict[Future[Scorecard], tuple[Candidate, bytes, str, str]] = {
+            pool.submit(grade_one, data): (candidate, data, sha, taken) for candidate, data, sha, taken in todo}
         def settle(future: Future[Scorecard]) -> None:
-            candidate, data, sha = pending.pop(future)
+            candidate, data, sha, taken = pending.pop(future)
             try:
                 card = future.result()
             except KeyboardInterrupt:
@@ -145,7 +145,7 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
                 return
             try:
                 submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
-                                                        candidate.path.name, data)
+                                                        candidate.path.name, data, submitted_at=taken)
                 store.save_scorecard(submission_id, card)
             except Exception as exc:  # storing this one failed (each save is its own transaction): go on
                 report(candidate.student, None, f"graded but not stored: {type(exc).__name__}: {valid_text(exc, 500)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING
 from grader.scorecard import SCHEMA_VERSION, Scorecard
-from grader.terminal import print_summary
+from grader.terminal import PipedConsole, print_summary
 from grader.text import without_surrogates
 from grader.validate import read_capped
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by the commands tha
     from grader.store import Store
 
 OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4
+BROKEN_PIPE = 141  # what a shell reports for a writer ended by SIGPIPE
 TIER_HELP = "one of the tiers the exercise declares (default: its default tier)"
 EXERCISE_HELP = "the exercise's name (slug) or folder"
 SANDBOX_HELP = ("where the code runs: docker, local (Linux namespaces), or auto: Docker when an engine answers, "
@@ -131,7 +133,7 @@ def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, st
     if args.sandbox == "auto":
         console.print(Text(f"sandbox: {name} ({why})", style="dim"))
     if getattr(backend, "unsafe", False):
-        Console(stderr=True).print(Text(f"warning: {UNSAFE_WARNING}", style="red bold"))
+        PipedConsole(stderr=True).print(Text(f"warning: {UNSAFE_WARNING}", style="red bold"))
     return backend, name
 
 
@@ -231,7 +233,10 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     for row in audit.rows:
         for problem in row.problems:
             console.print(Text(f"{row.label}: {problem}", style="red bold"))
-    verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
+    if audit.reference.card.status == "error":  # nothing graded the suites: no verdict on them
+        verdict = "the exercise cannot be graded"
+    else:
+        verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
     caught = sum(1 for row in audit.mutants if row.caught_by)
     for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
         console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
@@ -723,20 +728,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    errors = Console(stderr=True)
+    errors = PipedConsole(stderr=True)
     try:
         # With an output on standard output, what is meant for a person goes to standard error.
-        console = errors if takes_stdout(args) else Console()
+        console = errors if takes_stdout(args) else PipedConsole()
         return args.run(args, console)
+    # Messages are soft-wrapped: a path or test id in them is never broken over two lines.
     except (UsageError, ExerciseError, StoreError) as exc:
-        errors.print(Text(f"grader: {exc}", style="red"))
+        errors.print(Text(f"grader: {exc}", style="red"), soft_wrap=True)
         return USAGE
     except GradingError as exc:
-        errors.print(Text(f"grader: {exc}", style="red"))
+        errors.print(Text(f"grader: {exc}", style="red"), soft_wrap=True)
         return BROKEN
     except KeyboardInterrupt:
         errors.print(Text("grader: interrupted", style="red"))
         return 130
+    except BrokenPipeError:  # `grader ... | head`: the reader left; say nothing more, as a killed writer would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at the interpreter's exit
+        return BROKEN_PIPE
 
 
 if __name__ == "__main__":

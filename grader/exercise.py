@@ -11,6 +11,7 @@ tiers (each a list of suites) and the Debian packages its sandbox needs.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -22,6 +23,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.harness.contract import collection_error
 from grader.harness.limits import Limits
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -29,6 +31,11 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
 # When a platform that holds results back (Gradescope) shows a suite's results to students: never, after
 # the due date, once the instructor publishes the grades, or at once.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+# What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
+TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
+                  "tiers", "points", "sandbox", "prediction", "web")
+TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why"),
+              "web": ("solution", "submission_interval_s")}
 
 
 class ExerciseError(Exception):
@@ -137,8 +144,11 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
         slug, root = folder.name, folder.parent.parent
         if folder.parent.name != "exercises":
             raise ExerciseError(f"{folder} must sit in an exercises/ folder beside solutions/ and hidden_tests/")
+        if not SLUG.fullmatch(slug):  # it names report files, gradebooks and store rows
+            raise ExerciseError(f"{folder}: the folder's name {slug!r} is the exercise's name, and must be lower-case "
+                                "letters, digits, '_' and '-'")
     else:
-        if not SLUG.match(slug_or_path):
+        if not SLUG.fullmatch(slug_or_path):
             raise ExerciseError(f"{slug_or_path!r} is neither an exercise folder nor a valid exercise name "
                                 "(lower-case letters, digits, '_' and '-')")
         slug, root = slug_or_path, (root or project_root())
@@ -154,18 +164,24 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
 
 
 def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
-    def need(table: dict, key: str, kind: type, where: str) -> object:
-        if key not in table:
-            raise ExerciseError(f"{source}: {where} needs {key!r}")
-        if not isinstance(table[key], kind) or isinstance(table[key], bool):
-            raise ExerciseError(f"{source}: {where}.{key} must be a {kind.__name__}")
-        return table[key]
+    def need(key: str, kind: type, what: str) -> object:
+        if key not in config:
+            raise ExerciseError(f"{source}: {key} is missing ({key} = {what})")
+        if not isinstance(config[key], kind) or isinstance(config[key], bool):
+            raise ExerciseError(f"{source}: {key} must be {what}, not {config[key]!r}")
+        return config[key]
 
-    title = need(config, "title", str, "the file")
-    submission = need(config, "submission", str, "the file")
+    _known_keys(config, TOP_LEVEL_KEYS, "", source)
+    for table, keys in TABLE_KEYS.items():
+        _known_keys(_table(config, table, source), keys, f"[{table}] ", source)
+    title = need("title", str, '"the title students see"')
+    submission = need("submission", str, '"the file name a submission is graded as", such as "solution.py"')
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):  # type: ignore[arg-type]
-        raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py")
-    names = need(config, "names", list, "the file")
+        raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py, not {submission!r}")
+    names = need("names", list, '["the", "names", "tests", "ask", "ns", "for"]')
+    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):  # type: ignore[union-attr]
+        raise ExerciseError(f"{source}: names must list the submission's names the tests use (Python names), "
+                            f"not {names!r}")
     try:
         limits = Limits.from_table(config.get("limits", {}))
     except ValueError as exc:
@@ -192,18 +208,53 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     if not isinstance(default_tier, str) or default_tier not in tiers:
         raise ExerciseError(f"{source}: default_tier {default_tier!r} is not one of [tiers]: {', '.join(tiers)}")
     packages = _table(config, "sandbox", source).get("packages", [])
-    if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE.match(p) for p in packages):
+    if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE.fullmatch(p) for p in packages):
         raise ExerciseError(f"{source}: [sandbox] packages must be a list of Debian package names")
-    points = config.get("points", {})
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in points.values()):
-        raise ExerciseError(f"{source}: [points] values must be whole numbers of points")
+    points = _table(config, "points", source)
+    for test, value in points.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ExerciseError(f"{source}: [points] {test} must be a whole number of points (0 or more), not {value!r}")
     max_kb = config.get("max_submission_kb", 256)
+    if not isinstance(max_kb, int) or isinstance(max_kb, bool) or max_kb <= 0:
+        raise ExerciseError(f"{source}: max_submission_kb must be a whole number of KiB above 0, not {max_kb!r}")
+    reference = root / "solutions" / slug / submission  # type: ignore[operator]
+    needing = [name for name, suite in suites.items() if suite.reference]
+    if needing and not reference.is_file():
+        raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
+                            f"there is no {reference}")
+    _check_file_names(suites, source)
     return Exercise(
         slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
         names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
         packages=tuple(sorted(set(packages))),
     )
+
+
+def _known_keys(table: dict, known: tuple[str, ...], where: str, source: Path) -> None:
+    """Refuse a key exercise.toml does not define, with the nearest known one."""
+    for key in table:
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]}?" if near else f"known: {', '.join(known)}"
+            raise ExerciseError(f"{source}: {where}unknown key {key!r} ({hint})")
+
+
+def _check_file_names(suites: dict[str, SuiteSpec], source: Path) -> None:
+    """pytest imports a test file (and a helper beside it) by its file name when its folder is not a
+    package, so two such files of the same name in an exercise's suites would make one hide the other:
+    every grading would fail to collect. Refused here, naming both."""
+    seen: dict[str, Path] = {}
+    for suite in suites.values():
+        for path in sorted(suite.path.rglob("*.py")):
+            if path.name in ("conftest.py", "__init__.py") or "__pycache__" in path.parts:
+                continue
+            if (path.parent / "__init__.py").is_file():
+                continue  # in a package: imported by its dotted name
+            if path.name in seen:
+                raise ExerciseError(f"{source}: two test files are named {path.name}: {seen[path.name]} and {path}; "
+                                    "pytest imports them by their file names, so rename one")
+            seen[path.name] = path
 
 
 def _table(config: dict, key: str, source: Path) -> dict:
@@ -216,7 +267,7 @@ def _table(config: dict, key: str, source: Path) -> dict:
 def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
     """One [suites.<name>] table: a folder (relative to the project folder), label, points and flags."""
     where = f"[suites.{name}]"
-    if not SLUG.match(name):
+    if not SLUG.fullmatch(name):
         raise ExerciseError(f"{source}: {where}: a suite name is lower-case letters, digits, '_' and '-'")
     if not isinstance(table, dict):
         raise ExerciseError(f"{source}: {where} must be a table")
@@ -229,11 +280,15 @@ def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
     if not (root / folder).is_dir():
         raise ExerciseError(f"{source}: {where}: the folder {root / folder} does not exist")
     if not isinstance(points, int) or isinstance(points, bool) or points < 0:
-        raise ExerciseError(f"{source}: {where} needs points = <whole number>, the points of each test")
+        raise ExerciseError(f"{source}: {where} needs points = <a whole number, 0 or more>, the points of each "
+                            f"test{'' if points is None else f', not {points!r}'}")
     label = table.get("label", f"{name} tests")
+    if not isinstance(label, str):
+        raise ExerciseError(f"{source}: {where}: label is text, not {label!r}")
     flags = {key: table.get(key, default) for key, default in (("reference", False), ("details", True))}
-    if not isinstance(label, str) or not all(isinstance(v, bool) for v in flags.values()):
-        raise ExerciseError(f"{source}: {where}: label is text, reference and details are true or false")
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise ExerciseError(f"{source}: {where}: {key} is true or false, not {value!r}")
     visibility = table.get("visibility", "")
     if "visibility" in table and visibility not in VISIBILITIES:
         raise ExerciseError(f"{source}: {where}: visibility is one of {', '.join(VISIBILITIES)} (when Gradescope "
@@ -282,7 +337,13 @@ _listed: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[str, ...]]] = {
 
 
 def list_tests(suite: SuiteSpec) -> list[str]:
-    """The tests of a suite as pytest names them (`test_x[case]` for each parametrized case).
+    """The tests of a suite as the scorecard names them: pytest's id without the file (`test_x[case]` for
+    each parametrized case, `TestClass::test_x` for a test in a class)."""
+    return [test_id.split("::", 1)[1] for test_id in list_test_ids(suite)]
+
+
+def list_test_ids(suite: SuiteSpec) -> list[str]:
+    """The tests of a suite as pytest names them from the suite's folder (`test_file.py::test_x`).
 
     pytest collects them on the host, from the exercise's own (trusted) files: it imports the suite,
     never a submission. Used to name the premium tests a free run did not run, to state the points at
@@ -294,13 +355,43 @@ def list_tests(suite: SuiteSpec) -> list[str]:
     known = _listed.get(str(suite.path))
     if known is not None and known[0] == fingerprint:
         return list(known[1])
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(b"test ids\0")
     for path in sorted(suite.path.rglob("*.py")):
         if "__pycache__" not in path.parts:
             digest.update(path.relative_to(suite.path).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    names = _collect(str(suite.path), digest.hexdigest())
-    _listed[str(suite.path)] = (fingerprint, names)
-    return list(names)
+    ids = _collect(str(suite.path), digest.hexdigest())
+    _listed[str(suite.path)] = (fingerprint, ids)
+    return list(ids)
+
+
+def check_tests(exercise: Exercise) -> None:
+    """What only the collected tests show: every test's name is its own across the exercise's suites (the
+    scorecard, the gradebook's columns, the list of locked tests and [points] know a test by its name),
+    and every [points] entry names a test. An ExerciseError says what to change."""
+    where: dict[str, str] = {}
+    for suite in exercise.suites.values():
+        for test_id in list_test_ids(suite):
+            name = test_id.split("::", 1)[1]
+            place = f"{suite.path / test_id.split('::', 1)[0]}"
+            if name in where:
+                raise ExerciseError(f"{exercise.folder / 'exercise.toml'}: two tests are named {name}, in {where[name]} "
+                                    f"and {place}; a test is known by its name (scorecards, gradebooks, [points]), "
+                                    "so rename one")
+            where[name] = place
+    bases = {name.split("[", 1)[0] for name in where}
+    for key in exercise.points:
+        if key not in bases:
+            near = difflib.get_close_matches(key, sorted(bases), n=1)
+            hint = f"did you mean {near[0]}?" if near else "no test has that name"
+            raise ExerciseError(f"{exercise.folder / 'exercise.toml'}: [points] {key} names no test of the exercise "
+                                f"({hint})")
+
+
+def _collection_errors(output: str) -> str:
+    """Each file pytest could not collect, with its error's own lines (`contract.collection_error`)."""
+    sections = re.split(r"^_+ ERROR collecting (.+?) _+$", output.split("= short test summary info =")[0], flags=re.M)
+    found = [f"{name}: {collection_error(body)}" for name, body in zip(sections[1::2], sections[2::2])]
+    return "\n".join(found) if found else output[-2000:]
 
 
 def _cache_file(digest: str) -> Path:
@@ -326,8 +417,8 @@ def _collect(folder: str, digest: str) -> tuple[str, ...]:
          "--rootdir", folder, "--confcutdir", folder, folder],  # no conftest.py from the folders around it
         capture_output=True, text=True, env=env, cwd=folder, timeout=120)
     if done.returncode not in (0, 5):
-        raise ExerciseError(f"the suite in {folder} cannot be collected:\n{done.stdout[-2000:]}")
-    found = tuple(line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line)
+        raise ExerciseError(f"the suite in {folder} cannot be collected:\n{_collection_errors(done.stdout)}")
+    found = tuple(line for line in done.stdout.splitlines() if "::" in line)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_suffix(f".{os.getpid()}.partial")

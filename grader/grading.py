@@ -9,15 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 import grader
-from grader.exercise import Exercise, exercise_fingerprint, list_tests
+from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
 from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.text import valid_data, valid_tail, valid_text
-from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult
+from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult, utc_now
 from grader.seeding import seed_for_source
 from grader.validate import Rejected, validate
 
@@ -40,6 +39,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         card.submission_sha256 = submission.sha256
         card.seed = seed_for_source(submission.source, exercise)  # the same derivation as the job's (layout)
         judge(card, backend(exercise, submission.source, tier), exercise, tier, expected)
+    card.graded_at = utc_now()  # when the grading ended
     card.duration_s = round(time.monotonic() - started, 3)
     return card
 
@@ -53,14 +53,16 @@ def new_scorecard(exercise: Exercise, tier: str, backend_name: str,
     return Scorecard(exercise=exercise.slug, tier=tier, submission_sha256="", status="graded", score=0,
                      max_score=sum(expected.values()), title=exercise.title, backend=backend_name,
                      grader_version=grader.__version__,
-                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     graded_at=utc_now(),
                      suite_labels=exercise.suite_labels, suite_visibility=exercise.suite_visibility,
                      open_suites=exercise.open_suites, submission_file=exercise.submission_file,
                      exercise_fingerprint=exercise_fingerprint(exercise), locked=locked_tests(exercise, tier))
 
 
 def expected_max(exercise: Exercise, tier: str) -> dict[tuple[str, str], int]:
-    """(suite, test name) -> points, for every test the tier runs, as collected from the suites."""
+    """(suite, test name) -> points, for every test the tier runs, as collected from the suites (whose
+    names are checked first: an ExerciseError says what to change)."""
+    check_tests(exercise)
     return {(suite.name, name): exercise.points_for(name, suite.name)
             for suite in exercise.suites_for(tier) for name in list_tests(suite)}
 

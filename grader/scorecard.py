@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,11 @@ SCHEMA_VERSION = 1
 RUN_STATUSES = ("graded", "rejected", "error")
 # What one test can end as. Only "passed" earns points.
 TEST_STATUSES = ("passed", "failed", "timeout", "crashed", "error")
+
+
+def utc_now() -> str:
+    """A moment as scorecards and the store write it: UTC, to the second, ISO 8601."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass

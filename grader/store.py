@@ -19,7 +19,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy import Connection, and_, func, insert, select, text, update
@@ -28,7 +27,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 from grader.db import schema
 from grader.db.engine import is_url, make_engine, sqlite_path
 from grader.errors import StoreError
-from grader.scorecard import Scorecard
+from grader.scorecard import Scorecard, utc_now as now
 
 DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -45,10 +44,6 @@ def validate_student_id(student: str) -> str:
 
 def default_db_path(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get("GRADER_DB") or DEFAULT_DB)
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -176,8 +171,9 @@ class Store:
             db.execute(insert(schema.students).values(id=student, created_at=now()))
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
-                       content: bytes, state: str = "stored") -> tuple[int, bool]:
-        """(submission id, whether it is new). The same content again is the same submission."""
+                       content: bytes, state: str = "stored", submitted_at: str | None = None) -> tuple[int, bool]:
+        """(submission id, whether it is new). The same content again is the same submission.
+        `submitted_at`: when it came in, if not now (a batch stores a file once it is graded)."""
         validate_student_id(student)
         s = schema.submissions
         for attempt in range(2):  # a concurrent insert of the same row is found on the second look
@@ -191,7 +187,7 @@ class Store:
                         return int(row[0]), False
                     new_id = db.execute(insert(s).values(
                         student_id=student, exercise=exercise, tier=tier, sha256=sha256, filename=filename,
-                        content=content, submitted_at=now(), state=state)).inserted_primary_key[0]
+                        content=content, submitted_at=submitted_at or now(), state=state)).inserted_primary_key[0]
                     return int(new_id), True
             except IntegrityError:
                 if attempt:

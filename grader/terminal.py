@@ -7,6 +7,9 @@ vanish, `[link=...]` would become a link).
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +17,25 @@ from rich.text import Text
 from grader.scorecard import Scorecard
 from grader.text import without_surrogates
 
+UNBOUNDED_WIDTH = 200
 STYLES = {"passed": "green", "failed": "red", "timeout": "yellow", "crashed": "magenta", "error": "red bold"}
+
+
+class PipedConsole(Console):
+    """A console whose reader may leave (`grader ... | head`): rich's default then ends the program with
+    exit status 1, which `grade` keeps for "cannot vouch for a result"; this one raises BrokenPipeError
+    for the command line to end as a writer killed by SIGPIPE would. Written to a file or a pipe rather
+    than a terminal, its lines are as wide as a summary needs (rich would fold them at 80 columns), unless
+    COLUMNS says otherwise."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if not self.is_terminal and "width" not in options and "COLUMNS" not in os.environ:
+            self.width = UNBOUNDED_WIDTH
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the output went away")
 
 
 def first_line(text: str, width: int = 110) -> str:
@@ -32,9 +53,13 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
         console.print(Text(f"{card.status.upper()}: {without_surrogates(card.reason)}", style="red bold"))
     if card.tests:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        # A test id keeps its whole width while the line has room (the message gives way first); only on
+        # a terminal too narrow for it is it folded over lines, never cut: `test_x[mixed]` stays whole.
+        room = console.width - 50  # what the other columns need, the message at least 20 wide
+        wanted = min(max(len(test.name) for test in card.tests), room) if room >= 20 else None
         for column in ("suite", "test", "status", "points", "why"):
-            # On a narrow terminal a test id is folded over lines, never cut: `test_x[mixed]` stays whole.
-            table.add_column(column, overflow="fold" if column in ("test", "why") else "ellipsis")
+            table.add_column(column, overflow="fold" if column in ("test", "why") else "ellipsis",
+                             min_width=wanted if column == "test" else None)
         for test in card.tests:
             table.add_row(Text(test.suite), Text(without_surrogates(test.name)),
                           Text(test.status, style=STYLES.get(test.status, "")),

@@ -68,3 +68,22 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
                                                                      ("odd", 1, 3)]
     assert graded.count("odd") == 3  # each mutant once more, on the tier the top tier does not cover
     assert [row.problems for row in result.mutants] == [[], [], ["no test catches this mutant"]]
+
+
+def test_an_audit_without_the_stub_says_so(tmp_path, capsys):
+    folder = exercise_copy(tmp_path)
+    (folder / "scheduler.py").unlink()
+    assert main(["audit", str(folder), "--sandbox", "local"]) == 2
+    assert f"an audit grades the stub, and there is no {folder / 'scheduler.py'}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_an_exercise_that_cannot_be_graded_gets_no_verdict_on_its_suite(tmp_path, capsys):
+    folder = exercise_copy(tmp_path)
+    shutil.rmtree(tmp_path / "solutions" / EXERCISE / "mutants")
+    visible = folder / "tests" / "test_visible.py"  # a visible test asks for the reference it may not use
+    visible.write_text(visible.read_text().replace("def test_decodes_run_before_the_prompt(ns):",
+                                                   "def test_decodes_run_before_the_prompt(ns, reference):"))
+    assert main(["audit", str(folder), "--sandbox", "local"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the exercise is misconfigured" in out and "must say reference = true" in out
+    assert "the exercise cannot be graded" in out and "WEAK" not in out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import shutil
 import sqlite3
+import time
+from datetime import datetime
 
 import pytest
 
@@ -206,3 +208,18 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     assert "2 graded, 1 rejected, 1 timed out" in err and "mean score 3.3/10 over 3" in err
     assert "below --fail-under 50% or not graded: bob, dave, tim" in err
     assert sorted(row["student"] for row in csv.DictReader(captured.out.splitlines())) == ["alice", "bob", "dave", "tim"]
+
+
+def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, capsys, monkeypatch):
+    def slow_backend(exercise, source, tier):
+        time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
+        return run_local(exercise, source, tier)
+    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: (slow_backend, "local"))
+    folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--db", str(tmp_path / "class.db"), "--gradebook", "-"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [row["student"] for row in rows] == ["alice", "bob"]
+    for row in rows:
+        taken, graded = (datetime.fromisoformat(row[key]) for key in ("submitted_at", "graded_at"))
+        assert (graded - taken).total_seconds() >= 1, row

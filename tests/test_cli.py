@@ -7,6 +7,8 @@ import argparse
 import io
 import json
 import shlex
+import subprocess
+import sys
 from importlib.metadata import version
 
 import pytest
@@ -153,3 +155,19 @@ def test_the_terminal_table_shows_test_ids_whole_and_student_text_as_text():
                          max_score=2, reason="line 1: [bold]x[/bold]")
     print_summary(rejected, Console(file=out, width=100, color_system=None))
     assert "line 1: [bold]x[/bold]" in out.getvalue()
+
+
+def test_a_summary_written_to_a_pipe_keeps_each_test_id_on_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--tier", "premium", "--sandbox", "local"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("test_add_refuses_a_live_duplicate_id_and_accepts_it_once_finished" in line for line in lines)
+
+
+def test_a_reader_that_leaves_ends_grade_as_sigpipe_would_not_as_a_grading_it_cannot_vouch_for(tmp_path):
+    # `grader grade ... | head -1`: exit status 1 would say "the grader cannot vouch for a result". The
+    # reader here leaves at once, long before the grading's first line.
+    command = (f"{shlex.quote(sys.executable)} -m grader.cli grade {shlex.quote(str(REFERENCE))} "
+               f"{' '.join(FREE)} | true; echo ${{PIPESTATUS[0]}}")
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "141" and done.stderr == "", (done.stdout, done.stderr)

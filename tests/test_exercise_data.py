@@ -82,24 +82,116 @@ def test_the_first_exercise_keeps_its_tiers_and_premium_default():
     assert [s.label for s in exercise.suites.values()] == ["Visible tests", "Premium tests"]
 
 
-def course_copy(tmp_path: Path, old: str, new: str) -> Path:
-    """A private copy of the course with one edit of exercise.toml."""
+def course_copy(tmp_path: Path, old: str = "", new: str = "", files: dict[str, str] | None = None) -> Path:
+    """A private copy of the course with one edit of exercise.toml and `files` (path in the course: text)
+    written."""
     shutil.copytree(COURSE, tmp_path / "course", ignore=shutil.ignore_patterns("__pycache__"))
     toml = tmp_path / "course" / "exercises" / "tiny_stats" / "exercise.toml"
     text = toml.read_text()
     assert old in text
     toml.write_text(text.replace(old, new, 1))
+    for name, content in (files or {}).items():
+        (tmp_path / "course" / name).write_text(content)
     return toml.parent
 
 
-def test_a_suite_that_uses_the_reference_without_declaring_it_fails_with_the_reason(tmp_path):
+def test_a_suite_that_uses_the_reference_without_declaring_it_is_an_error_naming_it(tmp_path):
+    # The exercise's mistake: no student loses points to it, the grading is an error that says what to fix.
     folder = course_copy(tmp_path, "reference = true          #", "reference = false         #")
     exercise = load_exercise(str(folder))
     card = grade_bytes(REFERENCE.read_bytes(), exercise, "exam", run_local, "local")
-    failing = {t.name: t.message for t in card.tests if t.status != "passed"}
-    assert set(failing) == {f"test_mean_matches_the_reference[values{i}]" for i in range(3)}
-    assert all("suite 'warmup' uses the reference solution: exercise.toml must say reference = true" in m
-               for m in failing.values())
+    assert card.status == "error" and card.score == 0 and not card.tests
+    assert "the exercise is misconfigured" in card.reason
+    assert "suite 'warmup' uses the reference solution: exercise.toml must say reference = true" in card.reason
+
+
+def test_a_test_that_asks_for_a_name_the_exercise_does_not_declare_is_an_error_naming_it(tmp_path):
+    folder = course_copy(tmp_path, 'names = ["mean", "spread"]', 'names = ["mean"]')
+    card = grade_bytes(REFERENCE.read_bytes(), load_exercise(str(folder)), "exam", run_local, "local")
+    assert card.status == "error" and card.score == 0
+    assert "the exercise is misconfigured" in card.reason and "does not declare the name 'spread'" in card.reason
+
+
+def test_tests_in_classes_are_graded_and_named_with_their_class(tmp_path):
+    folder = course_copy(tmp_path, "[points]\n", '[points]\n"TestSpread::test_of_two" = 4\n', files={
+        "exercises/tiny_stats/checks/test_classes.py": (
+            "class TestSpread:\n"
+            "    def test_of_two(self, ns):\n"
+            "        assert ns['spread']([1, 5]) == 4\n\n"
+            "    def test_of_one(self, ns):\n"
+            "        assert ns['spread']([7]) == 0\n")})
+    exercise = load_exercise(str(folder))
+    assert set(list_tests(exercise.suites["warmup"])) >= {"TestSpread::test_of_two", "TestSpread::test_of_one"}
+    card = grade_bytes(REFERENCE.read_bytes(), exercise, "practice", run_local, "local")
+    assert card.status == "graded", card.reason
+    points = {t.name: (t.status, t.score) for t in card.tests}
+    assert points["TestSpread::test_of_two"] == ("passed", 4) and points["TestSpread::test_of_one"] == ("passed", 3)
+    assert card.score == card.max_score == 4 * 3 + 4 + 3
+
+
+def test_two_tests_of_the_same_name_are_refused_naming_both_files(tmp_path, capsys):
+    folder = course_copy(tmp_path, files={"exam_tests/tiny_stats/test_more.py": (
+        "def test_spread_of_three_values(ns):\n    assert ns['spread']([4, 1, 9]) == 8\n")})
+    exercise = load_exercise(str(folder))
+    with pytest.raises(ExerciseError) as caught:
+        grade_bytes(REFERENCE.read_bytes(), exercise, "practice", run_local, "local")
+    message = str(caught.value)
+    assert "two tests are named test_spread_of_three_values" in message
+    assert "checks/test_warmup.py" in message and "exam_tests/tiny_stats/test_more.py" in message
+    assert main(["grade", str(REFERENCE), "--exercise", str(folder), "--sandbox", "local"]) == 2
+    assert "two tests are named test_spread_of_three_values" in capsys.readouterr().err
+
+
+def test_points_for_a_test_that_does_not_exist_are_refused_with_the_nearest_name(tmp_path):
+    folder = course_copy(tmp_path, "test_spread_of_a_random_list = 2", "test_spread_of_a_random_lst = 2")
+    with pytest.raises(ExerciseError) as caught:
+        grade_bytes(REFERENCE.read_bytes(), load_exercise(str(folder)), "practice", run_local, "local")
+    assert "[points] test_spread_of_a_random_lst names no test" in str(caught.value)
+    assert "did you mean test_spread_of_a_random_list?" in str(caught.value)
+
+
+def test_a_missing_reference_is_refused_when_a_suite_uses_it(tmp_path):
+    folder = course_copy(tmp_path)
+    (folder.parent.parent / "solutions" / "tiny_stats" / "stats.py").unlink()
+    with pytest.raises(ExerciseError) as caught:
+        load_exercise(str(folder))
+    assert "suite 'warmup' uses the reference solution (reference = true), and there is no" in str(caught.value)
+    assert "solutions/tiny_stats/stats.py" in str(caught.value)
+
+
+def test_two_test_files_of_the_same_name_in_the_suites_are_refused(tmp_path):
+    # pytest would import one in place of the other: every grading would fail to collect.
+    folder = course_copy(tmp_path, files={"exam_tests/tiny_stats/test_warmup.py": "def test_other():\n    pass\n"})
+    with pytest.raises(ExerciseError) as caught:
+        load_exercise(str(folder))
+    assert "two test files are named test_warmup.py" in str(caught.value) and "rename one" in str(caught.value)
+
+
+def test_an_exercise_folder_whose_name_is_not_an_exercise_name_is_refused(tmp_path):
+    folder = course_copy(tmp_path)
+    odd = folder.rename(folder.parent / "tiny stats;x")
+    with pytest.raises(ExerciseError) as caught:
+        load_exercise(str(odd))
+    assert "the folder's name 'tiny stats;x' is the exercise's name" in str(caught.value)
+
+
+def test_a_suite_that_cannot_be_imported_is_named_with_its_error(tmp_path, capsys):
+    # On the host (the listing of the tests) and in the harness (here a module only the host's
+    # listing has: the grading's pytest is not run with --collect-only).
+    folder = course_copy(tmp_path, files={"exam_tests/tiny_stats/test_broken.py": (
+        "import no_such_module_anywhere\n\ndef test_x():\n    pass\n")})
+    with pytest.raises(ExerciseError) as caught:
+        grade_bytes(REFERENCE.read_bytes(), load_exercise(str(folder)), "exam", run_local, "local")
+    message = str(caught.value)
+    assert "test_broken.py: ModuleNotFoundError: No module named 'no_such_module_anywhere'" in message
+    assert "importlib" not in message and len(message.splitlines()) <= 3
+    folder = course_copy(tmp_path / "again", files={"exam_tests/tiny_stats/test_broken.py": (
+        "import sys\n\nif '--collect-only' not in sys.argv:\n    import only_where_tests_are_listed\n\n"
+        "def test_x():\n    pass\n")})
+    card = grade_bytes(REFERENCE.read_bytes(), load_exercise(str(folder)), "exam", run_local, "local")
+    assert card.status == "error"
+    assert card.reason == ("a test file could not be collected: exam/test_broken.py: ModuleNotFoundError: "
+                           "No module named 'only_where_tests_are_listed'"), card.reason
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -107,12 +199,27 @@ def test_a_suite_that_uses_the_reference_without_declaring_it_fails_with_the_rea
     ('folder = "exam_tests/tiny_stats"', 'folder = "exam_tests/nothing"', "exam_tests/nothing does not exist"),
     ('default_tier = "practice"', 'default_tier = "premium"', "default_tier 'premium' is not one of [tiers]"),
     ('exam_only = ["exam"]', 'exam_only = ["exam", "bonus"]', "tier 'exam_only' runs suite 'bonus'"),
-    ("details = false", 'details = "no"', "reference and details are true or false"),
+    ("details = false", 'details = "no"', "[suites.exam]: details is true or false, not 'no'"),
     ("details = false", "detail = false", "[suites.exam] has unknown keys: detail"),
     ("[limits]", '[sandbox]\npackages = ["Not a package!"]\n\n[limits]', "packages must be a list of Debian"),
     ('folder = "exam_tests/tiny_stats"', 'folder = "exercises/tiny_stats"',
      "suite 'warmup' lies in the folder of suite 'exam'"),
     ('default_tier = "practice"', 'default_tier = ["practice"]', "default_tier ['practice'] is not one of [tiers]"),
+    ('default_tier = "practice"', 'default_teir = "exam"', "unknown key 'default_teir' (did you mean default_tier?)"),
+    ("[limits]", '[sandbox]\npackage = ["python3-numpy"]\n\n[limits]',
+     "[sandbox] unknown key 'package' (did you mean packages?)"),
+    ("[limits]", '[web]\nsolutions = "never"\n\n[limits]', "[web] unknown key 'solutions' (did you mean solution?)"),
+    ('names = ["mean", "spread"]', 'names = "mean"', "names must be [\"the\", \"names\""),
+    ('names = ["mean", "spread"]', 'names = ["mean", "not a name"]', "names must list the submission's names"),
+    ('title = "Tiny statistics"', "", "title is missing"),
+    ("points = 1", "points = -3", "[suites.exam] needs points = <a whole number, 0 or more>, the points of each test, "
+                                  "not -3"),
+    ("reference = true\n", 'reference = "yes"\n', "[suites.exam]: reference is true or false, not 'yes'"),
+    ("test_spread_of_a_random_list = 2", "test_spread_of_a_random_list = -2",
+     "[points] test_spread_of_a_random_list must be a whole number of points (0 or more), not -2"),
+    ("[limits]", "max_submission_kb = 0\n\n[limits]", "max_submission_kb must be a whole number of KiB above 0"),
+    ("[limits]", "[limits]\nmemory_mb = 1", "limit 'memory_mb' must be at least 32"),
+    ("[limits]", "[limits]\nopen_files = 8", "limit 'open_files' must be at least 16"),
 ])
 def test_exercise_toml_mistakes_are_named(tmp_path, old, new, expected):
     folder = course_copy(tmp_path, old, new)

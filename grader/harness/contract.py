@@ -20,6 +20,7 @@ import io
 import json
 import posixpath
 import struct
+import textwrap
 import zipfile
 from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
@@ -185,3 +186,12 @@ def results_from_output(output: bytes) -> bytes | None:
             except (binascii.Error, ValueError):
                 return None
     return None
+
+
+def collection_error(report: str, limit: int = 600) -> str:
+    """What pytest's report of a test file it could not import comes down to: the error's own lines (those
+    pytest marks `E`: `ModuleNotFoundError: No module named 'numpy'`, a syntax error's file, line and
+    caret), without the import machinery's frames around them. The whole report when it has none."""
+    lines = [line[1:].rstrip() for line in report.splitlines() if line.startswith("E ")]
+    text = textwrap.dedent("\n".join(line for line in lines if line)).strip("\n") or report.strip()
+    return text if len(text) <= limit else text[:limit] + "..."

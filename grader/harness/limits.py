@@ -10,6 +10,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
+# Below these the grader's own processes cannot work (the worker's Python does not start under a smaller
+# address space; the worker and its fork server need their pipes and files), so every student would fail.
+MINIMUMS = {"memory_mb": 32, "open_files": 16}
+
+
 @dataclass(frozen=True)
 class Limits:
     call_timeout_s: float = 5.0  # one call into the submission (a method or function call)
@@ -38,6 +43,9 @@ class Limits:
                 raise ValueError(f"limit {name!r} must be a{'n integer' if kind is int else ' number'}, got {value!r}")
             if value <= 0:
                 raise ValueError(f"limit {name!r} must be positive, got {value!r}")
+            if value < MINIMUMS.get(name, 0):
+                raise ValueError(f"limit {name!r} must be at least {MINIMUMS[name]} (the grader's own processes need "
+                                 f"that much), got {value!r}")
             values[name] = kind(value)
         return cls(**values)
 

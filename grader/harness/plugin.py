@@ -28,12 +28,21 @@ from grader.harness.feedback import Feedback
 from grader.harness import lanes, template
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.forking import INPUT_CLOSED, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, end_with_input, prctl
-from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, read_frame
+from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_frame
 from grader.harness.processes import children_of
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
 # limit makes sure no submission can make it take the machine's (or the container's) memory instead.
 HARNESS_MEMORY_MB = 1024
+
+
+class ExerciseMisconfigured(Exception):
+    """A test asked for what its exercise does not provide: the exercise's mistake, never the submission's.
+    The grading is then an error naming it (no student loses points to it)."""
+
+
+class UndeclaredName(ExerciseMisconfigured, KeyError):
+    """`ns[name]` for a name exercise.toml does not list (a KeyError, so `name in ns` is simply false)."""
 
 
 @dataclass
@@ -331,7 +340,7 @@ class Namespace(Mapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._harness.job.names:
-            raise KeyError(f"the exercise does not declare the name {name!r}")
+            raise UndeclaredName(f"the exercise does not declare the name {name!r} (names in exercise.toml)")
         if name not in self._values:
             if self._client is None:
                 self._client = self._harness.start_worker()
@@ -379,9 +388,10 @@ def reference(request: pytest.FixtureRequest) -> dict[str, Any]:
     suite = harness.suite_of_item(request.node)
     if suite is None or not suite.reference:
         name = suite.name if suite else "?"
-        raise RuntimeError(f"suite {name!r} uses the reference solution: exercise.toml must say reference = true")
+        raise ExerciseMisconfigured(f"suite {name!r} uses the reference solution: exercise.toml must say "
+                                    "reference = true")
     if harness.reference_module is None:
-        raise RuntimeError("this suite needs the reference solution, and the job has none")
+        raise ExerciseMisconfigured("this suite needs the reference solution, and the job has none")
     return vars(harness.reference_module)
 
 
@@ -488,7 +498,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     harness = state()
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
     harness.records[item.nodeid] = TestRecord(
-        nodeid=item.nodeid, name=item.name,
+        # Named as the host lists it: the id without the file (`test_x[case]`, `TestClass::test_x`).
+        nodeid=item.nodeid, name=item.nodeid.split("::", 1)[1],
         suite=harness.suite_name(item),
         description=doc.strip().splitlines()[0] if doc.strip() else "",
     )
@@ -503,6 +514,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is None:
         return
     record.duration_s += report.duration
+    if call.excinfo is not None and isinstance(call.excinfo.value, ExerciseMisconfigured):
+        message = str(call.excinfo.value.args[0] if call.excinfo.value.args else call.excinfo.value)
+        problem = f"the exercise is misconfigured: {item.nodeid}: {message}"
+        if problem not in harness.problems:
+            harness.problems.append(problem)
     if call.excinfo is not None and record.status == "passed":
         status, message, trace = explain(call.excinfo, record.suite)
         if call.when != "call" and status == "failed":
@@ -527,7 +543,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
-        state().problems.append(f"a test file could not be collected: {report.nodeid}")
+        error = collection_error(str(report.longrepr))
+        state().problems.append(f"a test file could not be collected: {report.nodeid}: {error}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -544,7 +561,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     harness = state()
     harness.receive_run()  # collection may have failed before asking for it: the results need its nonce
     harness.close_spare()
-    if exitstatus not in (0, 1):
+    if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
         harness.problems.append(f"pytest ended with exit status {exitstatus}")
     if harness.lane:
         lanes.send(harness)  # a helper lane leaves here

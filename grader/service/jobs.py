@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from sqlalchemy import and_, func, or_, select, update
 
@@ -24,7 +23,7 @@ import grader
 from grader.db import schema
 from grader.exercise import Exercise, load_exercise
 from grader.grading import Backend, grade_bytes
-from grader.scorecard import Scorecard
+from grader.scorecard import Scorecard, utc_now
 from grader.store import Store
 
 DEFAULT_LEASE_S = 60.0
@@ -120,7 +119,7 @@ def error_card(store: Store, submission_id: int, reason: str) -> Scorecard:
     assert sub is not None
     return Scorecard(exercise=sub.exercise, tier=sub.tier, submission_sha256=sub.sha256, status="error", score=0,
                      max_score=0, reason=reason, grader_version=grader.__version__,
-                     graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                     graded_at=utc_now())
 
 
 def recover(store: Store) -> list[int]:

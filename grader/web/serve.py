@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from grader.exercise import ExerciseError, load_exercise, project_root
+from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.store import Store
@@ -36,6 +36,7 @@ def load_exercises() -> dict:
     for toml in sorted((project_root() / "exercises").glob("*/exercise.toml")):
         try:
             exercise = load_exercise(toml.parent.name)
+            check_tests(exercise)
         except ExerciseError as exc:
             log.warning("exercise %s left out: %s", toml.parent.name, exc)
             continue
