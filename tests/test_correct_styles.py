@@ -102,6 +102,33 @@ def test_slow_calls_well_within_the_limit_cost_nothing(limited_exercise, sandbox
     assert {t.name for t in card.tests} >= {LONG_TEST, AFTER_TEST}
 
 
+CHATTY = b"""
+
+import sys as _sys
+
+_plain_schedule = Scheduler.schedule
+
+
+def _schedule_and_say_so(self):
+    print("schedule:", "." * 30_000)
+    print("  and on stderr:", "," * 30_000, file=_sys.stderr)
+    return _plain_schedule(self)
+
+
+Scheduler.schedule = _schedule_and_say_so
+"""
+
+
+def test_printing_past_the_file_size_limit_costs_nothing_and_the_latest_output_is_kept(tmp_path, sandbox):
+    # A debug line on every call: about 8 MB in the longest test, past a 1 MiB limit (16 MiB by default).
+    folder = exercise_copy(tmp_path, file_size_mb=1)
+    backend, name = sandbox
+    card = grade_bytes(REFERENCE.read_bytes() + CHATTY, load_exercise(str(folder)), "free", backend, name)
+    assert full_marks(card), failures(card)
+    longest = next(t for t in card.tests if t.name == LONG_TEST)
+    assert longest.output_cut > 0 and longest.output.rstrip().endswith("," * 1000)
+
+
 @pytest.mark.slow
 def test_an_endless_loop_in_one_case_costs_exactly_the_tests_that_reach_it(limited_exercise, sandbox):
     backend, name = sandbox
@@ -185,10 +212,10 @@ def test_an_error_while_storing_one_result_is_reported_for_that_student_and_the_
     with Store(tmp_path / "class.db") as store:
         add = store.add_submission
 
-        def failing_for_bob(student, *args):
+        def failing_for_bob(student, *args, **kwargs):
             if student == "bob":
                 raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
-            return add(student, *args)
+            return add(student, *args, **kwargs)
 
         monkeypatch.setattr(store, "add_submission", failing_for_bob)
         done = []

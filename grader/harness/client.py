@@ -23,8 +23,11 @@ from typing import Any
 
 from grader.harness import protocol
 from grader.harness.limits import Limits
-from grader.harness.confine import Confinement, ForkedProcess, ZygoteUnavailable, private_file
+from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
 
+# A test's worker's environment (its HOME is its own folder): what a program run from a terminal would
+# find, so that one that asks for its user (getpass, os.environ["USER"]) runs as it does there.
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": WORKER_NAME, "LOGNAME": WORKER_NAME}
 SIGNAL_CAUSES = {
     signal.SIGSEGV: "a segmentation fault (the Python interpreter crashed)",
     signal.SIGBUS: "a bus error (the Python interpreter crashed)",
@@ -179,7 +182,7 @@ class WorkerClient:
         output = private_file(output_path)
         try:
             self.process: ForkedProcess = confinement.fork(
-                env=env if env is not None else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, module=module,
+                env=env if env is not None else WORKER_ENV, module=module,
                 fds=(to_worker_r, from_worker_w, output))
         except ZygoteUnavailable:
             for fd in (to_worker_w, from_worker_r):

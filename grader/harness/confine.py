@@ -36,7 +36,13 @@ from grader.harness.contract import SANDBOX_CODE, Job, bootstrap
 from grader.harness.processes import kill_group
 
 REPLY_TIMEOUT_S = 2.0
-SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+# The worker's own environment (`client.WORKER_ENV`) is set per worker; this is its fork server's, from
+# which the worker inherits what its C library read at start: with at most two malloc arenas, each thread
+# a submission starts reserves its stack and no 64 MiB arena of address space, so a pool of 32 threads
+# fits the memory limit (RLIMIT_AS) as it fits a student's machine.
+SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+# The name a worker's account has: a program that asks who runs it (getpass, pwd) gets an answer.
+WORKER_NAME = "student"
 # The system folders a worker's Python may need, read-only. On a merged-/usr system the top-level ones
 # are symlinks into /usr and are recreated as such.
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -51,8 +57,18 @@ def private_file(path: str, mode: int = 0o600) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
 
-def bwrap_arguments(bwrap: str, code_fd: int) -> list[str]:
-    """The bubblewrap command line, up to the program it runs (see the module docstring)."""
+def account_files(uid: int, gid: int) -> dict[str, bytes]:
+    """/etc/passwd and /etc/group as a namespaced worker sees them: its own account among root's and
+    nobody's (the machine's own are not shown)."""
+    return {"/etc/passwd": (f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                            f"{WORKER_NAME}:x:{uid}:{gid}:{WORKER_NAME}:/tmp:/usr/sbin/nologin\n"
+                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n").encode(),
+            "/etc/group": f"root:x:0:\n{WORKER_NAME}:x:{gid}:\nnogroup:x:65534:\n".encode()}
+
+
+def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = None) -> list[str]:
+    """The bubblewrap command line, up to the program it runs (see the module docstring). `accounts`:
+    a descriptor for each of `account_files`."""
     arguments = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for top in SYSTEM_LINKS:
@@ -62,6 +78,8 @@ def bwrap_arguments(bwrap: str, code_fd: int) -> list[str]:
             arguments += ["--ro-bind", top, top]
     for name, value in SANDBOX_ENV.items():
         arguments += ["--setenv", name, value]
+    for path, fd in (accounts or {}).items():
+        arguments += ["--ro-bind-data", str(fd), path]
     arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
                   "--ro-bind-data", str(code_fd), SANDBOX_CODE, "--"]
     return arguments
@@ -94,8 +112,11 @@ class Confinement:
         if self.namespaced:
             assert job.bwrap is not None
             code_fd = _memory_file("worker.zip", Path(job.at(base, job.worker_code)).read_bytes())
-            passed.append(code_fd)
-            program = bwrap_arguments(job.bwrap, code_fd) + program
+            uid = job.worker_user if job.worker_user is not None else os.getuid()
+            gid = job.worker_group if job.worker_group is not None else os.getgid()
+            accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
+            passed += [code_fd, *accounts.values()]
+            program = bwrap_arguments(job.bwrap, code_fd, accounts) + program
         log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
         try:
             self.process = subprocess.Popen(

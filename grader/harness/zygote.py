@@ -72,6 +72,7 @@ def serve() -> None:
     limits = dict(config["limits"])
     processes = limits.pop("processes", None)
     worker.apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
+    worker.keep_printing()
     prctl(PR_SET_DUMPABLE, 0)
     if config.get("subreaper"):
         # Workers whose loader died are reparented here, so that their ends are still reported.

@@ -158,7 +158,21 @@ def _dockerfile(base: str) -> str:
     env = " ".join(f"{k}={v}" for k, v in IMAGE_ENV.items())
     # Compiled once here: a grading's root is read-only, so without them every run compiles the harness.
     compile_harness = f"RUN python3 -m compileall -q /{HARNESS_PREFIX}"
-    return f"FROM {base}\nADD harness.tar /\n{compile_harness}\nENV {env}\n"
+    return f"FROM {base}\nADD harness.tar /\n{compile_harness}\n{_worker_accounts()}\nENV {env}\n"
+
+
+def _worker_accounts() -> str:
+    """The step that names the accounts workers run as (`local.WORKER_UIDS`), so that a submission that
+    asks who runs it (getpass, pwd) gets an answer, as in the local sandbox (`confine.account_files`)."""
+    from grader.harness.confine import WORKER_NAME
+    from grader.sandbox.local import WORKER_UIDS
+
+    script = (f"first, last = {WORKER_UIDS.start}, {WORKER_UIDS.stop - 1}\n"
+              "with open('/etc/passwd', 'a') as passwd, open('/etc/group', 'a') as group:\n"
+              "    for uid in range(first, last + 1):\n"
+              f"        passwd.write(f'{WORKER_NAME}:x:{{uid}}:{{uid}}:{WORKER_NAME}:/tmp:/usr/sbin/nologin\\n')\n"
+              f"        group.write(f'{WORKER_NAME}:x:{{uid}}:\\n')\n")
+    return f"RUN {json.dumps(['python3', '-c', script])}"
 
 
 def _harness_digest(files: Iterable[tuple[str, bytes]], base: str) -> str:
