@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from grader.store import Store
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 from tests.service import import_roster, local_server, signed_in, wait_graded
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -203,3 +203,19 @@ def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(serve
 def test_the_address_given_is_on_loopback(server):
     host = server.url.split("//")[1].rsplit(":", 1)[0]
     assert host == "127.0.0.1" and socket.inet_aton(host)
+
+
+@pytest.mark.parametrize("edit, kept", [(None, True), (("answer = 3", "answer = 5"), False),
+                                        (('solution = "after_first_graded"', 'solution = "sometimes"'), False)])
+def test_serve_leaves_out_an_exercise_whose_web_settings_are_wrong_before_any_student_sees_it(
+        tmp_path, monkeypatch, caplog, edit, kept):
+    from grader.web.serve import load_exercises
+
+    folder = exercise_copy(tmp_path)
+    if edit:
+        toml = folder / "exercise.toml"
+        assert edit[0] in toml.read_text()
+        toml.write_text(toml.read_text().replace(*edit))
+    monkeypatch.chdir(tmp_path)
+    assert list(load_exercises()) == ([EXERCISE] if kept else [])
+    assert kept or f"exercise {EXERCISE} left out" in caplog.text
