@@ -217,18 +217,18 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     max_kb = config.get("max_submission_kb", 256)
     if not isinstance(max_kb, int) or isinstance(max_kb, bool) or max_kb <= 0:
         raise ExerciseError(f"{source}: max_submission_kb must be a whole number of KiB above 0, not {max_kb!r}")
-    reference = root / "solutions" / slug / submission  # type: ignore[operator]
-    needing = [name for name, suite in suites.items() if suite.reference]
-    if needing and not reference.is_file():
-        raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
-                            f"there is no {reference}")
     _check_file_names(suites, source)
-    return Exercise(
+    exercise = Exercise(
         slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
         names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
         packages=tuple(sorted(set(packages))),
     )
+    needing = [name for name, suite in suites.items() if suite.reference]
+    if needing and not exercise.reference.is_file():
+        raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
+                            f"there is no {exercise.reference}")
+    return exercise
 
 
 def _known_keys(table: dict, known: tuple[str, ...], where: str, source: Path) -> None:
@@ -371,8 +371,8 @@ def check_tests(exercise: Exercise) -> None:
     where: dict[str, str] = {}
     for suite in exercise.suites.values():
         for test_id in list_test_ids(suite):
-            name = test_id.split("::", 1)[1]
-            place = f"{suite.path / test_id.split('::', 1)[0]}"
+            file, name = test_id.split("::", 1)
+            place = str(suite.path / file)
             if name in where:
                 raise ExerciseError(f"{exercise.folder / 'exercise.toml'}: two tests are named {name}, in {where[name]} "
                                     f"and {place}; a test is known by its name (scorecards, gradebooks, [points]), "
