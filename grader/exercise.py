@@ -23,8 +23,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import page_settings
 from grader.harness.contract import collection_error
 from grader.harness.limits import Limits
+from grader.page_settings import Prediction, WebSettings
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
@@ -67,6 +69,8 @@ class Exercise:
     points: dict[str, int] = field(default_factory=dict)
     max_submission_bytes: int = 256 * 1024
     packages: tuple[str, ...] = ()  # extra Debian packages the sandbox image needs
+    prediction: Prediction | None = None  # the web page's "Before you code" question
+    web: WebSettings = WebSettings()
 
     @property
     def folder(self) -> Path:
@@ -218,11 +222,16 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     if not isinstance(max_kb, int) or isinstance(max_kb, bool) or max_kb <= 0:
         raise ExerciseError(f"{source}: max_submission_kb must be a whole number of KiB above 0, not {max_kb!r}")
     _check_file_names(suites, source)
+    try:
+        prediction = page_settings.prediction(_table(config, "prediction", source))
+        web = page_settings.web(_table(config, "web", source))
+    except page_settings.SettingError as exc:
+        raise ExerciseError(f"{source}: {exc}") from None
     exercise = Exercise(
         slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
         names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
-        packages=tuple(sorted(set(packages))),
+        packages=tuple(sorted(set(packages))), prediction=prediction, web=web,
     )
     needing = [name for name, suite in suites.items() if suite.reference]
     if needing and not exercise.reference.is_file():

@@ -12,6 +12,7 @@ import pytest
 from grader.cli import main
 from grader.exercise import ExerciseError, list_tests, load_exercise
 from grader.grading import grade_bytes
+from grader.page_settings import Prediction, WebSettings
 from grader.sandbox.local import run_local
 from tests.helpers import EXERCISE, PROJECT
 
@@ -80,6 +81,9 @@ def test_the_first_exercise_keeps_its_tiers_and_premium_default():
     assert exercise.tiers == {"free": ("visible",), "premium": ("visible", "hidden")}
     assert exercise.default_tier == "premium" and not exercise.needs_reference("free")
     assert [s.label for s in exercise.suites.values()] == ["Visible tests", "Premium tests"]
+
+
+PREDICTION = '[prediction]\nquestion = "Which is larger?"\nchoices = ["one", "two"]\n'
 
 
 def course_copy(tmp_path: Path, old: str = "", new: str = "", files: dict[str, str] | None = None) -> Path:
@@ -220,12 +224,43 @@ def test_a_suite_that_cannot_be_imported_is_named_with_its_error(tmp_path, capsy
     ("[limits]", "max_submission_kb = 0\n\n[limits]", "max_submission_kb must be a whole number of KiB above 0"),
     ("[limits]", "[limits]\nmemory_mb = 1", "limit 'memory_mb' must be at least 32"),
     ("[limits]", "[limits]\nopen_files = 8", "limit 'open_files' must be at least 16"),
+    # The web page's settings are checked by every command, not first by a student opening the page.
+    ("[limits]", f"{PREDICTION}answer = 3\n\n[limits]", "[prediction] answer must be the number of the right "
+                                                          "choice, 1 to 2, not 3"),
+    ("[limits]", f"{PREDICTION}answer = true\n\n[limits]", "[prediction] answer must be the number"),
+    ("[limits]", '[prediction]\nquestion = "Which?"\nchoices = ["only one"]\nanswer = 1\n\n[limits]',
+     "[prediction] choices must list two or more answers as text, not ['only one']"),
+    ("[limits]", '[prediction]\nchoices = ["a", "b"]\nanswer = 1\n\n[limits]', "[prediction] question must be"),
+    ("[limits]", f"{PREDICTION}answer = 1\nwhy = 3\n\n[limits]", "[prediction] why must be text"),
+    ("[limits]", '[web]\nsolution = "sometimes"\n\n[limits]',
+     "[web] solution must be one of never, after_first_graded, after_full_marks or a date (YYYY-MM-DD), not 'sometimes'"),
+    ("[limits]", '[web]\nsolution = "2026-W01"\n\n[limits]', "[web] solution must be one of"),
+    ("[limits]", '[web]\nsubmission_interval_s = "30s"\n\n[limits]',
+     "[web] submission_interval_s must be a number of seconds, 0 or more, not '30s'"),
+    ("[limits]", "[web]\nsubmission_interval_s = -1\n\n[limits]", "submission_interval_s must be a number"),
+    ("[limits]", "[web]\nsubmission_interval_s = nan\n\n[limits]", "submission_interval_s must be a number"),
 ])
 def test_exercise_toml_mistakes_are_named(tmp_path, old, new, expected):
     folder = course_copy(tmp_path, old, new)
     with pytest.raises(ExerciseError) as caught:
         load_exercise(str(folder))
     assert expected in str(caught.value) and "exercise.toml" in str(caught.value)
+
+
+def test_a_grading_refuses_an_exercise_whose_web_settings_are_wrong(tmp_path, capsys):
+    folder = course_copy(tmp_path, "[limits]", '[web]\nsolution = "sometimes"\n\n[limits]')
+    (tmp_path / "stats.py").write_text((folder / "stats.py").read_text())
+    assert main(["grade", str(tmp_path / "stats.py"), "--exercise", str(folder), "--sandbox", "local"]) == 2
+    assert "[web] solution must be one of" in capsys.readouterr().err
+
+
+def test_the_web_pages_settings_are_read_with_the_exercise(tmp_path):
+    folder = course_copy(tmp_path, "[limits]", f"{PREDICTION}answer = 2\nwhy = \"Because.\"\n\n"
+                                               "[web]\nsolution = 2027-01-15\nsubmission_interval_s = 0\n\n[limits]")
+    exercise = load_exercise(str(folder))
+    assert exercise.prediction == Prediction("Which is larger?", ("one", "two"), 1, "Because.")
+    assert exercise.web == WebSettings("2027-01-15", 0.0)  # a TOML date, as the text of one
+    assert load_exercise("continuous_batching").web == WebSettings("after_first_graded", 30.0)
 
 
 @pytest.mark.slow

@@ -156,6 +156,18 @@ def test_an_oversize_body_is_refused_whether_declared_or_streamed(server, links)
     assert streamed.status_code == 413
 
 
+def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error(server, links):
+    client, csrf = signed_in(server, links["frank"])
+    # "²" and "٣" are digits to str.isdigit, and int() takes the one and not the other.
+    for choice in ("²", "٣", "-1", "1.0", ""):
+        answer = client.post(f"{PAGE}/prediction", data={"csrf": csrf, "choice": choice})
+        assert answer.status_code == 400 and "Pick an answer" in answer.text, choice
+    for number in ("²", "٣", "1²", "0x1"):
+        for path in (f"/submissions/{number}", f"/submissions/{number}/report"):
+            answer = client.get(path)
+            assert answer.status_code == 404 and "No such submission" in answer.text, path
+
+
 def test_no_request_steers_a_path_on_disk(server, instructor):
     client, _ = instructor
     for path in ("/instructor/site/../../etc/passwd", "/instructor/site/%2e%2e/%2e%2e/etc/passwd",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -58,7 +59,7 @@ class Service:
         return f"{self.base_url.rstrip('/')}/signin/{token}"
 
     def interval(self, exercise: Exercise) -> float:
-        own = exercise_page.settings(exercise).submission_interval_s
+        own = exercise.web.submission_interval_s
         return self.submission_interval_s if own is None else own
 
 
@@ -132,9 +133,15 @@ def exercise_of(service: Service, slug: str) -> Exercise:
     return exercise
 
 
+def whole_number(text: str, most_digits: int) -> int | None:
+    """`text` as a number when it is one in ASCII digits (str.isdigit takes "²", which int() refuses)."""
+    return int(text) if re.fullmatch(f"[0-9]{{1,{most_digits}}}", text) else None
+
+
 def submission_for(service: Service, who: accounts.Session, raw_id: str) -> StoredSubmission:
     """A submission the signed-in person may see: their own, or any for an instructor."""
-    sub = service.store.submission(int(raw_id)) if raw_id.isdigit() and len(raw_id) < 12 else None
+    number = whole_number(raw_id, 11)
+    sub = service.store.submission(number) if number is not None else None
     if sub is None or (not who.is_instructor and sub.student != who.student):
         raise Page(404, "No such submission", "There is no submission of yours with that number.")
     return sub
@@ -177,10 +184,10 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
                   problem: str = "", status: int = 200) -> Response:
     assert who is not None
     exercise = exercise_of(service, request.path_params["slug"])
-    question = exercise_page.prediction(exercise)
+    question = exercise.prediction
     answered = accounts.prediction(service.store, who.student, exercise.slug) if who.student else None
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
-    web = exercise_page.settings(exercise)
+    web = exercise.web
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   answered=answered, statement=exercise_page.statement_html(exercise),
                   visible=exercise_page.visible_tests(exercise), stub=exercise.stub.read_text(encoding="utf-8"),
@@ -198,26 +205,26 @@ def solution_allowed(service: Service, who: accounts.Session, exercise: Exercise
     if who.tier != "premium":
         return False
     cards = [s.card for s in mine if s.card is not None and s.card.status == "graded"]
-    return exercise_page.solution_open(exercise_page.settings(exercise).solution, bool(cards),
+    return exercise_page.solution_open(exercise.web.solution, bool(cards),
                                        any(c.max_score and c.score == c.max_score for c in cards))
 
 
 def predict(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and form is not None and who.student
     exercise = exercise_of(service, request.path_params["slug"])
-    question = exercise_page.prediction(exercise)
-    choice = str(form.get("choice", ""))
-    if question is None or not choice.isdigit() or not 0 <= int(choice) < len(question.choices):
+    question = exercise.prediction
+    choice = whole_number(str(form.get("choice", "")), 3)
+    if question is None or choice is None or not choice < len(question.choices):
         raise Page(400, "Pick an answer", "Choose one of the answers before you go on.")
-    accounts.record_prediction(service.store, who.student, exercise.slug, question.choices[int(choice)],
-                               int(choice) == question.answer)
+    accounts.record_prediction(service.store, who.student, exercise.slug, question.choices[choice],
+                               choice == question.answer)
     return RedirectResponse(f"/exercises/{exercise.slug}#editor", status_code=303)
 
 
 def submit(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and form is not None and who.student
     exercise = exercise_of(service, request.path_params["slug"])
-    if exercise_page.prediction(exercise) and accounts.prediction(service.store, who.student, exercise.slug) is None:
+    if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
         raise Page(400, "Before you code", "Answer the exercise's question first.")
     upload = form.get("upload")
     if isinstance(upload, UploadFile) and upload.filename:
@@ -264,7 +271,7 @@ def solution(service: Service, request: Request, who: accounts.Session | None, f
     exercise = exercise_of(service, request.path_params["slug"])
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     if not solution_allowed(service, who, exercise, mine):
-        rule = exercise_page.solution_rule_text(exercise_page.settings(exercise).solution)
+        rule = exercise_page.solution_rule_text(exercise.web.solution)
         raise Page(403, "Premium", "The reference solution is part of Premium" +
                    (f"; it {rule}." if who.tier == "premium" else "."))
     return render("solution.html.j2", who=who, exercise=exercise,

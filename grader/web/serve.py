@@ -13,7 +13,6 @@ from grader.exercise import ExerciseError, check_tests, load_exercise, project_r
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.store import Store
-from grader.web import exercise_page
 from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
 
 log = logging.getLogger("grader.web")
@@ -38,9 +37,6 @@ def load_exercises() -> dict:
         try:
             exercise = load_exercise(toml.parent.name)
             check_tests(exercise)
-            # Read for every page of it: a mistake here would be an error page for each student.
-            exercise_page.prediction(exercise)
-            exercise_page.settings(exercise)
         except ExerciseError as exc:
             log.warning("exercise %s left out: %s", toml.parent.name, exc)
             continue

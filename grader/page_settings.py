@@ -1,0 +1,73 @@
+"""What exercise.toml says about an exercise's web page: the "Before you code" question (`[prediction]`)
+and when the reference opens and how often a student may submit (`[web]`).
+
+Read with the rest of exercise.toml when the exercise loads, so a mistake here is found by every command
+(`grade`, `audit`, `serve`), not by a student opening the page.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+SOLUTION_RULES = ("never", "after_first_graded", "after_full_marks")
+
+
+class SettingError(ValueError):
+    """A value of [prediction] or [web] the web page cannot use (the sentence says which and why)."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    question: str
+    choices: tuple[str, ...]
+    answer: int  # index into choices
+    why: str
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    solution: str = "never"  # one of SOLUTION_RULES, or an ISO date
+    submission_interval_s: float | None = None  # None: the server's setting
+
+
+def prediction(table: dict[str, Any]) -> Prediction | None:
+    """The [prediction] table, checked; None when the exercise asks no question."""
+    if not table:
+        return None
+    question, choices, answer, why = (table.get(k) for k in ("question", "choices", "answer", "why"))
+    if not isinstance(question, str) or not question.strip():
+        raise SettingError(f"[prediction] question must be the question's text, not {question!r}")
+    if (not isinstance(choices, list) or len(choices) < 2
+            or not all(isinstance(c, str) and c.strip() for c in choices)):
+        raise SettingError(f"[prediction] choices must list two or more answers as text, not {choices!r}")
+    if type(answer) is not int or not 1 <= answer <= len(choices):
+        raise SettingError(f"[prediction] answer must be the number of the right choice, 1 to {len(choices)}, "
+                           f"not {answer!r}")
+    if why is not None and not isinstance(why, str):
+        raise SettingError(f"[prediction] why must be text (shown once answered), not {why!r}")
+    return Prediction(question, tuple(choices), answer - 1, why or "")
+
+
+def web(table: dict[str, Any]) -> WebSettings:
+    """The [web] table, checked."""
+    rule = table.get("solution", "never")
+    if type(rule) is date:  # solution = 2026-12-24, a TOML date
+        rule = rule.isoformat()
+    if not isinstance(rule, str) or (rule not in SOLUTION_RULES and not _is_date(rule)):
+        raise SettingError(f"[web] solution must be one of {', '.join(SOLUTION_RULES)} or a date (YYYY-MM-DD), "
+                           f"not {rule!r}")
+    interval = table.get("submission_interval_s")
+    if interval is not None and (type(interval) not in (int, float) or not math.isfinite(interval) or interval < 0):
+        raise SettingError(f"[web] submission_interval_s must be a number of seconds, 0 or more, not {interval!r}")
+    return WebSettings(rule, None if interval is None else float(interval))
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10  # YYYY-MM-DD, not the week or ordinal forms fromisoformat also takes
