@@ -466,13 +466,15 @@ def command_worker(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_roster_import(args: argparse.Namespace, console: Console) -> int:
-    from grader.service.accounts import import_roster
+    from grader.service.accounts import decode_roster, import_roster
     from grader.web.serve import base_url
 
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{args.file}: cannot be read ({exc})") from None
+        text = decode_roster(Path(args.file).read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{args.file}: cannot be read ({exc.strerror})") from None
+    except StoreError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
     with open_store(args) as store:
         made = import_roster(store, text)
     url = args.base_url or base_url("127.0.0.1", 8000)

@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Connection, and_, func, insert, select, text, update
@@ -33,6 +34,14 @@ DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
 SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
+
+
+class TooSoon(Exception):
+    """A submission that came before the interval since the student's last one had passed."""
+
+    def __init__(self, ready: datetime) -> None:
+        super().__init__(f"the next submission is possible at {ready.isoformat(timespec='seconds')}")
+        self.ready = ready
 
 
 def validate_student_id(student: str) -> str:
@@ -171,28 +180,63 @@ class Store:
             db.execute(insert(schema.students).values(id=student, created_at=now()))
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
-                       content: bytes, state: str = "stored", submitted_at: str | None = None) -> tuple[int, bool]:
-        """(submission id, whether it is new). The same content again is the same submission.
-        `submitted_at`: when it came in, if not now (a batch stores a file once it is graded)."""
+                       content: bytes, state: str = "stored", submitted_at: str | None = None,
+                       interval_s: float | None = None) -> tuple[int, bool]:
+        """(submission id, whether it is to be graded). The same content again is the same submission.
+        `submitted_at`: when it came in, if not now (a batch stores a file once it is graded).
+
+        With `interval_s` (the web service): a student's submissions are taken one at a time, one that
+        comes less than `interval_s` after their last to the exercise is refused (`TooSoon`), and the
+        same content whose current result is an `error` (no result the grader vouches for) is taken
+        again: its state becomes `state` and its `submitted_at` this moment."""
         validate_student_id(student)
         s = schema.submissions
+        moment = submitted_at or now()
         for attempt in range(2):  # a concurrent insert of the same row is found on the second look
             try:
                 with self.transaction() as db:
                     self.ensure_student(db, student)
-                    row = db.execute(select(s.c.id).where(and_(
+                    if interval_s is not None:
+                        # The check and the insert in one transaction that holds the student's row (SQLite
+                        # takes its write lock at BEGIN): requests sent at once cannot all pass the check.
+                        db.execute(select(schema.students.c.id).where(schema.students.c.id == student)
+                                   .with_for_update())
+                    row = db.execute(select(s.c.id, s.c.state).where(and_(
                         s.c.student_id == student, s.c.exercise == exercise, s.c.tier == tier,
                         s.c.sha256 == sha256))).first()
-                    if row:
-                        return int(row[0]), False
+                    again = row is not None and interval_s is not None and self._current_status(db, row.id) == "error"
+                    if row and not again:
+                        return int(row.id), False
+                    if interval_s is not None:
+                        self._check_interval(db, student, exercise, moment, interval_s)
+                    if again:
+                        db.execute(update(s).where(s.c.id == row.id).values(state=state, submitted_at=moment))
+                        return int(row.id), True
                     new_id = db.execute(insert(s).values(
                         student_id=student, exercise=exercise, tier=tier, sha256=sha256, filename=filename,
-                        content=content, submitted_at=submitted_at or now(), state=state)).inserted_primary_key[0]
+                        content=content, submitted_at=moment, state=state)).inserted_primary_key[0]
                     return int(new_id), True
             except IntegrityError:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _current_status(db: Connection, submission_id: int) -> str | None:
+        c = schema.scorecards
+        return db.execute(select(c.c.status).where(c.c.submission_id == submission_id)
+                          .order_by(c.c.id.desc()).limit(1)).scalar()
+
+    @staticmethod
+    def _check_interval(db: Connection, student: str, exercise: str, moment: str, interval_s: float) -> None:
+        s = schema.submissions
+        last = db.execute(select(func.max(s.c.submitted_at)).where(and_(
+            s.c.student_id == student, s.c.exercise == exercise))).scalar()
+        if last is None:
+            return
+        ready = datetime.fromisoformat(last) + timedelta(seconds=interval_s)
+        if datetime.fromisoformat(moment) < ready:
+            raise TooSoon(ready)
 
     def save_scorecard(self, submission_id: int, card: Scorecard) -> None:
         """Add a scorecard to the submission; it becomes the current one (earlier ones are kept)."""

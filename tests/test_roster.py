@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from grader.cli import main
 from grader.service import accounts
 from grader.store import Store
@@ -37,6 +39,30 @@ def test_a_roster_with_a_bad_line_is_refused_whole(tmp_path, capsys):
     roster.write_text("name\nno id column\n")
     assert main(["roster", "import", str(roster), "--db", db]) == 2
     assert "'id' column" in capsys.readouterr().err
+
+
+def test_a_spreadsheets_csv_utf8_export_is_read_with_its_byte_order_mark(tmp_path, capsys):
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_bytes("\ufeffid,name,tier\r\nexcel1,Émile,free\r\n".encode())
+    assert main(["roster", "import", str(roster), "--db", db]) == 0
+    with Store(db) as store:
+        assert [(s.id, s.name) for s in accounts.students(store)] == [("excel1", "Émile")]
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"id,name\nzed,\"Z\n", "roster line 2: unexpected end of data"),  # a quote left open
+    (b"id,name\nzed," + b"a" * 140_000 + b"\n", "roster line 2: field larger than field limit"),
+    (b"id,tier\ndup1,free\ndup1,premium\n", "roster line 3: dup1 is listed already, on line 2"),
+    (b"id,id,name\nann,bob,Ann\n", "the roster's header names the column 'id' twice"),
+    (b"id,name\nann,Ann\nbob,B\xe9b\n", "roster line 3: not UTF-8 text"),
+])
+def test_a_roster_csv_cannot_read_whole_is_refused_naming_the_line(tmp_path, capsys, data, expected):
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_bytes(data)
+    assert main(["roster", "import", str(roster), "--db", db]) == 2
+    assert expected in capsys.readouterr().err
+    with Store(db) as store:
+        assert accounts.students(store) == []
 
 
 def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_path):

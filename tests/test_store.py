@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import sqlite3
 import stat
+import threading
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from grader.cli import main
 from grader.scorecard import Scorecard
-from grader.store import SCHEMA_VERSION, Store
+from grader.store import SCHEMA_VERSION, Store, TooSoon
 from tests.helpers import EXERCISE, REFERENCE
+
+EARLY = "2026-01-05T09:00:00+00:00"
 
 
 def mode(path) -> int:
@@ -96,3 +102,44 @@ def test_a_regrade_keeps_the_old_scorecard_and_the_newest_is_current(location):
         assert [c.score for c in store.scorecards(sid)] == [3, 8]
         assert store.scorecard(sid).score == 8
         assert [s.card.score for s in store.submissions(EXERCISE)] == [8]
+
+
+def test_submissions_sent_at_once_with_an_interval_are_taken_one_at_a_time(location):
+    # The web service's rule: the check of the interval and the insert are one step per student.
+    with Store(location) as store:
+        store.add_submission("alice", EXERCISE, "free", "warm", "scheduler.py", b"x = 0\n", submitted_at=EARLY)
+        start = threading.Barrier(8)
+
+        def send(number: int) -> str:
+            start.wait()
+            try:
+                store.add_submission("bob", EXERCISE, "free", f"sha{number}", "scheduler.py", b"x = 1\n",
+                                     interval_s=30)
+                return "taken"
+            except TooSoon:
+                return "too soon"
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            outcomes = sorted(pool.map(send, range(8)))
+        assert outcomes == ["taken"] + ["too soon"] * 7
+        assert len(store.submissions(EXERCISE, "bob")) == 1
+        # Another student, another exercise, or the interval passed: each is taken.
+        assert store.add_submission("alice", EXERCISE, "free", "a2", "scheduler.py", b"x = 2\n", interval_s=30)[1]
+        later = datetime.now(timezone.utc) + timedelta(seconds=31)
+        assert store.add_submission("bob", EXERCISE, "free", "b2", "scheduler.py", b"x = 3\n", interval_s=30,
+                                    submitted_at=later.isoformat(timespec="seconds"))[1]
+
+
+def test_the_same_file_again_is_graded_again_only_when_its_result_was_an_error(location):
+    with Store(location) as store:
+        graded, _ = store.add_submission("alice", EXERCISE, "free", "ok", "scheduler.py", b"x = 1\n", submitted_at=EARLY)
+        store.save_scorecard(graded, small_card(3))
+        assert store.add_submission("alice", EXERCISE, "free", "ok", "scheduler.py", b"x = 1\n", interval_s=0) \
+            == (graded, False)
+        failed, _ = store.add_submission("carol", EXERCISE, "free", "err", "scheduler.py", b"x = 2\n", submitted_at=EARLY)
+        store.save_scorecard(failed, dataclasses.replace(small_card(0), status="error", reason="the grader died"))
+        assert store.add_submission("carol", EXERCISE, "free", "err", "scheduler.py", b"x = 2\n", state="queued",
+                                    interval_s=0) == (failed, True)
+        again = store.submission(failed)
+        assert again.state == "queued" and again.submitted_at > EARLY
+        assert [c.status for c in store.scorecards(failed)] == ["error"]  # the earlier result is kept

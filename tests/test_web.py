@@ -3,18 +3,22 @@ threads on the local sandbox."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import socket
+import threading
 
 import httpx
 import pytest
 
+from grader.service import accounts
 from grader.store import Store
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 from tests.service import import_roster, local_server, signed_in, wait_graded
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
-ROSTER = "id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\nfrank,Frank,free\n"
+ROSTER = ("id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\n"
+          "frank,Frank,free\ngrace,Grace,free\nheidi,Heidi,free\n")
 PAGE = f"/exercises/{EXERCISE}"
 
 pytestmark = pytest.mark.slow
@@ -49,7 +53,7 @@ def submit(client, csrf, source: str):
 
 
 def test_the_instructor_link_works_once_and_the_cookie_is_httponly_and_samesite(server, instructor, links):
-    assert set(links) == {"alice", "bob", "carol", "dave", "erin", "frank"}
+    assert set(links) == {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
     again = httpx.get(server.instructor_link, follow_redirects=False)
     assert again.status_code == 403 and "not valid" in again.text
     first = httpx.get(links["erin"], follow_redirects=False)
@@ -121,11 +125,58 @@ def test_a_second_submission_too_soon_is_refused_with_the_time_of_the_next(serve
     client, csrf = student(server, links, "erin")
     first = submit(client, csrf, STUB.read_text())
     assert re.search(r"/submissions/\d+$", str(first.url))
-    again = submit(client, csrf, STUB.read_text() + "\n# changed\n")
+    again = submit(client, csrf, STUB.read_text() + "\n# changed by erin\n")
     assert again.status_code == 429
     assert re.search(r"next submission possible at \d\d:\d\d:\d\d UTC", again.text)
+    assert "# changed by erin" in again.text  # the code typed is still in the editor
     history = client.get("/history").text
     assert history.count("/submissions/") - history.count("/report") == 1  # one submission only
+
+
+def test_submissions_sent_at_once_are_taken_one_at_a_time(server, links):
+    _, csrf = student(server, links, "grace")
+    cookies = server.clients[-1].cookies
+
+    clients = [httpx.Client(base_url=server.url, cookies=cookies, timeout=60) for _ in range(12)]
+    for client in clients:
+        client.get("/history")  # each holds an open connection: the posts leave together
+    start = threading.Barrier(len(clients))
+
+    def send(number: int) -> int:
+        start.wait()
+        return submit(clients[number], csrf, f"{STUB.read_text()}\n# attempt {number}\n").status_code
+
+    with concurrent.futures.ThreadPoolExecutor(len(clients)) as pool:
+        codes = sorted(pool.map(send, range(len(clients))))
+    for client in clients:
+        client.close()
+    assert codes == [303] + [429] * (len(clients) - 1)
+
+
+def test_a_code_field_sent_as_a_file_is_refused_not_graded_as_its_description(server, links):
+    client, csrf = student(server, links, "heidi")
+    sent = client.post(f"{PAGE}/submit", data={"csrf": csrf}, files={"code": ("code.py", b"y = 2\n")})
+    assert sent.status_code == 400 and "Not a submission" in sent.text
+    assert "/submissions/" not in client.get("/history").text
+
+
+def test_a_roster_the_csv_reader_cannot_read_is_refused_naming_its_line(server, instructor):
+    client, csrf = instructor
+    for csv in ('id,name\nzed,"' + "a" * 140_000 + '"\n', 'id,name\nzed,"Z\n'):
+        refused = client.post("/instructor/roster", data={"csrf": csrf, "csv": csv})
+        assert refused.status_code == 400 and "roster line 2" in refused.text
+    upload = client.post("/instructor/roster", data={"csrf": csrf},
+                         files={"file": ("roster.csv", "\ufeffid,name\nolga,Olga\n".encode())})
+    assert upload.status_code == 200 and "1 student(s) imported" in upload.text
+
+
+def test_a_head_request_leaves_a_one_time_link_unused(server):
+    with Store(server.log.parent / "class.db") as store:
+        link = f"{server.url}/signin/{accounts.new_link(store, 'instructor')}"
+    assert httpx.head(link).status_code == 200  # a link checker, a chat's preview
+    client, _ = signed_in(server, link)
+    assert client.get("/instructor").status_code == 200
+    assert httpx.get(link).status_code == 403  # used once, by the instructor
 
 
 def test_a_form_without_the_sessions_csrf_token_is_refused_and_stores_nothing(server, links, instructor):
@@ -159,7 +210,7 @@ def test_an_oversize_body_is_refused_whether_declared_or_streamed(server, links)
 def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error(server, links):
     client, csrf = signed_in(server, links["frank"])
     # "²" and "٣" are digits to str.isdigit, and int() takes the one and not the other.
-    for choice in ("²", "٣", "-1", "1.0", ""):
+    for choice in ("²", "٣", "-1", "1.0", "", "9" * 5000):
         answer = client.post(f"{PAGE}/prediction", data={"csrf": csrf, "choice": choice})
         assert answer.status_code == 400 and "Pick an answer" in answer.text, choice
     for number in ("²", "٣", "1²", "0x1"):
@@ -204,6 +255,13 @@ def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(serve
     assert gradebook.status_code == 200 and gradebook.text.startswith("student,score,max_score")
     assert "frank" in gradebook.text
     assert client.get(f"/instructor/site/gradebook-{EXERCISE}.json").json()["columns"][0] == "student"
+    # The best submissions' overview keeps its policy through its relative links.
+    moved = client.get("/instructor/site/index.html?policy=best", follow_redirects=False)
+    assert moved.status_code == 303 and moved.headers["location"] == "/instructor/site/best/index.html"
+    best = client.get("/instructor/site/best/index.html")
+    assert best.status_code == 200 and "Class overview" in best.text
+    for href in set(re.findall(r'href="([^":#?]+)"', best.text)):
+        assert client.get(f"/instructor/site/best/{href}").status_code == 200, href
     regraded = client.post(f"/instructor/regrade/{EXERCISE}", data={"csrf": csrf})
     assert regraded.status_code == 200 and "queued for regrading" in regraded.text
     graded = wait_graded(frank, f"/submissions/{number.group(1)}")

@@ -86,26 +86,50 @@ def student(store: Store, student_id: str) -> Student | None:
     return next((s for s in students(store) if s.id == student_id), None)
 
 
+def decode_roster(data: bytes) -> str:
+    """A roster file's text: UTF-8, with or without the byte order mark spreadsheets write."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise StoreError(f"roster line {line}: not UTF-8 text (save the roster as CSV UTF-8)") from None
+
+
 def parse_roster(text: str) -> list[tuple[str, str, str]]:
-    """(id, name, tier) rows of a roster CSV with a header: `id` required, `name` and `tier` optional."""
-    reader = csv.DictReader(io.StringIO(text))
-    fields = [f.strip().lower() for f in reader.fieldnames or []]
+    """(id, name, tier) rows of a roster CSV with a header: `id` required, `name` and `tier` optional.
+    A line CSV cannot read (a quote left open), a column named twice and a student listed twice are
+    refused, naming the line."""
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")), strict=True)
+    records: list[tuple[int, list[str]]] = []
+    try:
+        for record in reader:
+            if any(cell.strip() for cell in record):
+                records.append((reader.line_num, record))
+    except csv.Error as exc:
+        raise StoreError(f"roster line {reader.line_num}: {exc}") from None
+    fields = [f.strip().lower() for f in records[0][1]] if records else []
     if "id" not in fields:
         raise StoreError("the roster needs a header line with an 'id' column (and optionally 'name', 'tier')")
-    reader.fieldnames = fields
-    rows = []
-    for number, row in enumerate(reader, start=2):
-        student_id = (row.get("id") or "").strip()
+    twice = sorted({f for f in fields if f and fields.count(f) > 1})
+    if twice:
+        raise StoreError(f"the roster's header names the column {twice[0]!r} twice")
+    rows, lines = [], {}
+    for number, record in records[1:]:
+        row = dict(zip(fields, record))
+        student_id = row.get("id", "").strip()
         if not student_id:
             continue
-        tier = (row.get("tier") or "free").strip().lower() or "free"
+        tier = row.get("tier", "").strip().lower() or "free"
         try:
             validate_student_id(student_id)
         except StoreError as exc:
             raise StoreError(f"roster line {number}: {exc}") from None
         if tier not in PLANS:
             raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(PLANS)}")
-        rows.append((student_id, (row.get("name") or "").strip(), tier))
+        if student_id in lines:
+            raise StoreError(f"roster line {number}: {student_id} is listed already, on line {lines[student_id]}")
+        lines[student_id] = number
+        rows.append((student_id, row.get("name", "").strip(), tier))
     return rows
 
 

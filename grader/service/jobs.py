@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from sqlalchemy import and_, func, or_, select, update
 
@@ -37,15 +38,20 @@ class Queued:
     place: int | None  # 1 = next to be graded; None unless queued
 
 
-def submit(store: Store, student: str, exercise: str, tier: str, filename: str, content: bytes) -> tuple[int, bool]:
-    """Store a submission as queued (before any queue hears of it). (id, new); the same content again
-    is the same submission and is not queued twice."""
+def submit(store: Store, student: str, exercise: str, tier: str, filename: str, content: bytes,
+           interval_s: float = 0.0, moment: datetime | None = None) -> tuple[int, bool]:
+    """Store a submission as queued (before any queue hears of it). (id, whether it is to be graded):
+    the same content again is the same submission and is not queued twice, unless its result was an
+    error. One that comes within `interval_s` of the student's last to the exercise raises
+    `store.TooSoon`, however many are sent at once."""
     sha = hashlib.sha256(content).hexdigest()
-    submission_id, new = store.add_submission(student, exercise, tier, sha, filename, content, state="queued")
+    submitted_at = (moment or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    submission_id, new = store.add_submission(student, exercise, tier, sha, filename, content, state="queued",
+                                              submitted_at=submitted_at, interval_s=interval_s)
     if new:
         with store.transaction() as db:
             db.execute(update(schema.submissions).where(schema.submissions.c.id == submission_id)
-                       .values(queued_at=time.time()))
+                       .values(queued_at=time.time(), attempts=0))
     return submission_id, new
 
 

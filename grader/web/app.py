@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +29,7 @@ from starlette.routing import Route
 import grader
 from grader.exercise import Exercise
 from grader.service import accounts, jobs
-from grader.store import Store, StoreError, StoredSubmission
+from grader.store import Store, StoreError, StoredSubmission, TooSoon
 from grader.web import exercise_page
 from grader.web.security import Guard
 
@@ -151,6 +151,8 @@ def submission_for(service: Service, who: accounts.Session, raw_id: str) -> Stor
 
 def signin(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     token = request.path_params["token"]
+    if request.method == "HEAD":  # a link checker or preview asking whether the page exists: no sign-in
+        return Response(status_code=200, media_type="text/html")
     session = accounts.sign_in(service.store, token) if len(token) < 100 else None
     if session is None:
         raise Page(403, "Link not valid", "This sign-in link is not valid: it was revoked, or it could be used "
@@ -181,7 +183,9 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
 
 
 def exercise_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
-                  problem: str = "", status: int = 200) -> Response:
+                  problem: str = "", status: int = 200, code: str | None = None) -> Response:
+    """The exercise's page; after a refused submission, with its `problem` and the student's `code` kept
+    in the editor."""
     assert who is not None
     exercise = exercise_of(service, request.path_params["slug"])
     question = exercise.prediction
@@ -190,7 +194,8 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     web = exercise.web
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   answered=answered, statement=exercise_page.statement_html(exercise),
-                  visible=exercise_page.visible_tests(exercise), stub=exercise.stub.read_text(encoding="utf-8"),
+                  visible=exercise_page.visible_tests(exercise),
+                  stub=exercise.stub.read_text(encoding="utf-8") if code is None else code,
                   history=list(reversed(mine)), problem=problem,
                   solution_rule=exercise_page.solution_rule_text(web.solution),
                   solution_open=solution_allowed(service, who, exercise, mine),
@@ -213,8 +218,10 @@ def predict(service: Service, request: Request, who: accounts.Session | None, fo
     assert who is not None and form is not None and who.student
     exercise = exercise_of(service, request.path_params["slug"])
     question = exercise.prediction
+    if question is None:
+        raise Page(404, "No question", "This exercise asks no question before you code.")
     choice = whole_number(str(form.get("choice", "")), 3)
-    if question is None or choice is None or not choice < len(question.choices):
+    if choice is None or not choice < len(question.choices):
         raise Page(400, "Pick an answer", "Choose one of the answers before you go on.")
     accounts.record_prediction(service.store, who.student, exercise.slug, question.choices[choice],
                                choice == question.answer)
@@ -226,24 +233,25 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     exercise = exercise_of(service, request.path_params["slug"])
     if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
         raise Page(400, "Before you code", "Answer the exercise's question first.")
-    upload = form.get("upload")
+    upload, typed = form.get("upload"), form.get("code", "")
     if isinstance(upload, UploadFile) and upload.filename:
         content = upload.file.read(exercise.max_submission_bytes + 1)
-    else:
+    elif isinstance(typed, str):
         # A textarea comes back with CRLF line ends: keep the file as the student sees it.
-        content = str(form.get("code", "")).replace("\r\n", "\n").encode("utf-8")
+        content = typed.replace("\r\n", "\n").encode("utf-8")
+    else:
+        raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
     if not content.strip():
         return exercise_view(service, request, who, None, "The submission is empty: paste your code or choose a file.", 400)
-    mine = service.store.submissions(exercise.slug, who.student)
-    if mine:
-        last = datetime.fromisoformat(mine[-1].submitted_at)
-        ready = last + timedelta(seconds=service.interval(exercise))
-        if service.clock() < ready:
-            return exercise_view(service, request, who, None,
-                                 f"You submitted less than {service.interval(exercise):g} s ago: next submission "
-                                 f"possible at {ready.strftime('%H:%M:%S')} UTC.", 429)
-    submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
-                                     exercise.submission_file, content)
+    try:
+        submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
+                                         exercise.submission_file, content, service.interval(exercise),
+                                         service.clock())
+    except TooSoon as soon:
+        return exercise_view(service, request, who, None,
+                             f"You submitted less than {service.interval(exercise):g} s ago: next submission "
+                             f"possible at {soon.ready.strftime('%H:%M:%S')} UTC.", 429,
+                             code=content.decode("utf-8", "replace"))
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
@@ -318,7 +326,7 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
 def roster(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert form is not None
     upload = form.get("file")
-    text = upload.file.read().decode("utf-8", "replace") if isinstance(upload, UploadFile) and upload.filename \
+    text = accounts.decode_roster(upload.file.read()) if isinstance(upload, UploadFile) and upload.filename \
         else str(form.get("csv", ""))
     made = accounts.import_roster(service.store, text)
     links = [(sid, service.link(token)) for sid, token in made if token]
@@ -356,18 +364,27 @@ def student_history(service: Service, request: Request, who: accounts.Session | 
 def regrade(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     exercise = exercise_of(service, request.path_params["slug"])
     ids = [s.id for s in service.store.submissions(exercise.slug)]
-    for submission_id in jobs.requeue(service.store, ids):
+    queued = jobs.requeue(service.store, ids)
+    for submission_id in queued:
         enqueue(service, submission_id)
-    return dashboard(service, request, who, form, notice=f"{len(ids)} submission(s) of {exercise.slug} queued "
-                                                         "for regrading; earlier scorecards are kept.")
+    waiting = f" ({len(ids) - len(queued)} were waiting in the queue already)" if len(queued) < len(ids) else ""
+    return dashboard(service, request, who, form, notice=f"{len(queued)} submission(s) of {exercise.slug} queued "
+                                                         f"for regrading{waiting}; earlier scorecards are kept.")
+
+
+BEST = "best/"  # the overview of the best submissions, beside that of the latest
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     from grader.publish import build_site
 
-    policy = request.query_params.get("policy", "latest")
-    files = build_site(service.store, policy if policy in ("latest", "best") else "latest")
     name = request.path_params["name"]
+    if request.query_params.get("policy") == "best" and not name.startswith(BEST):
+        # The site's links are relative: under best/ every page it links to keeps the policy.
+        return RedirectResponse(f"/instructor/site/{BEST}{name}", status_code=303)
+    policy = "best" if name.startswith(BEST) else "latest"
+    name = name.removeprefix(BEST)
+    files = build_site(service.store, policy)
     if name not in files:  # a name in the site built in memory, never a path on disk
         raise Page(404, "No such page", "The class overview has no such page.")
     kind = name.rsplit(".", 1)[-1]
