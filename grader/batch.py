@@ -29,6 +29,7 @@ class Candidate:
     student: str
     path: Path
     problem: str = ""  # why it cannot be graded (no file, a bad student id...)
+    ignored: bool = False  # no student's file (a README): said, not counted as a student not graded
 
 
 OUTCOMES = ("graded", "rejected", "timed out", "error")
@@ -47,6 +48,7 @@ class BatchSummary:
     graded: list[tuple[str, Scorecard]] = field(default_factory=list)  # graded in this run
     skipped: list[str] = field(default_factory=list)  # already graded with this content and exercise
     problems: list[tuple[str, str]] = field(default_factory=list)  # (student or entry, why)
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (entry, why): no student's file
     interrupted: bool = False
     # Every student's current result for the files of this batch, graded in this run or in an earlier
     # one (a resume): what the batch's counts and mean are about.
@@ -64,28 +66,63 @@ class BatchSummary:
 
 
 def discover(folder: Path, exercise: Exercise) -> list[Candidate]:
+    """Each student's file in `folder`, or why it cannot be graded. What is no student's (a README, a
+    dot file, `__pycache__`) is `ignored`. A link that leads out of the folder is not followed: a
+    cloned repository could carry one to any file of this machine."""
     if not folder.is_dir():
         raise StoreError(f"{folder}: not a folder of submissions")
-    found = []
+    root = folder.resolve()
+    found: list[Candidate] = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") or entry.name == "__pycache__":
             continue
-        if entry.is_file() and entry.suffix == ".py":
+        if entry.suffix == ".py" and not entry.is_dir():
             student, path = entry.stem, entry
-        elif entry.is_dir():
+        elif entry.is_dir() or (entry.is_symlink() and not entry.exists()):
             student, path = entry.name, entry / exercise.submission_file
         else:
-            found.append(Candidate(entry.name, entry, "not a .py file or a student folder; ignored"))
+            found.append(Candidate(entry.name, entry, "not a .py file or a student folder", ignored=True))
             continue
         try:
             validate_student_id(student)
         except StoreError as exc:
             found.append(Candidate(student, path, str(exc)))
             continue
-        if not path.is_file():
-            found.append(Candidate(student, path, f"no {exercise.submission_file} in {entry}"))
-            continue
-        found.append(Candidate(student, path))
+        found.append(Candidate(student, path, _problem_of(path, entry, root, exercise)))
+    return _without_doubles(found)
+
+
+def _problem_of(path: Path, entry: Path, root: Path, exercise: Exercise) -> str:
+    """Why a student's file cannot be graded, or ""."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, a link to nothing, a loop of links
+        if path.is_symlink() or entry.is_symlink():
+            return f"{path} is a link that leads to no file"
+        if entry.is_dir():
+            others = sorted(p.name for p in entry.glob("*.py"))
+            holds = f" (it holds {', '.join(others[:5])})" if others else ""
+            return f"no {exercise.submission_file} in {entry}{holds}"
+        return f"{path} cannot be read"
+    if not target.is_relative_to(root):
+        return f"{path} is a link to {target}, outside the class folder: not followed"
+    if not target.is_file():
+        return f"{path} is not a file"
+    return ""
+
+
+def _without_doubles(found: list[Candidate]) -> list[Candidate]:
+    """A student with both `alice.py` and `alice/` has two files and no rule says which counts: neither
+    is graded, and both are named."""
+    by_student: dict[str, list[Candidate]] = {}
+    for candidate in found:
+        if not candidate.ignored:
+            by_student.setdefault(candidate.student, []).append(candidate)
+    for student, both in by_student.items():
+        if len(both) > 1:
+            for candidate in both:
+                candidate.problem = (f"two files for {student}: {', '.join(str(c.path) for c in both)}; "
+                                     "keep one and run again")
     return found
 
 
@@ -103,6 +140,9 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
               if s.tier == tier and s.card and s.card.status != "error"
               and s.card.exercise_fingerprint == fingerprint}
     for candidate in candidates:
+        if candidate.ignored:
+            summary.ignored.append((candidate.student, candidate.problem))
+            continue
         if candidate.problem:
             summary.problems.append((candidate.student, candidate.problem))
             continue
@@ -114,6 +154,12 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
         sha = hashlib.sha256(data).hexdigest()
         earlier = None if regrade else graded.get((candidate.student, sha))
         if earlier is not None:
+            try:  # handed in again (it may be an earlier file than the student's last): the latest again
+                store.add_submission(candidate.student, exercise.slug, tier, sha, candidate.path.name, data,
+                                     submitted_at=utc_now())
+            except Exception as exc:
+                summary.problems.append((candidate.student, f"not stored: {type(exc).__name__}: {valid_text(exc, 500)}"))
+                continue
             summary.skipped.append(candidate.student)
             summary.results[candidate.student] = earlier
         else:

@@ -320,9 +320,11 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
         )
     print_batch_summary(summary, console)
     if args.gradebook:
-        chosen = pick(store_submissions(args, exercise.slug), "latest")
-        entries = [Entry(student, sub.card, sub.submitted_at) for (student, _), sub in chosen.items()
-                   if sub.tier == args.tier and sub.card]
+        # The folder's students on this tier: their latest submission of it, of this run or an earlier one.
+        students = {c.student for c in candidates if not c.ignored}
+        chosen = pick([sub for sub in store_submissions(args, exercise.slug)
+                       if sub.tier == args.tier and sub.student in students], "latest")
+        entries = [Entry(student, sub.card, sub.submitted_at) for (student, _), sub in chosen.items() if sub.card]
         where = write_output(args.gradebook, to_csv(entries), private=True)  # names and scores: owner-only
         console.print(Text(f"gradebook: {where}", style="dim"))
     if summary.interrupted:
@@ -332,9 +334,10 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     if args.fail_under is not None:
         below = sorted(student for student, card in summary.results.items()
                        if card.status == "error" or not args.fail_under.met_by(card))
-        if below or summary.problems:
+        not_graded = sorted({student for student, _ in summary.problems} - set(below))
+        if below or not_graded:
             console.print(Text(f"below --fail-under {args.fail_under} or not graded: "
-                               f"{', '.join(below + [student for student, _ in summary.problems])}", style="red bold"))
+                               f"{', '.join(below + not_graded)}", style="red bold"))
             return BELOW
     return OK
 
@@ -359,6 +362,9 @@ def print_batch_summary(summary: BatchSummary, console: Console) -> None:
             console.print(Text(f"  {student}: {card.status}: {' '.join(card.reason.split())[:200]}", style="yellow"))
     for student, problem in summary.problems:
         console.print(Text(f"  {student}: {problem}", style="yellow"))
+    if summary.ignored:
+        console.print(Text(f"ignored (no student's file): {', '.join(name for name, _ in summary.ignored)}",
+                           style="dim"))
 
 
 def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> list:

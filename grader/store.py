@@ -182,8 +182,10 @@ class Store:
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
                        content: bytes, state: str = "stored", submitted_at: str | None = None,
                        interval_s: float | None = None) -> tuple[int, bool]:
-        """(submission id, whether it is to be graded). The same content again is the same submission.
-        `submitted_at`: when it came in, if not now (a batch stores a file once it is graded).
+        """(submission id, whether it is to be graded). The same content again is the same submission,
+        handed in again: its `submitted_at` moves to this moment, so the latest file a student handed
+        in is their latest submission. `submitted_at`: when it came in, if not now (a batch stores a
+        file once it is graded).
 
         With `interval_s` (the web service): a student's submissions are taken one at a time, one that
         comes less than `interval_s` after their last to the exercise is refused (`TooSoon`), and the
@@ -206,6 +208,9 @@ class Store:
                         s.c.sha256 == sha256))).first()
                     again = row is not None and interval_s is not None and self._current_status(db, row.id) == "error"
                     if row and not again:
+                        # Handed in again: it is the student's latest submission from now on.
+                        db.execute(update(s).where(and_(s.c.id == row.id, s.c.submitted_at < moment))
+                                   .values(submitted_at=moment))
                         return int(row.id), False
                     if interval_s is not None:
                         self._check_interval(db, student, exercise, moment, interval_s)
@@ -281,7 +286,8 @@ class Store:
         if ids is not None:
             query = query.where(s.c.id.in_(ids))
         with self.reading() as db:
-            rows = db.execute(query.order_by(s.c.id)).all()
+            # In the order they were handed in (a file handed in again moves to its new place).
+            rows = db.execute(query.order_by(s.c.submitted_at, s.c.id)).all()
         return [StoredSubmission(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _card(r[7]), r[8]) for r in rows]
 
     def submission(self, submission_id: int) -> StoredSubmission | None:

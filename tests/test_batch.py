@@ -223,3 +223,81 @@ def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, c
     for row in rows:
         taken, graded = (datetime.fromisoformat(row[key]) for key in ("submitted_at", "graded_at"))
         assert (graded - taken).total_seconds() >= 1, row
+
+
+def test_a_link_out_of_the_class_folder_is_not_followed(tmp_path, capsys):
+    # A cloned repository can carry links: to the reference, or to any file of the grading machine.
+    folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE})
+    secret = tmp_path / "elsewhere" / "scheduler.py"
+    secret.parent.mkdir()
+    shutil.copy(REFERENCE, secret)
+    (folder / "mallory.py").symlink_to(secret)
+    (folder / "oscar").mkdir()
+    (folder / "oscar" / "scheduler.py").symlink_to("/etc/passwd")
+    (folder / "trent").symlink_to(secret.parent)  # a student folder that is a link out
+    (folder / "loop.py").symlink_to(folder / "loop.py")
+    (folder / "bob.py").symlink_to(folder / "alice.py")  # inside the folder: followed
+    db = tmp_path / "class.db"
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--db", str(db), "--gradebook", "-"]) == 0
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    for student in ("mallory", "oscar", "trent"):
+        assert f"{student}: " in err and "outside the class folder: not followed" in err, student
+    assert "loop: " in err and "a link that leads to no file" in err
+    assert "root:" not in captured.out + captured.err
+    rows = {row["student"]: row for row in csv.DictReader(captured.out.splitlines())}
+    assert set(rows) == {"alice", "bob"} and rows["bob"]["score"] == "10"
+    with Store(db) as store:
+        assert {s.student for s in store.submissions(EXERCISE)} == {"alice", "bob"}
+
+
+def test_a_student_with_two_files_gets_neither_graded_and_no_students_file_is_counted_as_one(tmp_path, capsys):
+    folder = class_folder(tmp_path / "class", {"alice.py": STUB, "alice/scheduler.py": REFERENCE,
+                                               "bob.py": REFERENCE, "carol/solution.py": REFERENCE})
+    (folder / "README.md").write_text("# class of 2026\n")
+    (folder / "__pycache__").mkdir()
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--db", str(tmp_path / "class.db"), "--fail-under", "0"]) == 4
+    out = " ".join(capsys.readouterr().out.split())
+    assert "alice: two files for alice:" in out and "keep one and run again" in out
+    assert "no scheduler.py in" in out and "(it holds solution.py)" in out
+    assert "ignored (no student's file): README.md" in out and "__pycache__" not in out
+    # Neither of the things that are no student's file is named as a student not graded.
+    assert "below --fail-under 0 points or not graded: alice, carol" in out
+
+
+def test_the_file_handed_in_last_is_the_latest_even_when_it_was_handed_in_before(tmp_path, capsys):
+    folder = class_folder(tmp_path / "class", {"ann.py": STUB})
+    argv = ["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+            "--db", str(tmp_path / "class.db"), "--gradebook", "-"]
+    scores = []
+    for source in (STUB, REFERENCE, STUB):
+        shutil.copy(source, folder / "ann.py")
+        time.sleep(1.1)  # the store's times are to the second
+        assert main(argv) == 0
+        scores.append(next(csv.DictReader(capsys.readouterr().out.splitlines()))["score"])
+    assert scores == ["0", "10", "0"]  # the stub again, not the reference it had once replaced
+    submit = ["submit", "--exercise", EXERCISE, "--student", "zed", "--tier", "free", "--sandbox", "local",
+              "--db", str(tmp_path / "class.db")]
+    for source in (REFERENCE, STUB, REFERENCE):
+        time.sleep(1.1)
+        assert main([submit[0], str(source), *submit[1:]]) == 0
+    with Store(tmp_path / "class.db") as store:
+        assert pick(store.submissions(EXERCISE, "zed"), "latest")[("zed", EXERCISE)].card.score == 10
+
+
+def test_a_batchs_gradebook_has_the_folders_students_on_its_tier(tmp_path, capsys):
+    db = str(tmp_path / "class.db")
+    folder = class_folder(tmp_path / "class", {"ben.py": REFERENCE})
+    # Elsewhere in the store: ben on another tier, later; and a student of another class.
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local", "--db", db]) == 0
+    time.sleep(1.1)
+    for student in ("ben", "other"):
+        assert main(["submit", str(STUB), "--student", student, "--exercise", EXERCISE, "--tier", "premium",
+                     "--sandbox", "local", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local", "--db", db,
+                 "--gradebook", "-"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [(row["student"], row["score"], row["max_score"]) for row in rows] == [("ben", "10", "10")]
