@@ -28,6 +28,16 @@ def test_the_reference_gets_full_marks_on_every_tier(exercise):
         assert {t.suite for t in card.tests} == set(exercise.tiers[tier])
 
 
+@pytest.mark.parametrize("name", ["manager_is_a_dict", "manager_is_a_list", "manager_is_a_set"])
+def test_a_manager_that_is_also_a_builtin_container_gets_full_marks(exercise, name):
+    # The object a test constructs is the object it calls: a subclass of dict, list or set with methods
+    # of its own must not cross as the container's items (which have no `allocate`).
+    source = REFERENCE.read_bytes() + b"\n\n" + (PROJECT / "tests" / "solutions" / SLUG / f"{name}.py").read_bytes()
+    card = grade_bytes(source, exercise, exercise.top_tier, run_local, "local")
+    assert card.status == "graded" and card.score == card.max_score > 0, \
+        [(t.name, t.message[:200]) for t in card.tests if t.status != "passed"]
+
+
 def test_the_stub_fails_every_test_as_not_implemented(exercise):
     card = grade_bytes(STUB.read_bytes(), exercise, "free", run_local, "local")
     assert card.status == "graded" and card.score == 0 and card.tests

@@ -710,7 +710,7 @@ class Worker:
             self.in_op = True
             value = function(*args, **kwargs)
             self.in_op = False
-            return value, value
+            return self.constructed(function, value), value
         if kind == "group":
             members = Group()
             for part in self.decode(op[1]):
@@ -730,6 +730,16 @@ class Worker:
             self.in_op = False
             return found, found
         raise ValueError(f"unknown operation {kind!r}")
+
+    def constructed(self, maker: Any, value: Any) -> Any:
+        """What a class of the submission made is the object a test works with: when its class builds on a
+        builtin container (`class BlockManager(dict)`) and adds methods of its own, its objects cross as
+        objects (the test calls their methods), not as the container's items, as other subclasses do."""
+        kind = type(value)
+        if isinstance(maker, type) and kind not in self.object_types and len(self.object_types) < protocol.MAX_TYPES \
+                and adds_methods(kind):
+            self.object_types.add(kind)
+        return value
 
     def watch(self, handles: Any) -> None:
         """Objects the harness read since its last call: their snapshots ride along (prefetched), within
@@ -753,7 +763,7 @@ class Worker:
         args = self.decode(request.get("args", []))
         kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
         if op == "call":
-            return target(*args, **kwargs)
+            return self.constructed(target, target(*args, **kwargs))
         if op == "method":
             return getattr(target, request["name"])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
@@ -821,6 +831,18 @@ def snapshot_size(attrs: dict[str, Any]) -> int:
         else:
             size += 24
     return size
+
+
+CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+
+
+def adds_methods(kind: type) -> bool:
+    """Whether a subclass of a builtin container has public methods its builtin base lacks."""
+    try:
+        base = next((c for c in kind.__mro__ if c in CONTAINERS), None)
+    except Exception:
+        return False
+    return base is not None and base is not kind and bool(set(public_methods(kind)) - set(public_methods(base)))
 
 
 def public_methods(kind: type) -> list[str]:
