@@ -97,6 +97,25 @@ def takes_stdout(args: argparse.Namespace) -> bool:
     return bool(named)
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file a command will write, checked before any work: a grading of a whole class is not lost
+    to a misspelt folder found only at the end."""
+    files = [(f"--{name.replace('_', '-')}", getattr(args, name, None)) for name in (*OUTPUT_OPTIONS, "pseudonym_map")]
+    if args.run is command_package:
+        files = []  # its --output is a zip or a folder, checked by the packager
+    for option, value in files:
+        if not value or value == STDOUT:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise UsageError(f"{option} {value}: is a folder; give a file name")
+        if not path.parent.is_dir():
+            raise UsageError(f"{option} {value}: the folder {path.parent} does not exist")
+    out = getattr(args, "out", None)
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"--out {out}: is a file; give a folder for the site")
+
+
 def write_output(path: str, text: str, private: bool = False) -> str:
     """Write `text` to the file `path`, or to standard output for `-`; returns what to call it."""
     if path == STDOUT:
@@ -373,7 +392,7 @@ def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> 
 
 
 def command_publish(args: argparse.Namespace, console: Console) -> int:
-    from grader.publish import publish
+    from grader.publish import SiteError, publish
 
     map_file = Path(args.pseudonym_map) if args.pseudonym_map else None
     if map_file is not None:
@@ -382,8 +401,14 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
         out = Path(args.out).resolve()
         if map_file.resolve() == out or map_file.resolve().is_relative_to(out):
             raise UsageError(f"{map_file}: the pseudonym map must be outside --out (the site is for others)")
+    location = store_location(args.db)
+    if "://" not in location and not Path(location).is_file():
+        raise UsageError(f"no store at {location}: grade into it first, or give --db")
     with open_store(args) as store:
-        site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
+        try:
+            site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
+        except SiteError as exc:
+            raise UsageError(str(exc)) from None
         if map_file is not None:
             write_pseudonym_map(store, map_file)
             console.print(Text(f"pseudonym map (owner-only, keep it private): {map_file}", style="dim"))
@@ -740,6 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # With an output on standard output, what is meant for a person goes to standard error.
         console = errors if takes_stdout(args) else PipedConsole()
+        check_outputs(args)
         return args.run(args, console)
     # Messages are soft-wrapped: a path or test id in them is never broken over two lines.
     except (UsageError, ExerciseError, StoreError) as exc:

@@ -46,7 +46,8 @@ class Entry:
 
 
 Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
-# The columns before the tests'. status: graded, rejected or error; reason: why, when not graded.
+# The columns before the tests'. status: graded, rejected or error; reason: why, when not graded; score:
+# empty (null in JSON) for an error.
 FIXED_COLUMNS = ["student", "score", "max_score", "status", "reason", "submitted_at", "graded_at"]
 
 
@@ -58,7 +59,10 @@ def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
     table = []
     for entry in sorted(found, key=lambda e: e.student):
         card = entry.card
-        row: dict[str, object] = {"student": entry.student, "score": card.score, "max_score": card.max_score,
+        # No score where the grader cannot vouch for one (an error, a run stopped at the time limit): a 0
+        # there would read as a judgement. The status and reason say what happened.
+        score = None if card.status == "error" else card.score
+        row: dict[str, object] = {"student": entry.student, "score": score, "max_score": card.max_score,
                                   "status": card.status, "reason": " ".join(card.reason.split()),
                                   "submitted_at": entry.submitted_at, "graded_at": card.graded_at}
         earned = {t.name: t.score for t in card.tests}

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+import shutil
 import statistics
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -69,10 +72,13 @@ def histogram(scores: list[tuple[int, int]]) -> dict[str, Any]:
 def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
                   attempts: dict[str, int], policy: str) -> dict[str, Any]:
     cards = [sub.card for _, sub in counted if sub.card is not None]
-    scores = [(c.score, c.max_score) for c in cards]
+    # The statistics are over results the grader vouches for: an error (a run stopped at the time limit)
+    # is no 0, and is shown in the students' list with its status only.
+    judged = [c for c in cards if c.status != "error"]
+    scores = [(c.score, c.max_score) for c in judged]
     percents = [100 * s / m if m else 0 for s, m in scores]
     tests: dict[str, dict[str, Any]] = {}
-    for card in cards:
+    for card in judged:
         for test in card.tests:
             row = tests.setdefault(test.name, {"name": test.name, "suite": card.suite_label(test.suite),
                                                "passed": 0, "ran": 0, "description": test.description})
@@ -90,6 +96,7 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
         "mean": round(statistics.mean(percents), 1) if percents else 0,
         "median": round(statistics.median(percents), 1) if percents else 0,
         "full_marks": sum(1 for s, m in scores if m and s == m),
+        "left_out": len(cards) - len(judged),
         "histogram": histogram(scores),
         "tests": sorted(tests.values(), key=lambda t: (t["rate"], t["name"])),
         "csv": f"gradebook-{exercise}.csv", "json": f"gradebook-{exercise}.json",
@@ -137,14 +144,41 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     return files
 
 
+SITE_MARK = ".grader-site"  # a folder holding it is a site this grader wrote, replaced whole when published again
+
+
+class SiteError(Exception):
+    """The site cannot go where it was asked to (a folder of other files)."""
+
+
 def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
+    """Write the site into `out`, replacing a site published there before whole: no page of an earlier
+    publication stays (a student page under a real name in a pseudonymous site, a student since
+    deleted). A folder holding anything else is refused."""
     files = build_site(store, policy, pseudonymous)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "students").mkdir(exist_ok=True)
-    pages = []
-    for relative, content in files.items():
-        (out / relative).write_text(content, encoding="utf-8")
-        if relative.endswith(".html"):
-            pages.append(out / relative)
+    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARK).is_file():
+        raise SiteError(f"{out} holds files that are not a site published by grader: publish into a new or "
+                        "empty folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))  # beside it: renamed into place
+    try:
+        os.chmod(staging, 0o777 & ~_umask())  # as a folder made with mkdir: the site is for others
+        (staging / "students").mkdir()
+        (staging / SITE_MARK).write_text(f"published by grader {grader.__version__}\n", encoding="utf-8")
+        for relative, content in files.items():
+            (staging / relative).write_text(content, encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    pages = [out / relative for relative in files if relative.endswith(".html")]
     return Site(out=out, pages=pages, students=sum(1 for p in files if p.startswith("students/")),
                 exercises=sum(1 for p in files if p.endswith(".csv")))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -196,6 +196,7 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
     assert rows["dave"]["status"] == "rejected" and "syntax" in rows["dave"]["reason"].lower()
     assert rows["tim"]["status"] == "error" and rows["tim"]["reason"].startswith("grading did not finish")
+    assert rows["tim"]["score"] == "" and rows["tim"]["max_score"] == "10"  # no 0 for a run nobody judged
     assert all(row["submitted_at"].startswith("20") and row["graded_at"].startswith("20") for row in rows.values())
     assert oct(gradebook.stat().st_mode & 0o777) == "0o600"
 

@@ -171,3 +171,21 @@ def test_a_reader_that_leaves_ends_grade_as_sigpipe_would_not_as_a_grading_it_ca
                f"{' '.join(FREE)} | true; echo ${{PIPESTATUS[0]}}")
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "141" and done.stderr == "", (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("command", [
+    ["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local", "--json", "{missing}/card.json"],
+    ["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local", "--html", "{folder}"],
+    ["batch", "{folder}", "--exercise", EXERCISE, "--sandbox", "local", "--gradebook", "{missing}/g.csv"],
+    ["report", "{missing}/card.json", "--md", "{missing}/r.md"],
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_grading(tmp_path, capsys, monkeypatch, command):
+    graded = []
+    monkeypatch.setattr("grader.cli.grade_bytes", lambda *args: graded.append(args))
+    folder, missing = tmp_path / "class", tmp_path / "nodir"
+    folder.mkdir()
+    argv = [part.format(folder=folder, missing=missing) for part in command]
+    assert main([*argv, "--db", str(tmp_path / "s.db")] if command[0] == "batch" else argv) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "does not exist" in err or "is a folder" in err
+    assert graded == [] and not missing.exists()

@@ -86,12 +86,63 @@ def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(stor
         if page.is_file():
             assert not any(name in page.read_text() for name in ("alice", "bob", "carol")), page
     # Inside the site, or without pseudonyms, the map is refused before anything is written.
-    for inside in (site / "pseudonyms.csv", site / "students" / "map.csv", site):
+    for inside, why in ((site / "pseudonyms.csv", "outside --out"), (site / "students" / "map.csv", "outside --out"),
+                        (site, "is a folder")):
         assert main([*argv, "--pseudonym-map", str(inside)]) == 2
-        assert "outside --out" in capsys.readouterr().err and not inside.is_file()
+        assert why in capsys.readouterr().err and not inside.is_file()
     assert main(["publish", "--out", str(tmp_path / "named"), "--db", str(store_path),
                  "--pseudonym-map", str(tmp_path / "map.csv")]) == 2
     assert not (tmp_path / "map.csv").exists() and not (tmp_path / "named").exists()
+
+
+def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_path, capsys):
+    site = tmp_path / "site"
+    assert main(["publish", "--out", str(site), "--db", str(store_path)]) == 0
+    assert (site / "students" / "alice.html").is_file()
+    assert main(["publish", "--out", str(site), "--db", str(store_path), "--pseudonymous"]) == 0
+    pages = sorted(p.name for p in (site / "students").iterdir())
+    assert len(pages) == 3 and not {"alice.html", "bob.html", "carol.html"} & set(pages)
+    assert "alice" not in " ".join(p.read_text() for p in site.rglob("*.html"))
+    assert oct(site.stat().st_mode & 0o777) == oct(0o777 & ~current_umask())
+
+
+def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_out(store_path, tmp_path, capsys):
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "todo.txt").write_text("keep me")
+    assert main(["publish", "--out", str(mine), "--db", str(store_path)]) == 2
+    assert "not a site published by grader" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["todo.txt"]
+    assert main(["publish", "--out", str(tmp_path / "site"), "--db", str(tmp_path / "typo.db")]) == 2
+    assert "no store at" in capsys.readouterr().err and not (tmp_path / "typo.db").exists()
+    (tmp_path / "afile").write_text("")
+    assert main(["publish", "--out", str(tmp_path / "afile"), "--db", str(store_path)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["publish", "--out", str(tmp_path / "site"), "--db", str(store_path), "--pseudonymous",
+                 "--pseudonym-map", str(tmp_path / "nodir" / "map.csv")]) == 2
+    assert "the folder" in capsys.readouterr().err and not (tmp_path / "site").exists()
+
+
+def test_a_result_the_grader_cannot_vouch_for_is_left_out_of_the_figures(tmp_path):
+    from grader.scorecard import Scorecard
+
+    with Store(tmp_path / "class.db") as store:
+        for student, status, score in (("ann", "graded", 10), ("ben", "graded", 5), ("tim", "error", 0)):
+            sid, _ = store.add_submission(student, EXERCISE, "free", student, "scheduler.py", b"x = 1\n")
+            store.save_scorecard(sid, Scorecard(exercise=EXERCISE, tier="free", submission_sha256=student,
+                                                status=status, score=score, max_score=10,
+                                                reason="grading did not finish in 8 s" if status == "error" else ""))
+        publish(store, tmp_path / "site")
+    index = " ".join((tmp_path / "site" / "index.html").read_text().split())
+    assert "<b>75.0%</b><span>mean score</span>" in index  # (100 + 50) / 2: tim is no 0
+    assert "1 result the grader could not vouch for (error, timed out) left out of the figures" in index
+    assert gradebook(tmp_path / "site")["tim"]["score"] == ""
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, tmp_path, monkeypatch, capsys):
