@@ -83,3 +83,10 @@ def test_the_exercise_passes_its_audit(capsys):
     assert "the suite is strong" in out
     caught, total = out.split(" mutants caught")[0].rsplit(" ", 1)[1].split("/")
     assert caught == total and int(total) >= 15
+
+
+def test_an_exception_of_another_kind_is_named_once(exercise):
+    mutant = PROJECT / "solutions" / SLUG / "mutants" / "17_append_out_of_blocks_is_index_error.py"
+    card = grade_bytes(mutant.read_bytes(), exercise, exercise.top_tier, run_local, "local")
+    messages = [t.message for t in card.tests if "IndexError" in t.message]
+    assert messages and all("yours raises IndexError: index out of range" in m for m in messages), messages

@@ -408,3 +408,12 @@ def test_trace_rows_number_steps_as_the_messages_do_and_window_around_the_differ
     assert rows["rows"][5]["got_marks"] == [True] and rows["rows"][4]["got_marks"] == [False]
     short = trace_rows(trace([[("a", 1)], [("b", 2)]], [[("a", 1)]]))
     assert short["rows"][1]["got"] is None and short["rows"][1]["got_text"] == "(no step)"
+
+
+def test_a_trace_with_no_step_adds_nothing_to_the_report():
+    from grader.harness.feedback import Feedback
+
+    feedback = Feedback()
+    feedback.trace("plans step by step, up to step 1", [], [])
+    feedback.trace("plans", [[("r0", 4)]], [])
+    assert [a["title"] for a in feedback.artifacts] == ["plans"]

@@ -137,3 +137,16 @@ def test_a_queue_holding_anything_but_the_added_requests_is_named(helpers):
     assert helpers._plain_state({"waiting": [a], "running": (), "reserved": 3}, ids) == ([7], [], 3)
     assert helpers._plain_state({"waiting": [a], "running": [object()], "reserved": 3}, ids) == \
         "running holds something else than the Req objects passed to add()"
+
+
+@pytest.mark.parametrize("generated, expected", [
+    ({0: 6, 1: 2}, "1 of 2 requests emitted more than their max_new tokens (complete() reported them after "
+                   "their last token, or they stayed running): r0 (6 of 5)"),
+    ({0: 5, 1: 1}, "1 of 2 requests never emitted all their max_new tokens"),
+])
+def test_progress_says_too_many_tokens_apart_from_too_few(helpers, generated, expected):
+    sc = helpers.Scenario(64, 8, 1000, (helpers.R(0, 4, 5), helpers.R(1, 4, 2)))
+    with pytest.raises(pytest.fail.Exception) as failed:
+        helpers.expect_progress(sc, generated, cap=100)
+    assert expected in str(failed.value)
+    helpers.expect_progress(sc, {0: 5, 1: 2}, cap=100)  # exactly max_new each: no failure

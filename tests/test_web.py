@@ -219,6 +219,18 @@ def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error
             assert answer.status_code == 404 and "No such submission" in answer.text, path
 
 
+def test_starlettes_own_refusals_are_the_services_pages(server, links):
+    client, csrf = signed_in(server, links["alice"])
+    for answer, status, title in (
+            (client.get("/nowhere"), 404, "No such page"),
+            (client.put(PAGE), 405, "Not possible"),
+            (client.post(f"{PAGE}/submit", data={"csrf": csrf},
+                         files=[("upload", (f"f{n}.py", b"x = 1\n")) for n in range(3)]), 400, "Too many files")):
+        assert answer.status_code == status and title in answer.text, (status, answer.text[:200])
+        assert answer.headers["content-type"].startswith("text/html") and "alice" in answer.text  # signed in
+        assert "content-security-policy" in answer.headers
+
+
 def test_no_request_steers_a_path_on_disk(server, instructor):
     client, _ = instructor
     for path in ("/instructor/site/../../etc/passwd", "/instructor/site/%2e%2e/%2e%2e/etc/passwd",

@@ -63,6 +63,8 @@ class Feedback:
         of its actors got, say. `unit` names the amounts ("tokens", "blocks") where reports show
         them. The first step where the two differ is computed here, so every report marks the same one.
         """
+        if not expected and not got:
+            return  # no step to show (the test failed before the first): no empty table in the report
         # On the whole steps: a difference past the segments kept is still the step's difference.
         diverge = first_difference(expected, got)
         cut = sum(max(0, len(step) - MAX_SEGMENTS) for side in (expected, got) for step in side)

@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -396,6 +397,22 @@ async def favicon(request: Request) -> Response:
     return Response(status_code=204)  # browsers ask for one; there is none, and that is no error
 
 
+HTTP_PAGES = {404: ("No such page", "There is no page at this address."),
+              405: ("Not possible", "This page does not take that kind of request.")}
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method a page does not take, a form that cannot be
+    read) as the service's pages rather than bare text."""
+    assert isinstance(exc, HTTPException)
+    service: Service = request.app.state.service
+    who = await run_in_threadpool(accounts.session, service.store, request.cookies.get(COOKIE))
+    title, message = HTTP_PAGES.get(exc.status_code, ("Not possible", str(exc.detail)))
+    page = message_page(who, exc.status_code, title, message)
+    page.headers.update(exc.headers or {})
+    return page
+
+
 def create_app(service: Service) -> Guard:
     routes = [
         Route("/favicon.ico", favicon),
@@ -416,6 +433,6 @@ def create_app(service: Service) -> Guard:
         route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     app.state.service = service
     return Guard(app, service.max_request_bytes)

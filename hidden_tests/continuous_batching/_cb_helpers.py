@@ -732,13 +732,22 @@ def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: st
 # ----------------------------------------------------------------------------------------- by hand
 
 def expect_progress(sc: Scenario, generated: dict[int, int], cap: int) -> None:
-    """Every request of the scenario emitted all its max_new tokens within `cap` steps."""
-    unfinished = [f"r{r.rid} ({generated.get(r.rid, 0)} of {r.max_new})" for r in sc.reqs
-                  if generated.get(r.rid, 0) != r.max_new]
-    shown = ", ".join(unfinished[:8]) + (f" and {len(unfinished) - 8} more" if len(unfinished) > 8 else "")
-    expect_that(not unfinished, f"{len(unfinished)} of {len(sc.reqs)} requests never emitted all their max_new "
-                                f"tokens (the run stops when schedule() plans nothing once every request has "
-                                f"arrived, or after {cap} steps): {shown}")
+    """Every request of the scenario emitted exactly its max_new tokens within `cap` steps: too many
+    (it stayed running, or complete() reported it more often than it emitted) and too few are said
+    apart."""
+    over = [r for r in sc.reqs if generated.get(r.rid, 0) > r.max_new]
+    under = [r for r in sc.reqs if generated.get(r.rid, 0) < r.max_new]
+
+    def listed(reqs: list[R]) -> str:
+        shown = [f"r{r.rid} ({generated.get(r.rid, 0)} of {r.max_new})" for r in reqs[:8]]
+        return ", ".join(shown) + (f" and {len(reqs) - 8} more" if len(reqs) > 8 else "")
+
+    expect_that(not over, f"{len(over)} of {len(sc.reqs)} requests emitted more than their max_new tokens "
+                          f"(complete() reported them after their last token, or they stayed running): "
+                          f"{listed(over)}")
+    expect_that(not under, f"{len(under)} of {len(sc.reqs)} requests never emitted all their max_new tokens "
+                           f"(the run stops when schedule() plans nothing once every request has arrived, or "
+                           f"after {cap} steps): {listed(under)}")
 
 
 def expect_steps(got: list[Any], want: list[Any], context: str, what: str = "plan", fmt: Any = None) -> None:

@@ -71,7 +71,8 @@ def _outcome(exc: BaseException | None, expected: str | None = None) -> str:
             return kind.__name__
     if isinstance(exc, RuntimeError):
         return "OutOfBlocks"
-    return f"{type(exc).__name__}: {exc}"
+    name, text = type(exc).__name__, str(exc)
+    return text if text.startswith(f"{name}:") else f"{name}: {text}"  # a remote one names its type already
 
 
 def _call(manager: Any, call: Call, expected: str | None = None) -> str:
@@ -195,7 +196,7 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
             about += f" (shrunk from {len(shown.calls)} calls)"
             sc, (want, got, problem) = small, again
     _report(feedback, sc, want, got)
-    step, context = len(got), f"In {about}: " if about else ""
+    step, context = len(got), f"While checking {about}: " if about else ""
     replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
               f"The {step} calls that lead here are below, to replay, beside the block tables.")
     pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay}", pytrace=False)
