@@ -156,6 +156,8 @@ def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool 
     publication stays (a student page under a real name in a pseudonymous site, a student since
     deleted). A folder holding anything else is refused."""
     files = build_site(store, policy, pseudonymous)
+    if out.is_symlink():
+        raise SiteError(f"{out} is a link: give the site's folder itself")
     if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARK).is_file():
         raise SiteError(f"{out} holds files that are not a site published by grader: publish into a new or "
                         "empty folder")

@@ -115,6 +115,9 @@ def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_
     assert [p.name for p in mine.iterdir()] == ["todo.txt"]
     assert main(["publish", "--out", str(tmp_path / "site"), "--db", str(tmp_path / "typo.db")]) == 2
     assert "no store at" in capsys.readouterr().err and not (tmp_path / "typo.db").exists()
+    (tmp_path / "link").symlink_to(mine)
+    assert main(["publish", "--out", str(tmp_path / "link"), "--db", str(store_path)]) == 2
+    assert "is a link" in capsys.readouterr().err and (mine / "todo.txt").is_file()
     (tmp_path / "afile").write_text("")
     assert main(["publish", "--out", str(tmp_path / "afile"), "--db", str(store_path)]) == 2
     assert "is a file" in capsys.readouterr().err
