@@ -150,3 +150,8 @@ def test_progress_says_too_many_tokens_apart_from_too_few(helpers, generated, ex
         helpers.expect_progress(sc, generated, cap=100)
     assert expected in str(failed.value)
     helpers.expect_progress(sc, {0: 5, 1: 2}, cap=100)  # exactly max_new each: no failure
+
+
+def test_a_plan_holding_a_request_twice_says_so(helpers):
+    assert helpers.fmt_plan([(7, 4), (7, 4)]) == "[(r7, 4), (r7, 4)] (r7 2 times in one plan)"
+    assert helpers.fmt_plan([(7, 4), (8, 1)]) == "[(r7, 4), (r8, 1)]"

@@ -79,7 +79,12 @@ def fmt_plan(plan: Plan) -> str:
     items = [f"(r{rid}, {n})" for rid, n in plan]
     if len(items) > LONG:  # a crowd: the explanation names the entry that matters
         items = items[:10] + [f"… {len(items) - 20} more …"] + items[-10:]
-    return "[" + ", ".join(items) + "]"
+    seen: dict[int, int] = {}
+    for rid, _ in plan:
+        seen[rid] = seen.get(rid, 0) + 1
+    twice = [f"r{rid} {count} times" for rid, count in seen.items() if count > 1]
+    # A request appears at most once in a plan: the one thing a reader of a long plan must not miss.
+    return "[" + ", ".join(items) + "]" + (f" ({', '.join(twice[:3])} in one plan)" if twice else "")
 
 
 def _tokens(n: int) -> str:
