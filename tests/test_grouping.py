@@ -36,6 +36,18 @@ def test_failures_with_one_cause_in_different_scenarios_are_one_group():
     assert [t["same_as"] and t["same_as"]["name"] for t in view["tests"]] == [None, None, "test_a", None, "test_a"]
 
 
+def test_a_reason_several_tests_meet_is_not_shown_under_the_first_ones_description():
+    # What the first test of a group checks is often another rule than the one its failure breaks.
+    release = "step {step}: reserved is {n} but should be 21: a finished request's reservation is released"
+    tests = [Result(f"h::t{n}", f"test_{n}", "hidden", "failed", 0, 2, message=release.format(step=n, n=20 + n),
+                    description=f"rule number {n} of the statement") for n in (1, 2)]
+    tests.append(Result("h::alone", "test_alone", "hidden", "failed", 0, 2, message="add() accepted r7 twice",
+                        description="a live id is refused"))
+    md = render_markdown(card_with(tests))
+    assert "*What it checks:* a live id is refused" in md
+    assert "rule number 1" not in md and "reserved is 21 but should be 21" in md
+
+
 def test_different_rules_or_statuses_are_different_causes():
     decode = {"message": "step 2: a decode gets exactly 1 token, but r3 got 2", "status": "failed"}
     budget = {"message": "step 2: the plan spends 9 tokens but token_budget is 8", "status": "failed"}
