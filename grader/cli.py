@@ -191,15 +191,45 @@ def write_reports(card: Scorecard, html: str | None, md: str | None) -> list[tup
     return written
 
 
-def read_scorecard(path: str) -> Scorecard:
-    try:
-        return Scorecard.read(path)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+def read_scorecard(args: argparse.Namespace) -> Scorecard:
+    """The scorecard a command works on: a JSON file, or the current scorecard of a stored submission
+    (`--submission N`, or the latest of `--student` for `--exercise`)."""
+    from_store = args.submission is not None or args.student is not None
+    if from_store == bool(args.scorecard):
+        raise UsageError("give a scorecard file, or --submission N (or --student ID --exercise SLUG) for one "
+                         "in the store")
+    if not from_store:
+        try:
+            return Scorecard.read(args.scorecard)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    from grader.gradebook import pick
+
+    with existing_store(args) as store:
+        if args.submission is not None:
+            card = store.scorecard(args.submission)
+            what = f"submission {args.submission}"
+        else:
+            if not args.exercise:
+                raise UsageError("--student goes with --exercise")
+            mine = pick(store.submissions(args.exercise, args.student), "latest")
+            sub = mine.get((args.student, args.exercise))
+            card, what = (sub.card if sub else None), f"{args.student}'s {args.exercise}"
+    if card is None:
+        raise UsageError(f"the store holds no scorecard of {what}")
+    return card
+
+
+def existing_store(args: argparse.Namespace) -> Store:
+    """The store of --db for reading: one that does not exist is a mistake, not a new empty store."""
+    location = store_location(args.db)
+    if "://" not in location and not Path(location).is_file():
+        raise UsageError(f"no store at {location}: grade into it first, or give --db")
+    return open_store(args)
 
 
 def command_report(args: argparse.Namespace, console: Console) -> int:
-    card = read_scorecard(args.scorecard)
+    card = read_scorecard(args)
     if not (args.html or args.md):
         print_summary(card, console)
     for label, path in write_reports(card, args.html, args.md):
@@ -210,7 +240,7 @@ def command_report(args: argparse.Namespace, console: Console) -> int:
 def command_export(args: argparse.Namespace, console: Console) -> int:
     from grader.exports import export
 
-    card = read_scorecard(args.scorecard)
+    card = read_scorecard(args)
     try:
         text = export(card, args.format, hidden_visibility=args.hidden_visibility)
     except ValueError as exc:
@@ -401,10 +431,7 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
         out = Path(args.out).resolve()
         if map_file.resolve() == out or map_file.resolve().is_relative_to(out):
             raise UsageError(f"{map_file}: the pseudonym map must be outside --out (the site is for others)")
-    location = store_location(args.db)
-    if "://" not in location and not Path(location).is_file():
-        raise UsageError(f"no store at {location}: grade into it first, or give --db")
-    with open_store(args) as store:
+    with existing_store(args) as store:
         try:
             site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
         except SiteError as exc:
@@ -622,6 +649,13 @@ def add_sandbox_options(parser: argparse.ArgumentParser, unsafe_local: bool = Tr
         parser.add_argument("--unsafe-local", action="store_true", help=UNSAFE_HELP)
 
 
+def add_stored_scorecard_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--submission", type=int, metavar="N", help="the current scorecard of submission N of the store")
+    parser.add_argument("--student", metavar="ID", help="the scorecard of the student's latest submission (with --exercise)")
+    parser.add_argument("--exercise", metavar="SLUG", help="the exercise of --student")
+    parser.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="grader", description="Grade coding exercises in a sandbox.",
                     epilog="exit status: 0 graded (whatever the score; a rejected file too), 1 the grader cannot "
@@ -643,13 +677,15 @@ def build_parser() -> argparse.ArgumentParser:
     grade.set_defaults(run=command_grade)
 
     report = commands.add_parser("report", help="render a stored scorecard as HTML and/or Markdown")
-    report.add_argument("scorecard", help="a scorecard JSON file")
+    report.add_argument("scorecard", nargs="?", help="a scorecard JSON file (or one in the store: see --submission)")
+    add_stored_scorecard_options(report)
     report.add_argument("--html", metavar="F", help="write the HTML report here ('-': standard output)")
     report.add_argument("--md", metavar="F", help="write the Markdown report here ('-': standard output)")
     report.set_defaults(run=command_report)
 
     export = commands.add_parser("export", help="convert a scorecard for Gradescope, PrairieLearn or JUnit")
-    export.add_argument("scorecard", help="a scorecard JSON file")
+    export.add_argument("scorecard", nargs="?", help="a scorecard JSON file (or one in the store: see --submission)")
+    add_stored_scorecard_options(export)
     export.add_argument("--format", required=True, choices=("gradescope", "prairielearn", "junit", "gitlab"),
                         help="Gradescope's or PrairieLearn's results.json, JUnit XML for Jenkins, or JUnit XML "
                              "with GitLab's testcase file attribute")

@@ -189,3 +189,25 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_grading(tmp_path
     err = " ".join(capsys.readouterr().err.split())
     assert "does not exist" in err or "is a folder" in err
     assert graded == [] and not missing.exists()
+
+
+def test_report_and_export_take_a_scorecard_from_the_store(tmp_path, capsys):
+    db = str(tmp_path / "class.db")
+    assert main(["report", "--submission", "1", "--db", db]) == 2
+    assert "no store at" in capsys.readouterr().err and not (tmp_path / "class.db").exists()
+    for source in (STUB, REFERENCE):
+        assert main(["submit", str(source), "--student", "alice", "--exercise", EXERCISE, "--tier", "free",
+                     "--sandbox", "local", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["report", "--submission", "1", "--db", db, "--md", "-"]) == 0
+    assert "0/10 points" in capsys.readouterr().out
+    assert main(["report", "--student", "alice", "--exercise", EXERCISE, "--db", db, "--md", "-"]) == 0
+    assert "10/10 points" in capsys.readouterr().out  # her latest
+    assert main(["export", "--submission", "2", "--db", db, "--format", "gradescope"]) == 0
+    assert json.loads(capsys.readouterr().out)["score"] == 10
+    for argv, why in ((["--submission", "9"], "holds no scorecard of submission 9"),
+                      (["--student", "bob", "--exercise", EXERCISE], "holds no scorecard of bob's"),
+                      (["--student", "alice"], "--student goes with --exercise"),
+                      ([], "give a scorecard file, or --submission N")):
+        assert main(["report", *argv, "--db", db]) == 2
+        assert why in capsys.readouterr().err, argv
