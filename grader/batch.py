@@ -67,8 +67,9 @@ class BatchSummary:
 
 def discover(folder: Path, exercise: Exercise) -> list[Candidate]:
     """Each student's file in `folder`, or why it cannot be graded. What is no student's (a README, a
-    dot file, `__pycache__`) is `ignored`. A link that leads out of the folder is not followed: a
-    cloned repository could carry one to any file of this machine."""
+    dot file, `__pycache__`) is `ignored`. A link that leads out of the student's own file or folder
+    is not followed: a cloned repository could carry one to any file of this machine, or to another
+    student's file in the class folder."""
     if not folder.is_dir():
         raise StoreError(f"{folder}: not a folder of submissions")
     root = folder.resolve()
@@ -106,6 +107,9 @@ def _problem_of(path: Path, entry: Path, root: Path, exercise: Exercise) -> str:
         return f"{path} cannot be read"
     if not target.is_relative_to(root):
         return f"{path} is a link to {target}, outside the class folder: not followed"
+    own = root / entry.name  # the student's own file, or own folder: a link may not lead out of it
+    if target != own and not (entry.is_dir() and not entry.is_symlink() and target.is_relative_to(own)):
+        return f"{path} is a link to {target}, not the student's own file: not followed"
     if not target.is_file():
         return f"{path} is not a file"
     return ""

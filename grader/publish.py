@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import shutil
+import re
 import statistics
 import tempfile
 from collections import defaultdict
@@ -144,40 +144,67 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     return files
 
 
-SITE_MARK = ".grader-site"  # a folder holding it is a site this grader wrote, replaced whole when published again
+SITE_MARK = ".grader-site"  # in a site's folder: the files of its last publication, one a line
+# What a site's files are named: a publication only ever removes a file of such a name that it listed.
+SITE_FILE = re.compile(r"(students/)?[A-Za-z0-9][A-Za-z0-9._@-]*\.(html|csv|json)")
 
 
 class SiteError(Exception):
-    """The site cannot go where it was asked to (a folder of other files)."""
+    """The site cannot go where it was asked to (a folder of other files, a link)."""
 
 
 def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
-    """Write the site into `out`, replacing a site published there before whole: no page of an earlier
-    publication stays (a student page under a real name in a pseudonymous site, a student since
-    deleted). A folder holding anything else is refused."""
+    """Write the site into `out`. Published there before, the files of the earlier publication that
+    this one has not (a student page under a real name before a pseudonymous publication, a student
+    since deleted) are removed, and nothing else is touched (a `.git`, a `CNAME` stay). A folder that
+    holds files and no earlier publication is refused. Each file is replaced whole (written beside,
+    then renamed), so a reader never sees half a page and a link in the folder is replaced, not
+    followed."""
     files = build_site(store, policy, pseudonymous)
-    if out.is_symlink():
-        raise SiteError(f"{out} is a link: give the site's folder itself")
-    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARK).is_file():
-        raise SiteError(f"{out} holds files that are not a site published by grader: publish into a new or "
-                        "empty folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))  # beside it: renamed into place
-    try:
-        os.chmod(staging, 0o777 & ~_umask())  # as a folder made with mkdir: the site is for others
-        (staging / "students").mkdir()
-        (staging / SITE_MARK).write_text(f"published by grader {grader.__version__}\n", encoding="utf-8")
-        for relative, content in files.items():
-            (staging / relative).write_text(content, encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    out = Path(os.path.abspath(out))  # `.` is a folder with a name and a parent
+    earlier = _earlier_files(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for folder in (out, out / "students"):
+        if folder.is_symlink():
+            raise SiteError(f"{folder} is a link: give the site's folder itself")
+    (out / "students").mkdir(exist_ok=True)
+    for relative, content in files.items():
+        _replace(out / relative, content)
+    for relative in earlier - set(files):
+        (out / relative).unlink(missing_ok=True)
+    _replace(out / SITE_MARK, "".join(f"{name}\n" for name in sorted(files)))
     pages = [out / relative for relative in files if relative.endswith(".html")]
     return Site(out=out, pages=pages, students=sum(1 for p in files if p.startswith("students/")),
                 exercises=sum(1 for p in files if p.endswith(".csv")))
+
+
+def _earlier_files(out: Path) -> set[str]:
+    """The files the publication in `out` wrote; refused when `out` holds files of no publication."""
+    if out.is_symlink():
+        raise SiteError(f"{out} is a link: give the site's folder itself")
+    if not out.is_dir():
+        return set()
+    mark = out / SITE_MARK
+    if not mark.is_file() or mark.is_symlink():
+        if any(out.iterdir()):
+            raise SiteError(f"{out} holds files that are not a site published by grader: publish into a new "
+                            "or empty folder")
+        return set()
+    listed = mark.read_text(encoding="utf-8", errors="replace").splitlines()
+    return {name for name in listed if SITE_FILE.fullmatch(name)}
+
+
+def _replace(path: Path, content: str) -> None:
+    """Write `path` whole: a temporary file beside it, renamed over it (a link there is replaced)."""
+    handle, temporary = tempfile.mkstemp(prefix=".publishing-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(content)
+        os.chmod(temporary, 0o666 & ~_umask())  # as a file made with open(): the site is for others
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _umask() -> int:

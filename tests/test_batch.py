@@ -237,7 +237,12 @@ def test_a_link_out_of_the_class_folder_is_not_followed(tmp_path, capsys):
     (folder / "oscar" / "scheduler.py").symlink_to("/etc/passwd")
     (folder / "trent").symlink_to(secret.parent)  # a student folder that is a link out
     (folder / "loop.py").symlink_to(folder / "loop.py")
-    (folder / "bob.py").symlink_to(folder / "alice.py")  # inside the folder: followed
+    (folder / "bob.py").symlink_to(folder / "alice.py")  # another student's file: not followed either
+    (folder / "carol").mkdir()
+    (folder / "carol" / "scheduler.py").symlink_to("../alice.py")
+    (folder / "dave" / "src").mkdir(parents=True)
+    shutil.copy(REFERENCE, folder / "dave" / "src" / "scheduler.py")
+    (folder / "dave" / "scheduler.py").symlink_to("src/scheduler.py")  # inside dave's own folder: followed
     db = tmp_path / "class.db"
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
                  "--db", str(db), "--gradebook", "-"]) == 0
@@ -246,11 +251,13 @@ def test_a_link_out_of_the_class_folder_is_not_followed(tmp_path, capsys):
     for student in ("mallory", "oscar", "trent"):
         assert f"{student}: " in err and "outside the class folder: not followed" in err, student
     assert "loop: " in err and "a link that leads to no file" in err
+    for student in ("bob", "carol"):
+        assert f"{student}: " in err and "not the student's own file: not followed" in err, student
     assert "root:" not in captured.out + captured.err
     rows = {row["student"]: row for row in csv.DictReader(captured.out.splitlines())}
-    assert set(rows) == {"alice", "bob"} and rows["bob"]["score"] == "10"
+    assert set(rows) == {"alice", "dave"} and rows["dave"]["score"] == "10"
     with Store(db) as store:
-        assert {s.student for s in store.submissions(EXERCISE)} == {"alice", "bob"}
+        assert {s.student for s in store.submissions(EXERCISE)} == {"alice", "dave"}
 
 
 def test_a_student_with_two_files_gets_neither_graded_and_no_students_file_is_counted_as_one(tmp_path, capsys):

@@ -104,6 +104,26 @@ def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_p
     assert len(pages) == 3 and not {"alice.html", "bob.html", "carol.html"} & set(pages)
     assert "alice" not in " ".join(p.read_text() for p in site.rglob("*.html"))
     assert oct(site.stat().st_mode & 0o777) == oct(0o777 & ~current_umask())
+    assert oct((site / "index.html").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+
+
+def test_publishing_again_keeps_what_the_site_did_not_write_and_deletes_only_its_own(store_path, tmp_path,
+                                                                                    monkeypatch):
+    site = tmp_path / "site"
+    assert main(["publish", "--out", str(site), "--db", str(store_path)]) == 0
+    (site / ".git").mkdir()  # the site made a GitHub Pages repository
+    (site / "CNAME").write_text("grades.example.edu\n")
+    outside = tmp_path / "precious.html"
+    outside.write_text("keep")
+    mark = site / ".grader-site"
+    mark.write_text(mark.read_text() + "../precious.html\nCNAME\n")  # a list that names other files
+    (site / "students" / "alice.html").unlink()
+    (site / "students" / "alice.html").symlink_to(outside)  # replaced, never written through
+    monkeypatch.chdir(site)
+    assert main(["publish", "--out", ".", "--db", str(store_path), "--pseudonymous"]) == 0
+    assert (site / ".git").is_dir() and (site / "CNAME").read_text() == "grades.example.edu\n"
+    assert outside.read_text() == "keep" and not (site / "students" / "alice.html").exists()
+    assert (site / "index.html").is_file() and not list(site.glob(".publishing-*"))
 
 
 def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_out(store_path, tmp_path, capsys):

@@ -707,10 +707,10 @@ class Worker:
                 raise AttributeError(f"your file does not define {name!r}")
             function = getattr(self.module, name)
             args, kwargs = self.decode(args), {k: self.decode(v) for k, v in kwargs.items()}
-            self.in_op = True
-            value = function(*args, **kwargs)
+            self.in_op = True  # the constructor and what `constructed` asks of its class are the submission's
+            value = self.constructed(function, function(*args, **kwargs))
             self.in_op = False
-            return self.constructed(function, value), value
+            return value, value
         if kind == "group":
             members = Group()
             for part in self.decode(op[1]):
@@ -733,11 +733,12 @@ class Worker:
 
     def constructed(self, maker: Any, value: Any) -> Any:
         """What a class of the submission made is the object a test works with: when its class builds on a
-        builtin container (`class BlockManager(dict)`) and adds methods of its own, its objects cross as
-        objects (the test calls their methods), not as the container's items, as other subclasses do."""
+        builtin container (`class BlockManager(dict)`, `class Req(list)`) and adds methods or attributes
+        of its own, its objects cross as objects (the test calls their methods, reads their attributes),
+        not as the container's items, as other subclasses (a namedtuple) do."""
         kind = type(value)
         if isinstance(maker, type) and kind not in self.object_types and len(self.object_types) < protocol.MAX_TYPES \
-                and adds_methods(kind):
+                and container_base(kind) is not None and (adds_methods(kind) or has_own_attributes(value)):
             self.object_types.add(kind)
         return value
 
@@ -836,13 +837,28 @@ def snapshot_size(attrs: dict[str, Any]) -> int:
 CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
 
 
-def adds_methods(kind: type) -> bool:
-    """Whether a subclass of a builtin container has public methods its builtin base lacks."""
+def container_base(kind: type) -> type | None:
+    """The builtin container a subclass builds on, or None (the container itself, or no container)."""
     try:
         base = next((c for c in kind.__mro__ if c in CONTAINERS), None)
     except Exception:
+        return None
+    return None if base is kind else base
+
+
+def adds_methods(kind: type) -> bool:
+    """Whether a subclass of a builtin container has public methods its builtin base lacks."""
+    base = container_base(kind)
+    return base is not None and bool(set(public_methods(kind)) - set(public_methods(base)))
+
+
+def has_own_attributes(value: Any) -> bool:
+    """Whether an object of a builtin container's subclass holds public attributes of its own (`self.rid`)."""
+    try:
+        own = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
         return False
-    return base is not None and base is not kind and bool(set(public_methods(kind)) - set(public_methods(base)))
+    return type(own) is dict and any(type(name) is str and not name.startswith("_") for name in own)
 
 
 def public_methods(kind: type) -> list[str]:
