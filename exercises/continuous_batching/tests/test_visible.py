@@ -15,7 +15,8 @@ def test_decodes_run_before_the_prompt(ns):
     s.add(ns["Req"](999, 8192, 10))
     plan = s.schedule()
     kinds = [n for _, n in plan]
-    assert kinds[:64] == [1] * 64, "the 64 decodes must be scheduled first, one token each"
+    assert kinds[:64] == [1] * 64, (f"the 64 decodes must be scheduled first, one token each; the plan begins with "
+                                    f"{kinds[:64].count(1)} one-token entries ({len(plan)} entries in all)")
     assert plan[-1][0].rid == 999 and plan[-1][1] == 448, f"512 - 64 = 448 prompt tokens fit; got {plan[-1][1]}"
 
 
@@ -31,5 +32,6 @@ def test_a_long_prompt_takes_19_chunks_ending_with_128(ns):
         plan = s.schedule()
         chunks += [n for r, n in plan if r.rid == 999]
         s.complete(plan)
-    assert big.prefilled == big.prompt_len, f"after 100 steps the prompt has {big.prefilled} of 8,192 tokens prefilled"
+    assert big.prefilled == big.prompt_len, (f"after {len(chunks)} chunks the prompt has {big.prefilled} of 8,192 "
+                                             f"tokens prefilled: it must reach 8,192 exactly, within 100 steps")
     assert len(chunks) == 19 and chunks[-1] == 128, f"expected 19 chunks ending in 128, got {len(chunks)} ending in {chunks[-1]}"
