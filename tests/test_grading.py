@@ -164,3 +164,13 @@ def test_a_submission_that_rewrites_its_own_file_cannot_change_what_later_tests_
                                        b"    _own.write('\\nraise RuntimeError(\"rewritten by an earlier test\")\\n')\n")
     card = grade(exercise, source)
     assert card.status == "graded" and card.score == card.max_score, [t.message for t in card.tests]
+
+
+@pytest.mark.parametrize("mutant, expected", [
+    ("10_chunk_uses_prompt_len", "after 19 chunks the prompt has 8512 of 8,192 tokens prefilled"),
+    ("26_one_admission_per_step", "the plan begins with 2 one-token entries (2 entries in all)"),
+])
+def test_the_visible_tests_say_what_the_submission_did(exercise, mutant, expected):
+    source = Path(__file__).resolve().parent.parent / "solutions" / EXERCISE / "mutants" / f"{mutant}.py"
+    card = grade_bytes(source.read_bytes(), exercise, "free", run_local, "local")
+    assert any(expected in t.message for t in card.tests), [t.message for t in card.tests]
