@@ -417,3 +417,16 @@ def test_a_trace_with_no_step_adds_nothing_to_the_report():
     feedback.trace("plans step by step, up to step 1", [], [])
     feedback.trace("plans", [[("r0", 4)]], [])
     assert [a["title"] for a in feedback.artifacts] == ["plans"]
+
+
+def test_a_trace_whose_sides_agree_keeps_its_last_steps_where_the_test_failed():
+    # The test failed at the trace's last step on something the trace does not show (a count).
+    from grader.harness.feedback import MAX_STEPS, Feedback
+
+    steps = [[("seq 1", n)] for n in range(MAX_STEPS + 12)]
+    feedback = Feedback()
+    feedback.trace("block tables, up to step 52", steps, steps)
+    (artifact,) = feedback.artifacts
+    assert artifact["first_step"] == 12 and len(artifact["got"]) == MAX_STEPS
+    rows = trace_rows(artifact, before=5, after=2)
+    assert rows["rows"][-1]["step"] == MAX_STEPS + 12 and rows["hidden_after"] == 0 and rows["hidden_before"] > 0

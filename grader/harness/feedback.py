@@ -70,8 +70,12 @@ class Feedback:
         cut = sum(max(0, len(step) - MAX_SEGMENTS) for side in (expected, got) for step in side)
         exp = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS]] for step in expected]
         have = [[(str(lbl), int(n)) for lbl, n in step[:MAX_SEGMENTS]] for step in got]
-        # Keep a window around the first difference: the start, and the steps just before it.
-        start = 0 if diverge is None or diverge < MAX_STEPS else diverge - MAX_STEPS // 2
+        # Keep a window around the first difference: the start, and the steps just before it. Without
+        # one the test failed on something else at the trace's end (it runs up to the failing step).
+        if diverge is None:
+            start = max(0, max(len(exp), len(have)) - MAX_STEPS)
+        else:
+            start = 0 if diverge < MAX_STEPS else diverge - MAX_STEPS // 2
         self.artifacts.append({
             "kind": "trace",
             "title": str(title),

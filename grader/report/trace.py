@@ -79,7 +79,8 @@ def trace_rows(artifact: dict[str, Any], before: int | None = None, after: int =
     count them), each side's segments, whether the step differs and which one is the first difference.
 
     With `before` set, only a window is kept: up to `before` steps before the first difference and
-    `after` steps after it; `hidden_before`/`hidden_after` count the steps left out.
+    `after` steps after it (without a difference, the last steps: the test failed at the trace's end
+    on something else it compared); `hidden_before`/`hidden_after` count the steps left out.
     """
     data = trace_data(artifact)
     expected, got, first = data["expected"], data["got"], data["first_difference"]
@@ -87,8 +88,8 @@ def trace_rows(artifact: dict[str, Any], before: int | None = None, after: int =
     start, stop = 0, count
     if before is not None and first is not None:
         start, stop = max(0, first - before), min(count, first + after + 1)
-    elif before is not None:
-        stop = min(count, before + after + 1)
+    elif before is not None:  # the two sides agree: a trace runs up to the failing step, so its end is kept
+        start = max(0, count - (before + after + 1))
     rows = []
     for i in range(start, stop):
         want = expected[i] if i < len(expected) else None

@@ -233,8 +233,8 @@ def explain_plan(ref: RefStep, sc: Scenario, got: Plan) -> str:
         p, pf, _ = run[rid]
         if got_pre.get(rid) != n:
             given = "nothing" if rid not in got_pre else f"{got_pre[rid]}"
-            return (f"r{rid} has {p - pf} prompt tokens left (prefilled {pf} of {p}) and budget for "
-                    f"{_tokens(left)} left, so its chunk is min({p - pf}, {left}) = {n} tokens, not {given}")
+            return (f"r{rid} has {_tokens(p - pf)} of its prompt left (prefilled {pf} of {p}) and budget for "
+                    f"{_tokens(left)} left, so its chunk is min({p - pf}, {left}) = {_tokens(n)}, not {given}")
         left -= n
     for rid in got_pre:
         if rid not in dict(exp_pre):
