@@ -156,14 +156,26 @@ def _tables_cell(state: State) -> str:
     return " · ".join(f"s{seq}: {table}" for seq, table in state.tables.items()) or "(none)"
 
 
+def _call_cell(call: Call, want: State, got: State) -> str:
+    """The call, and what it raised when it raised (on either side)."""
+    raised = {side: OUTCOME_WORDS.get(state.outcome, f"raises {state.outcome}")
+              for side, state in (("reference", want), ("yours", got)) if state.outcome != "ok"}
+    if not raised:
+        return fmt_call(call)
+    if len(raised) == 2 and want.outcome == got.outcome:
+        return f"{fmt_call(call)}: {raised['reference']}"
+    return f"{fmt_call(call)}: " + "; ".join(f"{side} {what}" for side, what in raised.items())
+
+
 def _trace_step(state: State) -> list[tuple[str, int]]:
     return [(f"s{seq}", len(table) if isinstance(table, list) else 0) for seq, table in state.tables.items()]
 
 
 def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) -> None:
-    rows = [[i + 1, fmt_call(call), _tables_cell(w), _tables_cell(g), f"{w.free} / {g.free}"]
+    rows = [[i + 1, _call_cell(call, w, g), _tables_cell(w), _tables_cell(g), f"{w.free} / {g.free}"]
             for i, (call, w, g) in enumerate(zip(sc.calls, want, got))]
-    feedback.table("block tables step by step", ["step", "call", "reference", "your code", "free blocks"],
+    feedback.table("block tables step by step",
+                   ["step", "call", "reference", "your code", "free blocks (reference / yours)"],
                    rows, mark_row=len(rows) - 1)
     feedback.trace("blocks held by each sequence, step by step", [_trace_step(s) for s in want],
                    [_trace_step(s) for s in got], unit="blocks")
