@@ -116,16 +116,16 @@ def _problem_of(path: Path, entry: Path, root: Path, exercise: Exercise) -> str:
 
 
 def _without_doubles(found: list[Candidate]) -> list[Candidate]:
-    """A student with both `alice.py` and `alice/` has two files and no rule says which counts: neither
-    is graded, and both are named."""
+    """A student with both `alice.py` and `alice/` (or `Alice.py`) has two files and no rule says which
+    counts: neither is graded, and both are named."""
     by_student: dict[str, list[Candidate]] = {}
     for candidate in found:
-        if not candidate.ignored:
-            by_student.setdefault(candidate.student, []).append(candidate)
-    for student, both in by_student.items():
+        if not candidate.ignored:  # Erin.py and erin.py too: one student to a spreadsheet or a file system
+            by_student.setdefault(candidate.student.casefold(), []).append(candidate)
+    for both in by_student.values():
         if len(both) > 1:
             for candidate in both:
-                candidate.problem = (f"two files for {student}: {', '.join(str(c.path) for c in both)}; "
+                candidate.problem = (f"two files for {candidate.student}: {', '.join(str(c.path) for c in both)}; "
                                      "keep one and run again")
     return found
 

@@ -175,9 +175,15 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------------------
     def ensure_student(self, db: Connection, student: str) -> None:
-        exists = db.execute(select(schema.students.c.id).where(schema.students.c.id == student)).first()
+        st = schema.students
+        exists = db.execute(select(st.c.id).where(st.c.id == student)).first()
         if exists is None:
-            db.execute(insert(schema.students).values(id=student, created_at=now()))
+            # `erin` and `Erin` would be one student to a spreadsheet and to a case-insensitive file system
+            # (their published pages would overwrite each other): one spelling per student.
+            other = db.execute(select(st.c.id).where(func.lower(st.c.id) == student.lower())).scalar()
+            if other is not None:
+                raise StoreError(f"student id {student!r} differs from {other!r} only in case: use one spelling")
+            db.execute(insert(st).values(id=student, created_at=now()))
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
                        content: bytes, state: str = "stored", submitted_at: str | None = None,

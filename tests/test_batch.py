@@ -262,7 +262,8 @@ def test_a_link_out_of_the_class_folder_is_not_followed(tmp_path, capsys):
 
 def test_a_student_with_two_files_gets_neither_graded_and_no_students_file_is_counted_as_one(tmp_path, capsys):
     folder = class_folder(tmp_path / "class", {"alice.py": STUB, "alice/scheduler.py": REFERENCE,
-                                               "bob.py": REFERENCE, "carol/solution.py": REFERENCE})
+                                               "bob.py": REFERENCE, "carol/solution.py": REFERENCE,
+                                               "erin.py": REFERENCE, "Erin.py": STUB})
     (folder / "README.md").write_text("# class of 2026\n")
     (folder / "__pycache__").mkdir()
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
@@ -272,7 +273,8 @@ def test_a_student_with_two_files_gets_neither_graded_and_no_students_file_is_co
     assert "no scheduler.py in" in out and "(it holds solution.py)" in out
     assert "ignored (no student's file): README.md" in out and "__pycache__" not in out
     # Neither of the things that are no student's file is named as a student not graded.
-    assert "below --fail-under 0 points or not graded: alice, carol" in out
+    assert "erin: two files for erin:" in out and "Erin: two files for Erin:" in out
+    assert "below --fail-under 0 points or not graded: Erin, alice, carol, erin" in out
 
 
 def test_the_file_handed_in_last_is_the_latest_even_when_it_was_handed_in_before(tmp_path, capsys):

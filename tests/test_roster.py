@@ -54,6 +54,7 @@ def test_a_spreadsheets_csv_utf8_export_is_read_with_its_byte_order_mark(tmp_pat
     (b"id,name\nzed," + b"a" * 140_000 + b"\n", "roster line 2: field larger than field limit"),
     (b"id,tier\ndup1,free\ndup1,premium\n", "roster line 3: dup1 is listed already, on line 2"),
     (b"id,id,name\nann,bob,Ann\n", "the roster's header names the column 'id' twice"),
+    (b"id\nerin\nErin\n", "roster line 3: Erin is listed already, on line 2"),
     (b"id,name\nann,Ann\nbob,B\xe9b\n", "roster line 3: not UTF-8 text"),
 ])
 def test_a_roster_csv_cannot_read_whole_is_refused_naming_the_line(tmp_path, capsys, data, expected):

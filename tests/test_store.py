@@ -13,7 +13,7 @@ import pytest
 
 from grader.cli import main
 from grader.scorecard import Scorecard
-from grader.store import SCHEMA_VERSION, Store, TooSoon
+from grader.store import SCHEMA_VERSION, Store, StoreError, TooSoon
 from tests.helpers import EXERCISE, REFERENCE
 
 EARLY = "2026-01-05T09:00:00+00:00"
@@ -143,3 +143,12 @@ def test_the_same_file_again_is_graded_again_only_when_its_result_was_an_error(l
         again = store.submission(failed)
         assert again.state == "queued" and again.submitted_at > EARLY
         assert [c.status for c in store.scorecards(failed)] == ["error"]  # the earlier result is kept
+
+
+def test_student_ids_that_differ_only_in_case_are_refused(location):
+    # One student to a spreadsheet and to a case-insensitive file system (their pages would collide).
+    with Store(location) as store:
+        store.add_submission("erin", EXERCISE, "free", "a", "scheduler.py", b"x = 1\n")
+        with pytest.raises(StoreError, match="'Erin' differs from 'erin' only in case"):
+            store.add_submission("Erin", EXERCISE, "free", "b", "scheduler.py", b"x = 2\n")
+        assert [s.student for s in store.submissions(EXERCISE)] == ["erin"]

@@ -126,9 +126,9 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
             raise StoreError(f"roster line {number}: {exc}") from None
         if tier not in PLANS:
             raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(PLANS)}")
-        if student_id in lines:
-            raise StoreError(f"roster line {number}: {student_id} is listed already, on line {lines[student_id]}")
-        lines[student_id] = number
+        if student_id.lower() in lines:  # erin and Erin are one student (see Store.ensure_student)
+            raise StoreError(f"roster line {number}: {student_id} is listed already, on line {lines[student_id.lower()]}")
+        lines[student_id.lower()] = number
         rows.append((student_id, row.get("name", "").strip(), tier))
     return rows
 
@@ -136,6 +136,11 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
 def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
     """Add or update every student of the roster; (id, new link token or None when one is active)."""
     rows = parse_roster(text)
+    known = {s.id.lower(): s.id for s in students(store)}
+    for student_id, _, _ in rows:  # refused whole, before anyone is added
+        if known.get(student_id.lower(), student_id) != student_id:
+            raise StoreError(f"the roster's {student_id} differs from the student {known[student_id.lower()]} "
+                             "only in case: use one spelling")
     active = {s.id for s in students(store) if s.link_active}
     out = []
     for student_id, name, tier in rows:
