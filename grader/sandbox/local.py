@@ -284,8 +284,8 @@ class LocalBackend:
             # The submission was not sent: grade it in a harness of its own, and use no template again.
             self.templates_off = str(lost)
             return finish_harness(start(), exercise, source, then)
-        if isinstance(started.process, ForkedHarness) and started.process.template.process.poll() is not None \
-                and not raw.timed_out and results_from_output(raw.output) is None:
+        if isinstance(started.process, ForkedHarness) and not raw.timed_out \
+                and results_from_output(raw.output) is None and _ended(started.process.template.process):
             # Its template died (nothing a submission can reach) and took it along, as a harness ends with
             # its template: the submission is graded again, in a sandbox of a new template.
             return finish_harness(start(), exercise, source)
@@ -430,6 +430,19 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
     started = StartedHarness(process, base, output, layout, prepared, settings, account)
     send_job(process, layout)
     return started
+
+
+TEMPLATE_END_S = 2.0  # how long a harness that ended without results waits to see its template's end
+
+
+def _ended(process: subprocess.Popen) -> bool:
+    """Whether a template has ended. Its harnesses end with it (the kernel signals them as it exits), which
+    the host may see before the template's own end can be collected: a moment is given for that."""
+    try:
+        process.wait(timeout=TEMPLATE_END_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
