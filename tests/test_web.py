@@ -170,13 +170,16 @@ def test_a_roster_the_csv_reader_cannot_read_is_refused_naming_its_line(server, 
     assert upload.status_code == 200 and "1 student(s) imported" in upload.text
 
 
-def test_a_head_request_leaves_a_one_time_link_unused(server):
+def test_opening_a_one_time_link_uses_nothing_until_its_button_is_pressed(server):
     with Store(server.log.parent / "class.db") as store:
         link = f"{server.url}/signin/{accounts.new_link(store, 'instructor')}"
-    assert httpx.head(link).status_code == 200  # a link checker, a chat's preview
-    client, _ = signed_in(server, link)
+    for _ in range(2):  # a link checker, a chat's preview, a mail scanner
+        assert httpx.head(link).status_code == 200
+        shown = httpx.get(link)
+        assert shown.status_code == 200 and "set-cookie" not in shown.headers and "Sign in" in shown.text
+    client, _ = signed_in(server, link)  # the button
     assert client.get("/instructor").status_code == 200
-    assert httpx.get(link).status_code == 403  # used once, by the instructor
+    assert httpx.get(link).status_code == 403 and httpx.post(link).status_code == 403  # used once
 
 
 def test_a_form_without_the_sessions_csrf_token_is_refused_and_stores_nothing(server, links, instructor):

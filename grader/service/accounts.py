@@ -174,6 +174,18 @@ def revoke_links(store: Store, student_id: str) -> int:
     return len(ids)
 
 
+def is_one_time(store: Store, token: str) -> bool | None:
+    """Whether a link that signs someone in is a one-time link (the instructor's), used by nothing;
+    None for a link that signs nobody in (unknown, revoked, or used already)."""
+    ln = schema.links
+    with store.reading() as db:
+        link = db.execute(select(ln.c.one_time, ln.c.used_at).where(and_(
+            ln.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
+    if link is None or (link.one_time and link.used_at is not None):
+        return None
+    return bool(link.one_time)
+
+
 def sign_in(store: Store, token: str) -> str | None:
     """A new session's token for a valid link (a one-time link is used up), else None."""
     ln = schema.links

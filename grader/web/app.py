@@ -150,14 +150,33 @@ def submission_for(service: Service, who: accounts.Session, raw_id: str) -> Stor
 
 # -- signing in and out --------------------------------------------------------------------------------
 
+LINK_NOT_VALID = ("Link not valid", "This sign-in link is not valid: it was revoked, or it could be used only "
+                                    "once. Ask your instructor for a new one.")
+
+
 def signin(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """A student's link signs in at once. The instructor's signs in once, so opening it shows a button:
+    a chat's preview or a mail scanner that opens the link (GET, HEAD) uses nothing up."""
     token = request.path_params["token"]
-    if request.method == "HEAD":  # a link checker or preview asking whether the page exists: no sign-in
-        return Response(status_code=200, media_type="text/html")
+    one_time = accounts.is_one_time(service.store, token) if len(token) < 100 else None
+    if one_time is None:
+        raise Page(403, *LINK_NOT_VALID)
+    if one_time:
+        return render("signin.html.j2", who=who, token=token)
+    return signed_in_response(service, token)
+
+
+async def signin_confirmed(request: Request) -> Response:
+    """The button of a one-time link: the only request that uses it up (no session yet, so no CSRF token:
+    the link's secret is in the address)."""
+    service: Service = request.app.state.service
+    return await run_in_threadpool(signed_in_response, service, request.path_params["token"])
+
+
+def signed_in_response(service: Service, token: str) -> Response:
     session = accounts.sign_in(service.store, token) if len(token) < 100 else None
     if session is None:
-        raise Page(403, "Link not valid", "This sign-in link is not valid: it was revoked, or it could be used "
-                                         "only once. Ask your instructor for a new one.")
+        return message_page(None, 403, *LINK_NOT_VALID)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(COOKIE, session, max_age=accounts.SESSION_SECONDS, httponly=True, samesite="lax",
                         secure=service.base_url.startswith("https:"), path="/")
@@ -418,6 +437,7 @@ def create_app(service: Service) -> Guard:
         Route("/favicon.ico", favicon),
         route("/")(home),
         route("/signin/{token}")(signin),
+        Route("/signin/{token}", signin_confirmed, methods=["POST"]),
         route("/signout", ("POST",), role="any")(signout),
         route("/history", role="student")(history),
         route("/exercises/{slug}", role="any")(exercise_view),
