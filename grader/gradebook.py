@@ -15,7 +15,9 @@ POLICIES = ("latest", "best")
 
 
 def pick(submissions: Iterable[StoredSubmission], policy: str) -> dict[tuple[str, str], StoredSubmission]:
-    """Per (student, exercise), the graded submission that counts: the latest, or the best (ties: latest)."""
+    """Per (student, exercise), the graded submission that counts: the latest, or the best (ties: latest).
+    The best is the highest share of its points (a student graded on two tiers has two maximums), and
+    a result the grader vouches for beats an error."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose {' or '.join(POLICIES)}")
     chosen: dict[tuple[str, str], StoredSubmission] = {}
@@ -24,9 +26,13 @@ def pick(submissions: Iterable[StoredSubmission], policy: str) -> dict[tuple[str
             continue
         key = (sub.student, sub.exercise)
         current = chosen.get(key)
-        if current is None or policy == "latest" or sub.card.score >= current.card.score:  # type: ignore[union-attr]
+        if current is None or policy == "latest" or _merit(sub.card) >= _merit(current.card):  # type: ignore[arg-type]
             chosen[key] = sub
     return chosen
+
+
+def _merit(card: Scorecard) -> tuple[bool, float]:
+    return card.status != "error", card.score / card.max_score if card.max_score else 0.0
 
 
 def test_columns(cards: Iterable[Scorecard]) -> list[str]:

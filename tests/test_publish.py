@@ -208,3 +208,19 @@ def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(st
     browser.open((site.out / "index.html").as_uri())
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     print("overview on a phone:", browser.screenshot(SHOTS / "overview-phone.png"))
+
+
+def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_never_beats_a_result(tmp_path):
+    from grader.gradebook import pick
+    from grader.scorecard import Scorecard
+
+    with Store(tmp_path / "class.db") as store:
+        for n, (tier, status, score, most) in enumerate((("premium", "graded", 60, 76), ("free", "graded", 9, 10),
+                                                         ("premium", "error", 0, 76), ("free", "graded", 5, 10))):
+            sid, _ = store.add_submission("ben", EXERCISE, tier, f"s{n}", "scheduler.py", f"x = {n}\n".encode())
+            store.save_scorecard(sid, Scorecard(exercise=EXERCISE, tier=tier, submission_sha256=f"s{n}",
+                                                status=status, score=score, max_score=most))
+        best = pick(store.submissions(EXERCISE), "best")[("ben", EXERCISE)].card
+        assert (best.tier, best.score) == ("free", 9)  # 90% beats 60 of 76 points (79%)
+        latest = pick(store.submissions(EXERCISE), "latest")[("ben", EXERCISE)].card
+        assert latest.score == 5
