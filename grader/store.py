@@ -209,7 +209,7 @@ class Store:
                         # takes its write lock at BEGIN): requests sent at once cannot all pass the check.
                         db.execute(select(schema.students.c.id).where(schema.students.c.id == student)
                                    .with_for_update())
-                    row = db.execute(select(s.c.id, s.c.state).where(and_(
+                    row = db.execute(select(s.c.id).where(and_(
                         s.c.student_id == student, s.c.exercise == exercise, s.c.tier == tier,
                         s.c.sha256 == sha256))).first()
                     again = row is not None and interval_s is not None and self._current_status(db, row.id) == "error"
