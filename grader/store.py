@@ -180,9 +180,11 @@ class Store:
         if exists is None:
             # `erin` and `Erin` would be one student to a spreadsheet and to a case-insensitive file system
             # (their published pages would overwrite each other): one spelling per student.
-            other = db.execute(select(st.c.id).where(func.lower(st.c.id) == student.lower())).scalar()
-            if other is not None:
-                raise StoreError(f"student id {student!r} differs from {other!r} only in case: use one spelling")
+            spellings = db.execute(select(st.c.id).where(func.lower(st.c.id) == student.lower())).scalars().all()
+            if student in spellings:
+                return  # added meanwhile by a concurrent transaction (PostgreSQL reads what it committed)
+            if spellings:
+                raise StoreError(f"student id {student!r} differs from {spellings[0]!r} only in case: use one spelling")
             db.execute(insert(st).values(id=student, created_at=now()))
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
