@@ -83,7 +83,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
     printed = results_from_output(raw.output)
     if printed is None:
         if raw.timed_out:
-            return error(f"{TIMED_OUT} within {exercise.limits.total_timeout_s:g} s and was stopped")
+            return error(f"{TIMED_OUT}: its harness stopped answering and was stopped after {exercise.limits.hard_stop_s:g} s")
         return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
                      f" (exit status {raw.exit_status})"))
     try:
@@ -125,6 +125,7 @@ def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:
         suite=entry["suite"], status=entry["status"], score=points if entry["status"] == "passed" else 0,
         max_score=points, message=valid_text(entry["message"], MESSAGE_CHARS),
         description=valid_text(entry["description"], NAME_CHARS), duration_s=round(float(entry["duration_s"]), 4),
+        cpu_wait_s=max(0.0, round(float(entry.get("cpu_wait_s", 0.0)), 3)),
         traceback=[valid_text(t, LINE_CHARS) for t in entry["traceback"]][:32], output=output,
         output_cut=int(entry["output_cut"]) + cut, artifacts=valid_data(list(entry["artifacts"]), ARTIFACT_CHARS),
     )

@@ -68,6 +68,19 @@ def worker_for(source: str, limits: Limits | None = None) -> Iterator[WorkerClie
         yield spawn()
 
 
+def load_module(path: Path, name: str) -> Any:
+    """Import a file that is not on the path (a suite's helper module) under `name`."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def exercise_copy(folder: Path, **limits: float) -> Path:
     """A private copy of the exercise (statement, suites, reference) with some limits changed.
 

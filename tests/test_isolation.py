@@ -23,6 +23,7 @@ import pytest
 from grader.cli import main
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
+from grader.harness.confine import seccomp_program
 from grader.sandbox.local import LocalBackend, run_local
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE
 from tests.test_attacks import SECRETS
@@ -276,3 +277,172 @@ def test_without_root_and_without_namespaces_the_local_sandbox_refuses(unprivile
     """, GRADER_BWRAP="/bin/false")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("refused:") and "--unsafe-local" in done.stdout, done.stdout
+
+
+# -- the local sandbox sealed: no process a worker reaches lacks its limits, every writable place sized --
+
+TRACER = ATTACKS / "trace_everything.py"
+FILLER = ATTACKS / "tmpfs_fill.py"
+MIB = 1024 * 1024
+
+
+def _namespaces_required() -> None:
+    from grader.sandbox.local import isolation_problem
+    from tests.conftest import _required
+
+    problem = isolation_problem()
+    if problem is not None:
+        _required(f"the local sandbox cannot make namespaces here: {problem}")
+
+
+def _messages(card, marker: str) -> list[str]:
+    found = [t.message for t in card.tests if marker in t.message]
+    assert found, [t.message[:300] for t in card.tests]
+    return found
+
+
+def test_a_worker_reaches_no_process_without_its_limits(exercise):
+    """Every process a worker can trace, or whose memory it can open, runs under the worker's own limits;
+    PID 1 (the fork server) it cannot reach at all; a fork loop stops at the process limit."""
+    import re
+
+    _namespaces_required()
+    limits = exercise.limits
+    card = grade_bytes(TRACER.read_bytes(), exercise, "free", run_local, "local")
+    assert card.status == "graded" and card.score == 0, (card.status, card.reason)
+    entry = re.compile(r"pid (\d+) (\S*): ptrace ([^,]*), mem ([^,]*), vm ([^,]*), limits (\{[^}]*\})")
+    for message in _messages(card, "TRACE own limits"):
+        seen = entry.findall(message)
+        assert seen, message
+        for pid, name, ptrace, mem, vm, found in seen:
+            reached = "ATTACHED" in ptrace or "OPENED" in mem or "READ" in vm
+            assert not (pid == "1" and reached), f"PID 1 ({name}) was reachable: {message[:600]}"
+            if reached:
+                assert eval(found) == {"as": str(limits.memory_mb * MIB), "nproc": str(limits.processes),
+                                       "fsize": str(limits.file_size_mb * MIB)}, (pid, name, found)
+        peak = int(re.search(r"FORK peak (\d+) processes", message).group(1))
+        # The account's process limit counts every process of the namespace; only the fork server,
+        # which forks on the harness's orders alone, may start one past it (the next test's worker).
+        assert peak <= limits.processes + 2, message[-300:]
+
+
+def test_a_worker_cannot_end_or_stop_its_fork_server():
+    """Signals a worker sends to PID 1 and to its parent (the fork server, for the first workers) reach
+    nothing: the same fork server forks the next worker."""
+    from tests.helpers import confinement_for
+
+    _namespaces_required()
+    source = textwrap.dedent("""
+        import os, signal
+
+        def started():
+            with open("/proc/1/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[19]
+
+        def attack():
+            for target in dict.fromkeys((1, os.getppid())):
+                for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGSEGV,
+                               signal.SIGSTOP, signal.SIGKILL):
+                    try:
+                        os.kill(target, number)
+                    except OSError:
+                        pass
+            return os.getppid()
+        """)
+    with confinement_for(source) as (confinement, spawn):
+        first = spawn()
+        before = first.lookup("started")()
+        first.lookup("attack")()
+        first.close()
+        assert not confinement.broken
+        second = spawn()
+        assert second.lookup("started")() == before
+        assert not confinement.broken
+
+
+def test_a_full_tmp_stops_at_its_size_and_the_grading_is_graded(exercise):
+    """Every writable place of a namespaced worker has a size (/tmp and /dev/shm: the exercise's
+    `disk_mb`) or is read-only, and the grading whose /tmp is full ends graded, each test failing with
+    the submission's own "No space left on device"."""
+    import re
+
+    _namespaces_required()
+    card = grade_bytes(FILLER.read_bytes(), exercise, "free", run_local, "local")
+    assert card.status == "graded" and card.score == 0, (card.status, card.reason)
+    assert all(t.status == "failed" for t in card.tests), [(t.name, t.status, t.message[:200]) for t in card.tests]
+    for message in _messages(card, "FILL /tmp"):
+        filled = {folder: (int(mib), why) for folder, mib, why in re.findall(r"FILL (\S+) (\d+) MiB: ([^;]*)", message)}
+        for folder in ("/tmp", "/dev/shm"):
+            assert filled[folder][0] <= exercise.limits.disk_mb, message
+            assert filled[folder][1] == "No space left on device", message
+        for folder in ("/", "/dev"):
+            assert filled[folder] == (0, "Read-only file system"), message
+
+
+WORKER_UID_HOLDER = """
+import sys
+from grader.sandbox.local import worker_account
+with worker_account() as (uid, _):
+    print(uid, flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="worker accounts are lent only as root")
+def test_two_gradings_on_one_host_never_share_a_worker_uid(tmp_path):
+    """Two graders with temporary folders of their own and one uid range: each holds a different uid
+    (the locks are the host's, not under $TMPDIR)."""
+    holders = []
+    try:
+        for name in ("first", "second"):
+            folder = tmp_path / name
+            folder.mkdir()
+            holders.append(subprocess.Popen(
+                [sys.executable, "-c", WORKER_UID_HOLDER], cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                text=True, env={**os.environ, "TMPDIR": str(folder), "GRADER_WORKER_UIDS": "61056-61063",
+                                "PYTHONPATH": str(PROJECT)}))
+            holders[-1].uid = holders[-1].stdout.readline().strip()
+        uids = [holder.uid for holder in holders]
+        assert all(uid.isdigit() for uid in uids) and uids[0] != uids[1], uids
+    finally:
+        for holder in holders:
+            holder.stdin.close()
+            holder.wait(timeout=10)
+
+
+def test_a_worker_traces_nothing_and_makes_no_system_v_objects_yet_multiprocessing_works():
+    """The confinement's seccomp filter: no ptrace, not even of the worker's own child, and no System V
+    shared memory, semaphores or message queues (objects that would outlive the worker, of no size its
+    limits bound); POSIX semaphores and shared memory, in the sized /dev/shm, still work."""
+    from tests.helpers import worker_for
+
+    _namespaces_required()
+    source = textwrap.dedent("""
+        import ctypes, os, time
+
+        def probe():
+            libc = ctypes.CDLL(None, use_errno=True)
+            refused = {}
+            child = os.fork()
+            if child == 0:
+                time.sleep(10)
+                os._exit(0)
+            for name, call in (("ptrace", lambda: libc.ptrace(16, child, None, None)),
+                               ("shmget", lambda: libc.shmget(0, 1 << 20, 0o1600)),
+                               ("semget", lambda: libc.semget(0, 8, 0o1600)),
+                               ("msgget", lambda: libc.msgget(0, 0o1600))):
+                refused[name] = call() == -1 and ctypes.get_errno() == 1  # EPERM
+            os.kill(child, 9)
+            os.waitpid(child, 0)
+            import multiprocessing
+            from multiprocessing import shared_memory
+            with multiprocessing.Lock():
+                memory = shared_memory.SharedMemory(create=True, size=1 << 20)
+                memory.close()
+                memory.unlink()
+            return refused
+        """)
+    if seccomp_program() is None:
+        pytest.skip("no seccomp numbers for this machine's architecture")
+    with worker_for(source) as client:
+        assert client.lookup("probe")() == {"ptrace": True, "shmget": True, "semget": True, "msgget": True}

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from grader.cli import main
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
+from grader.harness import protocol
+from grader.harness.client import Scenario
+from grader.harness.limits import Limits
 from grader.sandbox.local import run_local
-from tests.helpers import PROJECT
+from tests.helpers import PROJECT, load_module, worker_for
 
 SLUG = "paged_kv_cache"
 REFERENCE = PROJECT / "solutions" / SLUG / "block_manager.py"
 STUB = PROJECT / "exercises" / SLUG / "block_manager.py"
+MUTANTS = PROJECT / "solutions" / SLUG / "mutants"
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +97,91 @@ def test_an_exception_of_another_kind_is_named_once(exercise):
     card = grade_bytes(mutant.read_bytes(), exercise, exercise.top_tier, run_local, "local")
     messages = [t.message for t in card.tests if "IndexError" in t.message]
     assert messages and all("yours raises IndexError: index out of range" in m for m in messages), messages
+
+
+# -- the premium suite's driver, on a worker of the tests' own ---------------------------------------
+
+@pytest.fixture(scope="module")
+def helpers() -> Any:
+    return load_module(PROJECT / "hidden_tests" / SLUG / "_kv_helpers.py", "_kv_helpers_under_test")
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, Any]:
+    return vars(load_module(REFERENCE, "kv_reference_for_the_driver"))
+
+
+class Names:
+    """The `ns` fixture over a worker of the tests' own: its names as proxies, and scenarios."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def __getitem__(self, name: str) -> Any:
+        return self.client.lookup(name)
+
+    def scenario(self) -> Scenario:
+        return Scenario(self.client, ["BlockManager"])
+
+
+class NoFeedback:
+    def text(self, *args: Any) -> None:
+        pass
+
+    def table(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def trace(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def counted(helpers, monkeypatch) -> tuple[list[Any], list[Any]]:
+    """(every message the harness sends to a worker, every replay the driver makes), as they happen."""
+    sent: list[Any] = []
+    replays: list[Any] = []
+    send, start = protocol.send, helpers.Replay.__init__
+    monkeypatch.setattr(protocol, "send",
+                        lambda fd, message, *rest: (sent.append(message), send(fd, message, *rest))[1])
+    monkeypatch.setattr(helpers.Replay, "__init__", lambda self, *args: (replays.append(self), start(self, *args))[1])
+    return sent, replays
+
+
+@pytest.mark.parametrize("source", [REFERENCE, MUTANTS / "17_append_out_of_blocks_is_index_error.py",
+                                    MUTANTS / "16_shared_blocks_counted_as_needed.py"], ids=lambda p: p.stem)
+def test_a_sequence_of_calls_is_replayed_in_one_message_and_one_more_per_exception(helpers, reference, counted, source):
+    """The random tests made each call, and each of the up to 55 reads of the state after it, as a
+    proxy round trip of its own (3 sequences of 70 calls: about 10,000 messages a test, 10-52 s under
+    load, past the test's limit). A replay is one scenario, and one more after each call the reference
+    raised at (a scenario stops at an exception), however many reads; shrinking replays the same way."""
+    sent, replays = counted
+    with worker_for(source.read_text(), Limits(call_timeout_s=10, import_timeout_s=5)) as client:
+        ns = Names(client)
+        for profile in sorted(helpers.PROFILES):
+            for i in (1, 2, 3):
+                sc = helpers.random_scenario(reference, f"messages/{i}", profile)
+                sent.clear()
+                replays.clear()
+                try:
+                    helpers.check(ns, reference, NoFeedback(), sc, shrink=True)
+                except pytest.fail.Exception:
+                    assert source != REFERENCE  # and the replays below include the shrinking's
+                assert len(sent) == sum(replay.scenarios for replay in replays)  # nothing but scenarios
+                for replay in replays:
+                    # At most one more for each read of the first step that differs, where the
+                    # submission's reads may raise too: the report shows all of that step's state.
+                    reads = max(b - a for a, b in zip(replay.calls, replay.calls[1:] + [len(replay.ops)]))
+                    full = any(method == "ref_count" for method, _ in replay.ops)
+                    assert 1 <= replay.scenarios <= 1 + len(replay.ends) + (reads if full else 0), (profile, i)
+                if source == REFERENCE:
+                    raised = sum(state.outcome != "ok" for state in helpers.run_reference(reference, sc))
+                    assert len(replays) == 1 and len(sent) == 1 + raised, (profile, i)
+
+
+def test_a_read_of_a_method_the_manager_lacks_is_named_as_when_a_test_reads_it(helpers, reference):
+    """A scenario runs the reads in the worker; a method the manager does not have is still reported by
+    the harness, as the proxy read named it, not compared as what the read raised."""
+    source = REFERENCE.read_text().replace("def block_tokens(", "def _block_tokens(")
+    with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
+        with pytest.raises(AttributeError, match="block_tokens"):
+            helpers.check(Names(client), reference, NoFeedback(), helpers.Scenario(4, 2, (("allocate", 1, [1, 2, 3]),)))

@@ -127,3 +127,31 @@ def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_
         assert {s for (s,) in rows(engine, "SELECT status FROM scorecards")} == {"graded"}
     finally:
         engine.dispose()
+
+
+def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monkeypatch):
+    """On the broker's path too, a student's many submissions wait behind everyone else's first: a
+    message names a submission, the store says whose turn it is, and each message grades one."""
+    from grader.scorecard import Scorecard
+    from grader.service import jobs, worker
+    from grader.store import Store
+
+    order: list[bytes] = []
+
+    def grade(data: bytes, exercise, tier, backend, name) -> Scorecard:
+        order.append(data)
+        return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="x", status="graded", score=1,
+                         max_score=1)
+
+    monkeypatch.setattr(jobs, "grade_bytes", grade)
+    with Store(tmp_path / "s.db") as store:
+        monkeypatch.setattr(worker, "_config", worker.WorkerConfig("", "local", 60, store, (object(), "fake")))
+        alice = [jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", f"a{n}".encode())[0]
+                 for n in range(2)]
+        bob = jobs.submit(store, "bob", EXERCISE, "free", "scheduler.py", b"b0")[0]
+        # Another worker holds Alice's first: the message of her second grades Bob's.
+        assert jobs.claim(store, alice[0], lease_s=60)
+        assert worker.grade(alice[1]) == bob
+        assert worker.grade(bob) == alice[1]  # Bob's message, its submission done: the next in line
+        assert worker.grade(bob) is None and order == [b"b0", b"a1"]
+        assert [len(store.scorecards(i)) for i in (alice[1], bob)] == [1, 1]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import sqlite3
 import stat
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -152,3 +154,75 @@ def test_student_ids_that_differ_only_in_case_are_refused(location):
         with pytest.raises(StoreError, match="'Erin' differs from 'erin' only in case"):
             store.add_submission("Erin", EXERCISE, "free", "b", "scheduler.py", b"x = 2\n")
         assert [s.student for s in store.submissions(EXERCISE)] == ["erin"]
+
+
+def test_one_students_submissions_never_hold_every_grading_thread(location, monkeypatch):
+    """Alice hands in three submissions before Bob's one; two grading threads. Bob's is graded beside
+    her first, not after her second, and a thread that comes free does not take her second while her
+    first is still grading: one student holds at most all threads but one."""
+    from grader.service import jobs
+    from grader.service.dispatch import ThreadDispatcher
+    from tests.helpers import wait_until
+
+    started: list[str] = []
+    gates = {name: threading.Event() for name in ("a0", "a1", "a2", "b0")}
+
+    def grade_when_let_go(data: bytes, exercise, tier, backend, name) -> Scorecard:
+        # A grading that lasts until the test lets it end: the claim order is what is looked at.
+        started.append(data.decode())
+        gates[data.decode()].wait(60)
+        return dataclasses.replace(small_card(10), submission_sha256=hashlib.sha256(data).hexdigest())
+
+    monkeypatch.setattr(jobs, "grade_bytes", grade_when_let_go)
+    with Store(location) as store:
+        ids = {f"a{n}": jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", f"a{n}".encode())[0]
+               for n in range(3)}
+        ids["b0"] = jobs.submit(store, "bob", EXERCISE, "free", "scheduler.py", b"b0")[0]
+        # Before any thread runs, the line already shows Bob's beside Alice's first.
+        assert [jobs.status(store, ids[n]).place for n in ("a0", "b0", "a1", "a2")] == [1, 2, 3, 4]
+        dispatcher = ThreadDispatcher(store, lambda: (object(), "fake"), workers=2)
+        dispatcher.start()
+        try:
+            wait_until(lambda: len(started) == 2, 20, "two gradings under way")
+            assert sorted(started) == ["a0", "b0"]
+            gates["b0"].set()
+            wait_until(lambda: store.scorecard(ids["b0"]) is not None, 20, "Bob's graded")
+            time.sleep(1.0)  # a free thread, and only Alice waits: it still does not take her second
+            assert len(started) == 2 and jobs.status(store, ids["a1"]).state == "queued"
+            assert jobs.status(store, ids["a1"]).place == 1
+            gates["a0"].set()
+            wait_until(lambda: len(started) == 3, 20, "Alice's second under way once her first is done")
+            assert started[2] == "a1"
+            gates["a1"].set()
+            gates["a2"].set()
+            wait_until(lambda: all(jobs.status(store, i).state == "graded" for i in ids.values()), 20,
+                       "every submission graded")
+        finally:
+            for gate in gates.values():
+                gate.set()
+            dispatcher.stop()
+        assert sorted(started) == sorted(ids) and {len(store.scorecards(i)) for i in ids.values()} == {1}
+
+
+def test_concurrent_claims_never_give_one_student_more_than_their_share(location):
+    """Graders claiming at the same moment (threads here; machines in production) each see the queue
+    before the others' claims land: the student's row is what serialises them."""
+    from grader.service import jobs
+
+    with Store(location) as store:
+        for n in range(6):
+            jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", f"a{n}".encode())
+        start = threading.Barrier(6)
+
+        def claim_one() -> int | None:
+            start.wait()
+            taken = jobs.claim_next(store, lease_s=60, share=1)
+            return taken[0] if taken else None
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            claimed = [c for c in pool.map(lambda _: claim_one(), range(6)) if c is not None]
+        assert len(claimed) == 1
+        assert [s.state for s in store.submissions(EXERCISE, "alice")].count("grading") == 1
+        # Without a share (the broker's graders), each takes one: none is taken twice.
+        more = [jobs.claim_next(store, lease_s=60) for _ in range(6)]
+        assert len({m[0] for m in more if m}) == 5 and more[-1] is None

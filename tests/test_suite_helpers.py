@@ -4,8 +4,6 @@ started from), and reading what the submission returned."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,29 +11,20 @@ import pytest
 
 from grader.harness.client import Scenario
 from grader.harness.limits import Limits
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, worker_for
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, load_module, worker_for
 
 HIDDEN = PROJECT / "hidden_tests" / EXERCISE
 MUTANTS = PROJECT / "solutions" / EXERCISE / "mutants"
 
 
-def _module(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def helpers() -> Any:
-    return _module(HIDDEN / "_cb_helpers.py", "_cb_helpers_under_test")
+    return load_module(HIDDEN / "_cb_helpers.py", "_cb_helpers_under_test")
 
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, Any]:
-    return vars(_module(REFERENCE, "reference_for_shrinking"))
+    return vars(load_module(REFERENCE, "reference_for_shrinking"))
 
 
 class Names:

@@ -7,6 +7,7 @@ import concurrent.futures
 import re
 import socket
 import threading
+import time
 
 import httpx
 import pytest
@@ -304,3 +305,48 @@ def test_serve_leaves_out_an_exercise_whose_web_settings_are_wrong_before_any_st
     monkeypatch.chdir(tmp_path)
     assert list(load_exercises()) == ([EXERCISE] if kept else [])
     assert kept or f"exercise {EXERCISE} left out" in caplog.text
+
+
+# Every schedule() sleeps 4.5 s, just under the 5 s call limit: each grading runs to the total limit.
+SLEEPER = b'''
+
+import time as _time
+
+_plain_schedule = Scheduler.schedule
+
+
+def _sleep_then_schedule(self):
+    _time.sleep(4.5)
+    return _plain_schedule(self)
+
+
+Scheduler.schedule = _sleep_then_schedule
+'''
+
+
+def test_a_student_whose_submissions_each_run_to_the_time_limit_never_holds_every_grading_thread(tmp_path):
+    total_s = 60
+    folder = exercise_copy(tmp_path, total_timeout_s=total_s, test_timeout_s=30)
+    toml = folder / "exercise.toml"
+    assert "submission_interval_s = 30" in toml.read_text()
+    toml.write_text(toml.read_text().replace("submission_interval_s = 30", "submission_interval_s = 0"))
+    with local_server(tmp_path, "--workers", "2", "--interval", "0", cwd=tmp_path) as server:
+        client, csrf = signed_in(server, server.instructor_link)
+        links = import_roster(server, client, csrf, "id\nmallory\nalice\n")
+        sleeper, sleeper_csrf = student(server, links, "mallory")
+        slow = [str(submit(sleeper, sleeper_csrf, (REFERENCE.read_bytes() + SLEEPER).decode() + f"\n# {n}\n").url)
+                for n in range(3)]
+        assert all(re.search(r"/submissions/\d+$", url) for url in slow), slow
+        honest, honest_csrf = student(server, links, "alice")
+        started = time.monotonic()
+        mine = submit(honest, honest_csrf, REFERENCE.read_text())
+        wait_graded(honest, str(mine.url), wait_s=total_s * 3)
+        waited = time.monotonic() - started
+        states = [STATE.findall(sleeper.get(url).text)[0] for url in slow]
+        # Graded in half the time any of the sleeper's gradings takes: it never waited for one of them.
+        assert waited < total_s / 2, (waited, states)
+        # The sleeper holds one thread; her second and third wait for her first.
+        assert states == ["grading", "queued", "queued"], states
+    with Store(tmp_path / "class.db") as store:
+        (card,) = [s.card for s in store.submissions(EXERCISE, "alice")]
+        assert card.status == "graded" and card.score == card.max_score > 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.harness import protocol
+from grader.harness.clock import Earliest, OwnDeadline, process_charge
 from grader.harness.limits import Limits
 from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
 
@@ -197,6 +198,14 @@ class WorkerClient:
         self.incident: GradingStop | None = None
         self.started = time.monotonic()
         self.is_ready = False
+        # The time this worker waited for a CPU that other work held is not charged to the submission.
+        # What every process of the worker's account used is the submission's own work (a fork bomb's).
+        account = confinement.job.worker_user if confinement.job.worker_user is not None else os.getuid()
+        self.charge = process_charge(self.process.seen_as, account)
+
+    def deadline(self, limit: float) -> OwnDeadline:
+        """A limit on the submission's own time in this worker, from now (see `clock`)."""
+        return OwnDeadline(limit, self.charge)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def wait_ready(self) -> None:
@@ -207,7 +216,7 @@ class WorkerClient:
         if self.is_ready:
             return
         self.is_ready = True
-        message = self._receive(time.monotonic() + self.limits.import_timeout_s, "importing your file")
+        message = self._receive(self.deadline(self.limits.import_timeout_s), "importing your file")
         if isinstance(message, dict) and "import_error" in message:
             self.import_error = self._remote_exception(message["import_error"], "importing your file")
             return
@@ -240,7 +249,7 @@ class WorkerClient:
         self.dead_reason = f"the worker broke the grader's protocol during {where}"
         raise ProtocolViolation(f"{self.dead_reason} ({detail}); did your code write to file descriptors it does not own?")
 
-    def _receive(self, deadline: float, where: str) -> dict[str, Any]:
+    def _receive(self, deadline: protocol.Until, where: str) -> dict[str, Any]:
         if self.dead_reason:
             raise WorkerCrashed(f"your code can no longer be called: {self.dead_reason}")
         try:
@@ -252,7 +261,7 @@ class WorkerClient:
             raise CallTimeout(f"{where} did not finish within {limit:g} s (is there an endless loop?)") from None
         except protocol.PeerClosed:
             try:
-                self.process.wait(timeout=2)
+                self.process.wait()  # the zygote's note of its end, for as long as the zygote is there
             except subprocess.TimeoutExpired:
                 self._kill()
             how = describe_exit(self.process.returncode)
@@ -294,7 +303,7 @@ class WorkerClient:
             raise WorkerCrashed(f"your code can no longer be called: {self.dead_reason}")
         # One deadline from the moment the call is sent covers sending it and receiving the answer: a
         # worker that stops reading its pipe cannot hold the harness longer than an endless loop can.
-        deadline = time.monotonic() + self.limits.call_timeout_s
+        deadline = self.deadline(self.limits.call_timeout_s)
         if op != "snap":  # anything that runs the submission's code may change any of its objects
             self.epoch += 1
             if self.read:
@@ -385,7 +394,7 @@ class WorkerClient:
             return labels[min(len(values), len(labels) - 1)] if labels else "a scenario"
 
         try:
-            protocol.send(self.fd_out, {"op": "scenario", "ops": ops, "beat": beat}, time.monotonic() + limit)
+            protocol.send(self.fd_out, {"op": "scenario", "ops": ops, "beat": beat}, self.deadline(limit))
         except protocol.Deadline:
             self._kill()
             self.dead_reason = f"{where()} did not finish within {limit:g} s"
@@ -394,9 +403,9 @@ class WorkerClient:
             self._receive(time.monotonic() + 1.0, where())
             self._violation(where(), "the worker stopped reading")
         self.decode_budget = protocol.MAX_SCENARIO_ITEMS
-        whole = time.monotonic() + (limit + beat) * max(1, len(ops))  # frames that say nothing cannot extend it
+        whole = self.deadline((limit + beat) * max(1, len(ops)))  # frames that say nothing cannot extend it
         while True:
-            reply = self._receive(min(time.monotonic() + limit + beat, whole), where())
+            reply = self._receive(Earliest(self.deadline(limit + beat), whole), where())
             key = "part" if "part" in reply else "scenario"
             batch = reply.get(key)
             if type(batch) is not list or len(values) + len(batch) > len(ops):

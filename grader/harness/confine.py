@@ -5,9 +5,11 @@ for (`contract.ISOLATIONS`):
 
 - namespaces: `bwrap` runs the zygote in mount, PID, network, IPC, UTS and cgroup namespaces of its
   own, as the worker's user, with every capability dropped. It sees a read-only `/usr` (the Python it
-  needs and its libraries), a fresh `/proc` and `/dev`, a private tmpfs as `/tmp`, and the worker's
-  code, copied in from a descriptor the harness opened. Nothing of the host's folders, the project,
-  the store, other jobs or the network. Pids inside are the namespace's:
+  needs and its libraries), a fresh `/proc` and a read-only `/dev`, private tmpfs of the exercise's
+  `disk_mb` as `/tmp` and `/dev/shm` (the only places it can write), and the worker's code, copied in
+  from a descriptor the harness opened. Nothing of the host's folders, the project, the store, other
+  jobs or the network. The zygote is the namespace's PID 1, non-dumpable, and a seccomp filter refuses
+  every process in it ptrace and System V IPC (see `bwrap_arguments`). Pids inside are the namespace's:
   the harness signals workers only through the zygote, or ends the namespace by killing `bwrap`.
 - container / none: the zygote is a plain process as the worker's account; the container (or, for
   `none`, nothing) confines it, and the harness may signal its children directly.
@@ -32,10 +34,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.harness.clock import process_state
 from grader.harness.contract import SANDBOX_CODE, Job, bootstrap
 from grader.harness.processes import kill_group
 
-REPLY_TIMEOUT_S = 2.0
+# How long the harness waits for the zygote's answer (a fork, a sweep, a worker's end). A zygote is
+# told from a slow one by its state, never by a fixed deadline that a busy machine trips: every
+# `REPLY_CHECK_S` without an answer, a zygote that has ended or was stopped is given up at once, and one
+# still there is waited for, up to `REPLY_PATIENCE_S` (one that has not answered in that long, alive
+# and running, is stuck: no machine is that busy).
+REPLY_CHECK_S = 1.0
+REPLY_PATIENCE_S = 120.0
 # The worker's own environment (`client.WORKER_ENV`) is set per worker; this is its fork server's, from
 # which the worker inherits what its C library read at start: with at most two malloc arenas, each thread
 # a submission starts reserves its stack and no 64 MiB arena of address space, so a pool of 32 threads
@@ -66,10 +75,51 @@ def account_files(uid: int, gid: int) -> dict[str, bytes]:
             "/etc/group": f"root:x:0:\n{WORKER_NAME}:x:{gid}:\nnogroup:x:65534:\n".encode()}
 
 
-def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = None) -> list[str]:
+# Syscalls a namespaced worker is refused (EPERM), by a seccomp filter bubblewrap installs before the
+# zygote starts, for every process of the confinement: tracing or reading another process (ptrace,
+# process_vm_readv/writev, pidfd_getfd), and System V shared memory, semaphores and message queues, whose
+# objects outlive the process that made them with no size a worker's limits bound (POSIX shared memory
+# lives in the sized /dev/shm instead). Numbers per architecture (`uname -m`): (AUDIT_ARCH_*, numbers).
+SECCOMP_REFUSED = {
+    "x86_64": (0xC000003E, (101, 310, 311, 438, 29, 64, 68)),
+    "aarch64": (0xC00000B7, (117, 270, 271, 438, 194, 190, 186)),
+}
+_X32_SYSCALLS = 0x40000000  # on x86_64, the x32 ABI's syscalls share the architecture: all refused
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """The classic BPF program (bwrap --seccomp) of `SECCOMP_REFUSED` for this machine, or None where it
+    has no numbers (the confinement then relies on its namespaces and the non-dumpable PID 1 alone). A
+    syscall of another architecture (32-bit calls on a 64-bit kernel) is refused as a whole."""
+    import platform
+    import struct
+
+    arch, refused = SECCOMP_REFUSED.get(machine or platform.machine(), (None, ()))
+    if arch is None:
+        return None
+    load, equal, at_least, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JMP|JGE|K, RET|K
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    checks: list[tuple[int, int]] = ([(at_least, _X32_SYSCALLS)] if arch == 0xC000003E else [])
+    checks += [(equal, number) for number in refused]
+    # Each check jumps to the last instruction (refuse) when it matches, else falls through to the next.
+    program = [(load, 0, 0, 4), (equal, 0, len(checks) + 2, arch), (load, 0, 0, 0)]
+    program += [(code, len(checks) - index, 0, value) for index, (code, value) in enumerate(checks)]
+    program += [(ret, 0, 0, allow), (ret, 0, 0, refuse)]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = None, disk_mb: int = 64,
+                    seccomp_fd: int | None = None) -> list[str]:
     """The bubblewrap command line, up to the program it runs (see the module docstring). `accounts`:
-    a descriptor for each of `account_files`."""
-    arguments = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    a descriptor for each of `account_files`; `disk_mb`: the size of /tmp and of /dev/shm each (the
+    exercise's `disk_mb`, the size of the Docker sandbox's /tmp); `seccomp_fd`: `seccomp_program`.
+
+    The command is PID 1 of the namespace (`--as-pid-1`: no init of bubblewrap's beside it, a process
+    that would run as the worker's account without the worker's limits, traceable by every worker). A
+    namespace's PID 1 gets no signal from inside it that it has no handler for, and when it ends the
+    kernel ends every process of the namespace. The only writable places are the two sized tmpfs: the
+    root and /dev, tmpfs of bubblewrap's without a size, are made read-only once everything is there."""
+    arguments = [bwrap, "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for top in SYSTEM_LINKS:
         if os.path.islink(top):
@@ -80,9 +130,13 @@ def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = 
         arguments += ["--setenv", name, value]
     for path, fd in (accounts or {}).items():
         arguments += ["--ro-bind-data", str(fd), path]
-    arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
-                  "--ro-bind-data", str(code_fd), SANDBOX_CODE, "--"]
-    return arguments
+    size = str(disk_mb * 1024 * 1024)
+    arguments += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                  "--size", size, "--tmpfs", "/tmp", "--chdir", "/tmp",
+                  "--ro-bind-data", str(code_fd), SANDBOX_CODE]
+    if seccomp_fd is not None:
+        arguments += ["--seccomp", str(seccomp_fd)]
+    return arguments + ["--remount-ro", "/", "--"]
 
 
 def _memory_file(name: str, data: bytes) -> int:
@@ -96,7 +150,7 @@ class Confinement:
     """The worker's confinement for one grading run, and the zygote inside it."""
 
     def __init__(self, job: Job, base: str, number: int) -> None:
-        self.job = job
+        self.job, self.base, self.number = job, base, number
         self.namespaced = job.isolation == "namespaces"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
@@ -115,8 +169,10 @@ class Confinement:
             uid = job.worker_user if job.worker_user is not None else os.getuid()
             gid = job.worker_group if job.worker_group is not None else os.getgid()
             accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
-            passed += [code_fd, *accounts.values()]
-            program = bwrap_arguments(job.bwrap, code_fd, accounts) + program
+            refusals = seccomp_program()
+            seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
+            passed += [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]
+            program = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd) + program
         log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
         try:
             self.process = subprocess.Popen(
@@ -150,9 +206,8 @@ class Confinement:
         request = {"op": "fork", "env": env, "module": module}
         try:
             socket.send_fds(self.channel, [json.dumps(request).encode()], list(fds))
-            deadline = time.monotonic() + REPLY_TIMEOUT_S
             while True:
-                message = self._next(deadline)
+                message = self._next(None)
                 if "pid" in message:
                     return ForkedProcess(self, int(message["pid"]))
                 if "refused" in message:
@@ -178,19 +233,28 @@ class Confinement:
             return not self.broken
         try:
             self.channel.send(json.dumps({"op": "sweep", "keep": sorted(keep)}).encode())
-            deadline = time.monotonic() + REPLY_TIMEOUT_S
-            while "swept" not in self._next(deadline):
+            while "swept" not in self._next(None):
                 pass
             return True
         except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable):
             self.broken = True
             return False
 
-    def _next(self, deadline: float) -> dict[str, Any]:
-        """The next message; exit notes are filed in `exits` and returned too."""
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([self.channel], [], [], left)[0]:
-            raise ZygoteUnavailable("the zygote did not answer in time")
+    def _next(self, deadline: float | None) -> dict[str, Any]:
+        """The next message; exit notes are filed in `exits` and returned too. Without a `deadline`,
+        as long as the zygote is there to answer (see REPLY_PATIENCE_S)."""
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.channel], [], [], left)[0]:
+                raise ZygoteUnavailable("the zygote did not answer in time")
+        else:
+            waited = time.monotonic()
+            while not select.select([self.channel], [], [], REPLY_CHECK_S)[0]:
+                problem = self.unable()
+                if problem is None and time.monotonic() - waited >= REPLY_PATIENCE_S:
+                    problem = f"the zygote did not answer within {REPLY_PATIENCE_S:g} s, though it was running"
+                if problem is not None:
+                    raise ZygoteUnavailable(problem)
         data = self.channel.recv(65536)
         if not data:
             raise ZygoteUnavailable("the zygote closed its socket")
@@ -201,13 +265,40 @@ class Confinement:
             self.exits[int(message["exit"])] = int(message["code"])
         return message
 
-    def exit_code(self, pid: int, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
+    def unable(self) -> str | None:
+        """Why the zygote cannot answer now (it ended, or it was stopped), or None while it can."""
+        if self.process.poll() is not None:
+            code = self.process.returncode
+            how = f"signal {-code}" if code < 0 else f"exit status {code}"
+            return f"the zygote's sandbox ended ({how})"
+        if not self.namespaced and process_state(self.process.pid) in ("T", "t"):
+            # Outside a namespace a worker of the same account can stop it; inside one it is out of reach.
+            return "the zygote was stopped"
+        return None
+
+    def log_tail(self, limit: int = 2000) -> str:
+        """The end of the zygote's log, for the reason of a grading its failure ended (the log itself
+        is removed with the job's folder). Read, never acted on: it is shown as text."""
+        path = os.path.join(self.job.at(self.base, self.job.private), f"zygote-{self.number}.log")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return ""
+        with os.fdopen(fd, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            file.seek(max(0, size - limit))
+            text = file.read(limit).decode("utf-8", "replace")
+        return "".join(c if c.isprintable() or c == "\n" else "?" for c in text).strip()
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """The worker's exit status once the zygote reports it; None if it has not by `timeout` seconds
+        (without one: for as long as the zygote is there to report it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while pid not in self.exits and not self.broken:
             try:
                 self._next(deadline)
             except (ZygoteUnavailable, OSError, ValueError, KeyError, TypeError):
-                if time.monotonic() >= deadline:
+                if deadline is not None and time.monotonic() >= deadline:
                     return None
                 self.broken = True
         return self.exits.get(pid)
@@ -230,14 +321,51 @@ class _Pid:
         return None
 
 
+def pid_in_namespace(root: int, pid: int) -> int | None:
+    """The pid, as this process sees it, of the descendant of `root` whose pid in the PID namespace
+    below this one is `pid` (`NSpid` of /proc/PID/status lists a process's pid in each namespace, from
+    the one of this /proc down). A namespaced worker's pid is its namespace's: the harness reads its
+    /proc entries (never signals it) by the pid found here."""
+    seen, todo = 0, [root]
+    while todo and seen < 4096:
+        current = todo.pop()
+        seen += 1
+        try:
+            with open(f"/proc/{current}/status", "rb") as file:
+                for line in file:
+                    if line.startswith(b"NSpid:"):
+                        levels = line.split()[1:]
+                        if len(levels) >= 2 and int(levels[1]) == pid and current != root:
+                            return current
+                        break
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", "rb") as file:
+                    todo.extend(int(child) for child in file.read().split())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 class ForkedProcess:
     """A worker forked by the zygote, with the part of `subprocess.Popen`'s interface the client uses."""
 
     def __init__(self, confinement: Confinement, pid: int) -> None:
         self.confinement, self.pid = confinement, pid
         self.returncode: int | None = None
+        self._seen_as: int | None = None
 
-    def kill(self, timeout: float = 2.0, wait: bool = True) -> None:
+    def seen_as(self) -> int | None:
+        """The worker's pid in this process's /proc (for the time it waited for a CPU), None when it is
+        gone or cannot be found."""
+        if self.returncode is not None:
+            return None
+        if not self.confinement.namespaced:
+            return self.pid
+        if self._seen_as is None:
+            self._seen_as = pid_in_namespace(self.confinement.process.pid, self.pid)
+        return self._seen_as
+
+    def kill(self, timeout: float | None = None, wait: bool = True) -> None:
         """Kill the worker's group and (unless `wait` is False: then `await_end` follows) wait for the
         zygote's note of its end."""
         if self.returncode is not None:
@@ -246,9 +374,10 @@ class ForkedProcess:
         if wait:
             self.await_end(timeout)
 
-    def await_end(self, timeout: float = 2.0) -> bool:
-        """Wait for the zygote's note of the worker's end. A zygote that does not give it is no longer
-        trusted to keep order: the confinement is marked broken, to be ended; False then."""
+    def await_end(self, timeout: float | None = None) -> bool:
+        """Wait for the zygote's note of the worker's end (without a `timeout`: for as long as the
+        zygote is there to give it). A zygote that does not give it is no longer trusted to keep order:
+        the confinement is marked broken, to be ended; False then."""
         try:
             self.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -262,7 +391,7 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            self.returncode = self.confinement.exit_code(self.pid, timeout if timeout is not None else 3600)
+            self.returncode = self.confinement.exit_code(self.pid, timeout)
         if self.returncode is None:
             if self.confinement.broken:
                 self.returncode = -signal.SIGKILL  # its note was lost with the zygote, which takes it along

@@ -40,7 +40,7 @@ MAX_FRAME_BYTES = 1 << 30
 # The worker side of the harness: what a worker process imports, shipped to it as one zip.
 WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
                   "harness/processes.py", "harness/worker.py", "harness/zygote.py", "harness/forking.py",
-                  "harness/loader.py")
+                  "harness/loader.py", "harness/clock.py")
 
 
 def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:

@@ -119,6 +119,7 @@ class ChildWatch:
 
     def __init__(self) -> None:
         self.fd, self._write = os.pipe()
+        self._given_back: dict[int, Any] = {}
         os.set_blocking(self._write, False)
         signal.set_wakeup_fd(self._write)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -135,10 +136,16 @@ class ChildWatch:
                 return
             yield pid, os.waitstatus_to_exitcode(status)
 
+    def ignore(self, number: int) -> None:
+        """Ignore signal `number` in this fork server, not in its children (`forget` gives theirs back)."""
+        self._given_back.setdefault(number, signal.signal(number, signal.SIG_IGN))
+
     def forget(self) -> None:
-        """In a forked child: leave the signal as it was and close the pipe."""
+        """In a forked child: leave the signals as they were and close the pipe."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for number, handler in self._given_back.items():
+            signal.signal(number, handler)
         os.close(self.fd)
         os.close(self._write)
 

@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 import pytest
 
 from grader.harness.client import GradingStop, RemoteException, Scenario, WorkerClient, WorkerUnavailable
+from grader.harness.clock import OwnDeadline, own_charge
 from grader.harness.feedback import Feedback
 from grader.harness import lanes, template
 from grader.harness.confine import Confinement, ZygoteUnavailable
@@ -55,6 +57,7 @@ class TestRecord:
     message: str = ""
     traceback: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    cpu_wait_s: float = 0.0  # how far the test's limits were moved for time spent waiting for a CPU
     output: str = ""
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
@@ -86,6 +89,11 @@ class HarnessState:
         self.helpers: list[lanes.Helper] = []  # the first lane's helpers
         self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
         self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
+        # The grading's time (exercise.toml's total_timeout_s), on the charged clock of this harness and its
+        # workers, from the run's arrival: once it is spent, the tests left are not run (see `budget_left`).
+        self.budget: OwnDeadline | None = None
+        self.test_clients: list[WorkerClient] = []  # the workers of the test running now
+        self.workers = WorkersCharge(self)
         self.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
         limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
@@ -157,6 +165,10 @@ class HarnessState:
             self.end_confinement()
             os._exit(INPUT_CLOSED)
         self.nonce, self.job.seed, self.source = run.nonce, run.seed, source
+        # It moves later by at most its own length: whatever a submission does to the readings, a grading
+        # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
+        total = self.job.limits.total_timeout_s
+        self.budget = OwnDeadline(total, own_charge(), self.workers, most=total)
         if self.job.isolation == "container":
             # The host holds a container's input open until the grading ends; it closes early only when
             # the host is gone, and then nobody waits for this grading.
@@ -211,13 +223,20 @@ class HarnessState:
     def spawn(self) -> WorkerClient:
         self.workers_started += 1
         output = os.path.join(self.path(self.job.private), f"output-{self.workers_started}.txt")
+        failures: list[str] = []
         for attempt in range(2):  # a broken zygote is replaced once; a second failure is the run's problem
+            confinement = self.confinement()
             try:
-                return WorkerClient(confinement=self.confinement(), module=self.job.module, limits=self.job.limits,
+                return WorkerClient(confinement=confinement, module=self.job.module, limits=self.job.limits,
                                     output_path=output if attempt == 0 else output + ".again")
-            except ZygoteUnavailable:
-                pass  # the confinement is marked broken: the next attempt starts a new one
-        self.problems.append("the worker's sandbox could not be started (see the zygote logs)")
+            except ZygoteUnavailable as exc:
+                # The confinement is marked broken: the next attempt starts a new one. Its log is gone
+                # with the job's folder, so what it said goes into the reason.
+                log = confinement.log_tail()
+                failures.append(f"{exc}" + (f"; its log ends:\n{log}" if log else "; its log is empty"))
+        problem = "the worker's sandbox could not be started: " + " / then: ".join(failures)
+        if problem not in self.problems:
+            self.problems.append(problem)
         raise WorkerUnavailable("the grader could not start a worker for your code")
 
     def start_worker(self) -> WorkerClient:
@@ -241,6 +260,7 @@ class HarnessState:
             self.discard(spare)
             spare = None
         client = spare or self.spawn()
+        self.test_clients.append(client)
         try:
             client.wait_ready()
         except GradingStop as stop:
@@ -290,7 +310,9 @@ class HarnessState:
         our children (and so does a namespace's init once its `bwrap` is gone)."""
         if not self.subreaper:
             return
-        deadline = time.monotonic() + 5
+        # Killed processes end as fast as the machine lets them: while fewer are left at each look, the
+        # harness waits on; only 5 s without any ending is a failure.
+        deadline, fewest = time.monotonic() + 5, None
         keep = {helper.pid for helper in self.helpers}  # the other lanes: children, but not strays
         if self._confinement is not None:
             keep.add(self._confinement.process.pid)
@@ -306,6 +328,8 @@ class HarnessState:
                     pass
             if not strays:
                 return
+            if fewest is None or len(strays) < fewest:
+                deadline, fewest = time.monotonic() + 5, len(strays)
             time.sleep(0.01)
         self.problems.append("processes left by the submission could not all be stopped")
 
@@ -319,6 +343,36 @@ def limit_own_memory(megabytes: int) -> None:
         wanted = min(wanted, hard)
     if soft == resource.RLIM_INFINITY or soft > wanted:
         resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+
+
+class WorkersCharge:
+    """What the workers of a grading were credited for waiting for CPUs (see `clock`): the workers of
+    the tests that ended, and those of the test running now, read again when a deadline is reached."""
+
+    def __init__(self, harness: HarnessState) -> None:
+        self.harness = harness
+        self.ended = 0.0
+
+    @property
+    def credit(self) -> float:
+        return self.ended + sum(client.charge.credit for client in self.harness.test_clients)
+
+    def recheck(self) -> float:
+        return sum(client.charge.recheck() for client in self.harness.test_clients)
+
+    def test_ended(self) -> None:
+        self.ended = self.credit
+        self.harness.test_clients = []
+
+
+class TimeRanOut(GradingStop):
+    """The grading's time ran out during a test."""
+
+    status = "timeout"
+
+
+def not_run_message(total_s: float) -> str:
+    return f"not run: the grading's time ran out ({total_s:g} s)"
 
 
 STATE: HarnessState | None = None
@@ -422,6 +476,7 @@ def feedback(request: pytest.FixtureRequest) -> Feedback:
 NAMESPACE = pytest.StashKey[Namespace]()
 FEEDBACK = pytest.StashKey[Feedback]()
 SUITE = pytest.StashKey[str]()
+CLOCK = pytest.StashKey[OwnDeadline]()
 
 
 # -- turning outcomes into results -------------------------------------------------------------------
@@ -490,19 +545,71 @@ def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = Non
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    state().last_test = nextitem is None
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     harness = state()
+    harness.last_test = nextitem is None
+    harness.workers.test_ended()
+    if harness.budget is not None and harness.budget.left() <= 0:
+        # The grading's time is spent: the tests left fail without running, and the grading is graded
+        # (the submission scores what it earned before), not an error the submission could choose.
+        record = new_record(harness, item)
+        record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
+        return True
+    return None
+
+
+def new_record(harness: HarnessState, item: pytest.Item) -> TestRecord:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    harness.records[item.nodeid] = TestRecord(
+    record = harness.records[item.nodeid] = TestRecord(
         # Named as the host lists it: the id without the file (`test_x[case]`, `TestClass::test_x`).
         nodeid=item.nodeid, name=item.nodeid.split("::", 1)[1],
         suite=harness.suite_name(item),
         description=doc.strip().splitlines()[0] if doc.strip() else "",
     )
+    return record
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    new_record(state(), item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """A test's time limit (pytest-timeout's `--timeout`, or a test's own `timeout` mark) on the charged
+    clock of the harness and the test's workers, and the grading's time left, whichever ends first.
+
+    The timer is pytest-timeout's signal method, with one difference: when it goes off, the time the
+    harness and the workers waited for a CPU that other work held is read, and the timer is set again
+    for what is left (see `clock`). On a busy machine a test gets the time it would have had on an
+    idle one; an endless loop is still stopped, after as much of its own time."""
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        return None  # pytest-timeout's own way
+    harness = state()
+    limit = float(settings.timeout)
+    test = OwnDeadline(limit, own_charge(), harness.workers)
+
+    def left() -> tuple[float, float]:
+        return test.left(), (harness.budget.left() if harness.budget is not None else float("inf"))
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        __tracebackhide__ = True
+        for_test, for_grading = left()
+        if for_grading <= 0:
+            raise TimeRanOut(f"the grading's time ran out ({harness.job.limits.total_timeout_s:g} s) during "
+                             "this test")
+        if for_test <= 0:
+            pytest.fail(f"Timeout >{limit:g}s")
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, min(for_test, for_grading)))
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # what pytest-timeout's cancel hook calls
+    item.stash[CLOCK] = test
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, min(left())))
+    return True
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -537,6 +644,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         recorder = item.stash.get(FEEDBACK, None)
         if recorder is not None:
             record.artifacts = recorder.artifacts
+    if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
+        record.cpu_wait_s = round(clock.credited(), 3)
     if report.skipped and record.status == "passed":
         record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
 

@@ -12,8 +12,11 @@ anything a worker can write). Once a worker's import has succeeded, the zygote f
 imports the submission once; later workers are forked from it (the zygote still makes their folders,
 reports their ends and does everything the harness asks), unless the import left something a fork
 would not carry over (see `loader`). The zygote makes itself non-dumpable, so its children cannot
-trace it or read its memory; if one kills or stops it anyway, the harness tears the whole confinement
-down and starts a new one, and that submission only slows its own grading.
+trace it or read its memory. Under the namespaces isolation it is the namespace's PID 1 (bubblewrap
+starts no init beside it): every process a worker can reach is then a worker's, under the worker's
+limits; the kernel keeps a worker's SIGKILL and SIGSTOP from it (and it ignores SIGINT), and its end
+ends the namespace. Without a namespace, if a worker kills or stops it anyway, the harness tears the
+whole confinement down and starts a new one, and that submission only slows its own grading.
 
 Under the namespaces isolation the pids the zygote reports are those of the worker's own PID
 namespace: the harness never signals them itself, it asks the zygote (and, failing that, ends the
@@ -83,6 +86,11 @@ def serve() -> None:
     submission = ""
     code = None
     children = ChildWatch()
+    if os.getpid() == 1:
+        # The namespace's PID 1 (bwrap --as-pid-1): a signal from a worker reaches it only through a handler
+        # it has, and Python's for SIGINT would end it (and the namespace with it). Its children get
+        # Python's back (`ChildWatch.forget`).
+        children.ignore(signal.SIGINT)
     own_forks = 0
     current: loader.Loader | None = None
     zygote = os.getpid()
@@ -198,7 +206,8 @@ def _kill_tree(pid: int) -> None:
 
 
 def _sweep(keep: set[int]) -> int:
-    """Kill every process this namespace holds but the zygote, its init and `keep` (the spare worker)."""
+    """Kill every process this namespace holds but the zygote (its PID 1), the loader and the spare
+    worker (`keep`)."""
     keep |= {1, os.getpid()}
     killed = 0
     for entry in os.listdir("/proc"):

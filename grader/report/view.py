@@ -130,9 +130,19 @@ def result_view(test: TestResult) -> dict[str, Any]:
         "output": output,
         "output_cut_note": _output_cut_note(output_cut, int(test.output_cut or 0)),
         "duration": short_duration(test.duration_s or 0.0),
+        "cpu_wait_note": cpu_wait_note(float(test.cpu_wait_s or 0.0)),
         "help": STATUS_HELP.get(status),
         "artifacts": [artifact_view(a) for a in test.artifacts if not _repeats(a, test.message)],
     }
+
+
+def cpu_wait_note(seconds: float) -> str:
+    """Said where the machine was busy enough to move a test's time limits: the grade did not depend
+    on it (time spent waiting for a CPU is not the submission's)."""
+    if seconds < 0.5:
+        return ""
+    return (f"The machine was busy during this test: {short_duration(seconds)} spent waiting for a CPU "
+            "was not counted against its time limits.")
 
 
 def _repeats(artifact: Any, message: str) -> bool:

@@ -231,7 +231,7 @@ class StartedContainer:
                     pass
             phase = time.monotonic()
             try:
-                exit_status = container.wait(timeout=limits.total_timeout_s)["StatusCode"]
+                exit_status = container.wait(timeout=limits.hard_stop_s)["StatusCode"]
             except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
                 timed_out = True
                 container.kill()

@@ -32,7 +32,8 @@ from typing import IO
 
 from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
-from grader.harness.confine import SANDBOX_ENV, bwrap_arguments
+from grader.harness.clock import process_ending
+from grader.harness.confine import SANDBOX_ENV, bwrap_arguments, seccomp_program
 from grader.harness.contract import bootstrap, results_from_output
 from grader.harness.processes import wait_for_exit
 from grader.sandbox.folders import make_job_folder, remove_owned_folder
@@ -73,8 +74,22 @@ def private_folder(path: Path) -> Path:
 
 
 def jobs_root() -> Path:
-    """The private parent of every job folder and account lock of this user."""
+    """The private parent of every job folder of this user."""
     return private_folder(Path(tempfile.gettempdir()) / f"grader-{os.geteuid()}")
+
+
+# Where root's graders lock the worker uids they lend: one place per host, whatever each grader's
+# $TMPDIR, so that two graders (two `grader worker`s, a `batch` beside `serve`) never lend one uid at once.
+HOST_LOCKS = Path("/run/grader")
+
+
+def account_locks() -> Path:
+    """The folder of the worker uid locks (as root: the host's own, under /run, made 0700 root and
+    refused when it is anything else)."""
+    try:
+        return private_folder(private_folder(HOST_LOCKS) / "worker-uids")
+    except FileNotFoundError:
+        raise GradingError(f"{HOST_LOCKS.parent} is missing: the worker accounts' locks live there") from None
 
 
 @contextlib.contextmanager
@@ -84,12 +99,13 @@ def worker_account() -> Iterator[tuple[int | None, int | None]]:
     As root, every concurrent grading gets an account of its own from WORKER_UIDS (free in
     /etc/passwd, claimed with a lock file), so that a submission that starves "its own" user's
     processes (a fork bomb against RLIMIT_NPROC, which counts per user across the machine) can only
-    reach itself, never another student's grading running beside it. Not as root: the current user.
+    reach itself, never another student's grading running beside it. The locks are the host's
+    (`account_locks`): every grader of the machine sees every other's. Not as root: the current user.
     """
     if os.geteuid() != 0:
         yield None, None
         return
-    locks = private_folder(jobs_root() / "accounts")
+    locks = account_locks()
     for uid in WORKER_UIDS:
         try:
             pwd.getpwuid(uid)
@@ -147,15 +163,23 @@ def namespaces_problem(bwrap: str | None, python: str | None, uid: int | None) -
         return "no Python under /usr for the worker (Debian: apt-get install python3)"
     read_code, write_code = os.pipe()
     os.close(write_code)
-    command = bwrap_arguments(bwrap, read_code) + [python, "-I", "-S", "-c", "pass"]
+    refusals = seccomp_program()
+    passed = [read_code]
+    if refusals is not None:
+        passed.append(os.memfd_create("seccomp", 0))
+        os.write(passed[-1], refusals)
+        os.lseek(passed[-1], 0, os.SEEK_SET)
+    command = bwrap_arguments(bwrap, read_code, seccomp_fd=passed[1] if refusals is not None else None) + [
+        python, "-I", "-S", "-c", "pass"]
     privileges = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
     try:
         done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, env=dict(SANDBOX_ENV),
-                              pass_fds=(read_code,), timeout=20, check=False, **privileges)
+                              pass_fds=tuple(passed), timeout=20, check=False, **privileges)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not be started ({exc})"
     finally:
-        os.close(read_code)
+        for fd in passed:
+            os.close(fd)
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"bubblewrap could not make namespaces ({said[-1] if said else f'exit status {done.returncode}'})"
@@ -433,16 +457,24 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
 
 
 TEMPLATE_END_S = 2.0  # how long a harness that ended without results waits to see its template's end
+TEMPLATE_EXIT_S = 120.0  # ... and how long, once the template is seen ending, for that end to complete
 
 
 def _ended(process: subprocess.Popen) -> bool:
     """Whether a template has ended. Its harnesses end with it (the kernel signals them as it exits), which
-    the host may see before the template's own end can be collected: a moment is given for that."""
-    try:
-        process.wait(timeout=TEMPLATE_END_S)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
+    the host may see before the template's own end can be collected: a moment is given for that (its
+    status may also be taken by another thread, which `wait` does not wait for), and as long as it
+    takes for a template that the kernel is ending (a busy machine slows an exit down, never stops it)."""
+    started = time.monotonic()
+    while True:
+        try:
+            process.wait(timeout=0.05)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        waited = time.monotonic() - started
+        if waited >= (TEMPLATE_EXIT_S if process_ending(process.pid) else TEMPLATE_END_S):
+            return False
 
 
 def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
@@ -492,9 +524,9 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
                 pass
         try:
             if isinstance(process, ForkedHarness):
-                process.wait(exercise.limits.total_timeout_s)
+                process.wait(exercise.limits.hard_stop_s)
             else:
-                wait_for_exit(process, exercise.limits.total_timeout_s)
+                wait_for_exit(process, exercise.limits.hard_stop_s)
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:

@@ -206,7 +206,9 @@ class ForkedHarness:
     def _ended(self) -> None:
         self.ended = True
         assert self.pid is not None
-        self.returncode = self.template.exit_code(self.pid, 2.0)
+        # The template reports each harness's end as soon as it reaps it; one that is gone reports nothing
+        # and `exit_code` returns at once: a busy machine only delays the report.
+        self.returncode = self.template.exit_code(self.pid, TEMPLATE_REPLY_S)
 
     def resolve(self) -> bool:
         """Whether the template forked this harness (waiting for its word if need be)."""

@@ -1,8 +1,9 @@
 """Running the gradings: threads inside `grader serve`, or RQ workers on Redis (`--broker`).
 
 Both read the same store and use the same claim-and-lease steps (jobs.py); the queue only says
-"look at submission n". Either can lose a message (a restart, a dead worker) without losing a
-submission: a watcher puts back whatever the store says is waiting and is on no queue.
+"grade one submission" (a message names one, but the store says whose turn it is). Either can lose
+a message (a restart, a dead worker) without losing a submission: a watcher puts back whatever the
+store says is waiting and is on no queue.
 """
 
 from __future__ import annotations
@@ -26,11 +27,18 @@ JOB_TIMEOUT_S = 1800  # RQ's own limit per job; the sandbox's limits end a gradi
 
 
 class ThreadDispatcher:
-    """`workers` threads grading from an in-process queue, each with its own sandbox backend."""
+    """`workers` threads grading from the store, each with its own sandbox backend.
+
+    The in-process queue only wakes the threads ("something was queued"); which submission a thread
+    grades is the store's to say (`jobs.claim_next`): the oldest of the student with the fewest
+    gradings under way, and never one of a student who already holds all threads but one, so a
+    student whose submissions each run to the time limit cannot keep everyone else waiting."""
 
     def __init__(self, store: Store, make_backend: Callable[[], tuple[Backend, str]], workers: int = 2,
                  lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
         self.store, self.make_backend, self.lease_s = store, make_backend, lease_s
+        # With one thread there is nothing to share: the lone student is graded, one at a time.
+        self.share = max(1, workers - 1)
         self.pending: queue.Queue[int | None] = queue.Queue()
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self.work, name=f"grade-{n}", daemon=True) for n in range(workers)]
@@ -50,13 +58,18 @@ class ThreadDispatcher:
         backend = self.make_backend()
         try:
             while not self.stopping.is_set():
-                submission_id = self.pending.get()
-                if submission_id is None:
+                if self.pending.get() is None:
                     return
-                try:
-                    jobs.grade_submission(self.store, submission_id, backend, self.lease_s)
-                except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
-                    log.exception("grading submission %s failed", submission_id)
+                # Grade while there is something this thread may take. A submission passed over for its
+                # student's share is taken by the thread that ends that student's grading, which
+                # looks again here; a wake-up that finds nothing to take costs one query.
+                while not self.stopping.is_set():
+                    try:
+                        if jobs.grade_next(self.store, backend, self.lease_s, self.share) is None:
+                            break
+                    except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
+                        log.exception("grading a submission failed")
+                        break
         finally:
             close = getattr(backend[0], "close", None)
             if close is not None:
@@ -67,6 +80,10 @@ class ThreadDispatcher:
             try:
                 for submission_id in jobs.recover(self.store):
                     self.pending.put(submission_id)
+                # A wake-up lost to a store error in a thread would leave its submission waiting for
+                # the next one to come in: look at the queue on every beat too.
+                if jobs.queued_ids(self.store):
+                    self.pending.put(-1)
             except Exception:
                 log.exception("recovering stale gradings failed")
 

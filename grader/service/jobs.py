@@ -14,11 +14,12 @@ import hashlib
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, select, update
 
 import grader
 from grader.db import schema
@@ -72,15 +73,30 @@ def requeue(store: Store, submission_ids: list[int]) -> list[int]:
 def status(store: Store, submission_id: int) -> Queued | None:
     s = schema.submissions
     with store.reading() as db:
-        row = db.execute(select(s.c.state, s.c.queued_at).where(s.c.id == submission_id)).first()
+        row = db.execute(select(s.c.state).where(s.c.id == submission_id)).first()
         if row is None:
             return None
         place = None
         if row.state == "queued":
-            ahead = db.execute(select(func.count()).select_from(s).where(and_(s.c.state == "queued", or_(
-                s.c.queued_at < row.queued_at, and_(s.c.queued_at == row.queued_at, s.c.id < submission_id)))))
-            place = int(ahead.scalar() or 0) + 1
+            line = db.execute(select(s.c.id, s.c.student_id, s.c.state, s.c.queued_at)
+                              .where(s.c.state.in_(("queued", "grading")))).all()
+            keys = line_keys(line)
+            place = 1 + sum(1 for key in keys.values() if key < keys[submission_id])
     return Queued(submission_id, row.state, place)
+
+
+def line_keys(rows: list) -> dict[int, tuple[int, float, int]]:
+    """The order in which `claim_next` takes the queued submissions among `rows` (id, student_id,
+    state, queued_at of every queued and grading one), as sort keys: a student's k-th waiting
+    submission comes after everyone's (k-1)-th, counting their gradings under way, oldest first in a
+    round. Exact while no grading ends; an estimate for the page that shows a student's place."""
+    busy = Counter(r.student_id for r in rows if r.state == "grading")
+    ahead: Counter[str] = Counter()
+    keys = {}
+    for r in sorted((r for r in rows if r.state == "queued"), key=lambda r: (r.queued_at or 0.0, r.id)):
+        keys[r.id] = (busy[r.student_id] + ahead[r.student_id], r.queued_at or 0.0, r.id)
+        ahead[r.student_id] += 1
+    return keys
 
 
 def queued_ids(store: Store) -> list[int]:
@@ -98,6 +114,44 @@ def claim(store: Store, submission_id: int, lease_s: float) -> str | None:
         taken = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.state == "queued"))
                            .values(state="grading", claim=token, lease_until=time.time() + lease_s))
     return token if taken.rowcount == 1 else None
+
+
+def claim_next(store: Store, lease_s: float, share: int | None = None) -> tuple[int, str] | None:
+    """Claim the submission to grade next: the oldest queued one of the student with the fewest
+    gradings under way, so one student's many submissions wait behind everyone else's first.
+    With `share`, a student with that many gradings under way is passed over even if a grader is
+    idle, so one student never holds every grader. (id, claim), or None when nothing can be taken.
+
+    The student's row is locked while their gradings are counted and the claim is written: graders
+    claiming at the same moment (threads, or machines on PostgreSQL) are counted one after another."""
+    s, students = schema.submissions, schema.students
+    under_way = s.alias("under_way")
+    busy = (select(under_way.c.student_id, func.count().label("n")).where(under_way.c.state == "grading")
+            .group_by(under_way.c.student_id).subquery())
+    n = func.coalesce(busy.c.n, 0)
+    line = (select(s.c.id, s.c.student_id, n.label("busy"))
+            .select_from(s.outerjoin(busy, busy.c.student_id == s.c.student_id)).where(s.c.state == "queued"))
+    if share is not None:
+        line = line.where(n < share)
+    line = line.order_by(n, s.c.queued_at, s.c.id).limit(1)
+    # Each turn that finds its pick taken, or its student busier than it saw, follows another grader's
+    # claim or finish: the loop ends as soon as graders stop changing the queue under it.
+    while True:
+        with store.reading() as db:
+            pick = db.execute(line).first()
+        if pick is None:
+            return None
+        token = secrets.token_hex(16)
+        with store.transaction() as db:
+            db.execute(select(students.c.id).where(students.c.id == pick.student_id).with_for_update())
+            now_busy = db.execute(select(func.count()).select_from(s).where(and_(
+                s.c.student_id == pick.student_id, s.c.state == "grading"))).scalar() or 0
+            if now_busy > pick.busy:
+                continue  # another grader took one of theirs meanwhile: someone else may come first now
+            taken = db.execute(update(s).where(and_(s.c.id == pick.id, s.c.state == "queued"))
+                               .values(state="grading", claim=token, lease_until=time.time() + lease_s))
+        if taken.rowcount == 1:
+            return int(pick.id), token
 
 
 def renew(store: Store, submission_id: int, token: str, lease_s: float) -> bool:
@@ -180,6 +234,22 @@ def grade_submission(store: Store, submission_id: int, backend: tuple[Backend, s
     token = claim(store, submission_id, lease_s)
     if token is None:
         return False
+    return grade_claimed(store, submission_id, token, backend, lease_s, exercises)
+
+
+def grade_next(store: Store, backend: tuple[Backend, str], lease_s: float = DEFAULT_LEASE_S,
+               share: int | None = None, exercises: Callable[[str], Exercise] = load_exercise) -> int | None:
+    """Claim (`claim_next`), grade and store the submission whose turn it is; its id, or None when
+    none can be taken now."""
+    taken = claim_next(store, lease_s, share)
+    if taken is None:
+        return None
+    grade_claimed(store, *taken, backend, lease_s, exercises)
+    return taken[0]
+
+
+def grade_claimed(store: Store, submission_id: int, token: str, backend: tuple[Backend, str], lease_s: float,
+                  exercises: Callable[[str], Exercise]) -> bool:
     lease = Lease(store, submission_id, token, lease_s)
     try:
         sub = store.submission(submission_id)

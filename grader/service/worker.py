@@ -34,12 +34,17 @@ _config: WorkerConfig | None = None
 RECONNECT_S = 1.0  # between attempts to reach a broker that went away
 
 
-def grade(submission_id: int) -> bool:
-    """The RQ job: claim, grade and store one submission (a no-op if it is taken or done). It runs in
-    the worker's own process (SimpleWorker), with the store and sandbox that `run_worker` set up."""
+def grade(submission_id: int) -> int | None:
+    """The RQ job: claim, grade and store one submission, and return its id (None when nothing waits).
+    Every queued submission has a message, so one message is one grading; the store says which
+    (`jobs.claim_next`: the oldest of the student with the fewest gradings under way), not the
+    message's `submission_id`, so one student's many submissions wait behind everyone else's first.
+    The job whose submission was graded by another message grades the next in line, or nothing.
+    It runs in the worker's own process (SimpleWorker), with the store and sandbox that `run_worker`
+    set up."""
     if _config is None:
         raise RuntimeError("grader.service.worker.grade runs inside `grader worker` only")
-    return jobs.grade_submission(_config.store, submission_id, _config.backend, _config.lease_s)
+    return jobs.grade_next(_config.store, _config.backend, _config.lease_s)
 
 
 def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: float = jobs.DEFAULT_LEASE_S,

@@ -1,11 +1,13 @@
 """Driver shared by the paged_kv_cache premium suite (a helper module, not a test module).
 
 A scenario is a cache size plus a list of calls. `check()` makes the calls on the reference (trusted,
-in this process) and on the submission (through `ns`: proxies to another process when grading), and
-after every call compares what the call did (returned, or raised which error) and the whole visible
-state: every live sequence's block table, the free count, and every block's reference count and
-tokens. At the first difference the test fails with a sentence in the statement's terms, and the
-feedback shows the block tables step by step, the reference's beside the submission's.
+in this process) and on the submission, and after every call compares what the call did (returned, or
+raised which error) and the whole visible state: every live sequence's block table, the free count,
+and every block's reference count and tokens. The submission's calls and the reads after each run in
+the worker as scenarios of operations (`Replay`: one message for the whole replay, and one more after
+each call that raises), judged here step by step. At the first difference the test fails with a
+sentence in the statement's terms, and the feedback shows the block tables step by step, the
+reference's beside the submission's.
 
 Everything the submission returns is converted to plain data (and its types checked) before it is
 compared: an object of the submission only ever equals itself.
@@ -93,6 +95,11 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001
         return f"raises {type(exc).__name__}"
+    return _plain(value, kind)
+
+
+def _plain(value: Any, kind: str) -> Any:
+    """What a read returned, as plain data: an int, a list of ints, or a sentence saying what it is."""
     if kind == "int":
         return value if type(value) is int else f"a {type(value).__name__}, not an int"
     if isinstance(value, (list, tuple)) and all(type(x) is int for x in value):
@@ -100,24 +107,25 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
     return f"a {type(value).__name__}, not a list of ints"
 
 
-def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int) -> State:
+def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True) -> State:
+    """The reference's state (in this process); without `full`, its free count and tables only."""
     return State(
         outcome=outcome,
         free=_read(manager.num_free_blocks, "int"),
         tables={s: _read(manager.block_table, "list", s) for s in seqs},
-        refs=[_read(manager.ref_count, "int", b) for b in range(num_blocks)],
-        tokens=[_read(manager.block_tokens, "list", b) for b in range(num_blocks)],
+        refs=[_read(manager.ref_count, "int", b) for b in range(num_blocks)] if full else [],
+        tokens=[_read(manager.block_tokens, "list", b) for b in range(num_blocks)] if full else [],
     )
 
 
-def run_reference(reference: Any, sc: Scenario) -> list[State]:
+def run_reference(reference: Any, sc: Scenario, full: bool = True) -> list[State]:
     m = reference["BlockManager"](sc.num_blocks, sc.block_size)
     live: list[int] = []
     states = []
     for call in sc.calls:
         outcome = _call(m, call)
         live = _live_after(live, call, outcome)
-        states.append(snapshot(m, outcome, live, sc.num_blocks))
+        states.append(snapshot(m, outcome, live, sc.num_blocks, full))
     return states
 
 
@@ -182,13 +190,133 @@ def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) ->
     feedback.text("the calls, to replay", sc.code(upto=len(got)))
 
 
+# ----------------------------------------------------------------------------------------- the replay
+
+class Replay:
+    """The submission's side of a scenario: its calls, each followed by the reads that observe it, as
+    operations on one BlockManager that run in the worker as scenarios of operations (one message for
+    many of them, `ns.scenario()`), their results taken here one by one, in order.
+
+    A scenario stops at an operation that raises, and what it raised is that operation's result; the
+    operations after it run in a new scenario, on the same manager, once a result past it is asked for.
+    A scenario is sent up to the next call that the reference raised at (a full cache, a mistaken id),
+    where the submission's stops too when it is right: so a replay costs one message and one more for
+    each exception the reference raises before the first difference, the worker never runs an
+    operation twice, and what the judge does not look at, past the first difference, is never sent.
+    """
+
+    def __init__(self, ns: Any, num_blocks: int, block_size: int) -> None:
+        self.ns = ns
+        self.size = (num_blocks, block_size)
+        self.ops: list[tuple[str, tuple[Any, ...]]] = []  # a method of the manager, and its arguments
+        self.ends: list[int] = []  # the operations a scenario ends with: calls the reference raised at
+        self.calls: list[int] = []  # the operations that start a step (its call; the reads follow)
+        self.results: list[tuple[Exception | None, Any]] = []  # (what it raised, what it returned)
+        self.manager: Any = None  # the submission's manager, once the first scenario made it
+        self.scenarios = 0  # messages sent to the worker
+
+    def add(self, method: str, *args: Any, step: bool = False, raises: bool = False) -> int:
+        """A call of the manager's `method`: a step's own call with `step` (else a read), which the
+        reference raised at with `raises`. Its index."""
+        self.ops.append((method, args))
+        if step:
+            self.calls.append(len(self.ops) - 1)
+        if raises:
+            self.ends.append(len(self.ops) - 1)
+        return len(self.ops) - 1
+
+    def _result(self, index: int) -> tuple[Exception | None, Any]:
+        while index >= len(self.results):
+            self._send(len(self.results))
+        return self.results[index]
+
+    def _send(self, start: int) -> None:
+        stop = next((end + 1 for end in self.ends if end >= start), len(self.ops))
+        if start and not (start - 1 in self.ends and self.results[start - 1][0] is not None):
+            # The last one sent ended at an exception the reference did not raise, or at a call the
+            # reference raised at and the submission did not: that step differs, so the judge stops
+            # there and only the rest of its reads are needed.
+            stop = min(stop, next((call for call in self.calls if call > start), len(self.ops)))
+        run = self.ns.scenario()
+        made = run.new("BlockManager", *self.size) if self.manager is None else None
+        target = made if made is not None else self.manager
+        steps = [run.call(target, method, *args) for method, args in self.ops[start:stop]]
+        seen = run.run()
+        self.scenarios += 1
+        if made is not None:
+            self.manager = seen[made]  # raises what the constructor raised, as ns["BlockManager"](...) would
+        for step in steps:
+            try:
+                value = seen[step]
+            except Exception as exc:  # noqa: BLE001 - what the call raised is what is compared
+                self.results.append((exc, None))
+                return  # the scenario stopped here: the next one starts after it
+            self.results.append((None, value))
+
+    def outcome(self, index: int, expected: str | None = None) -> str:
+        """What a call did, as `_call` says it."""
+        exc, _ = self._result(index)
+        if exc is None:
+            return "ok"
+        if isinstance(exc, NotImplementedError):
+            raise exc  # the stub: reported as "not implemented" by the harness
+        return _outcome(exc, expected)
+
+    def read(self, index: int, kind: str) -> Any:
+        """What a read returned, as `_read` says it."""
+        exc, value = self._result(index)
+        if exc is None:
+            return _plain(value, kind)
+        if isinstance(exc, NotImplementedError):
+            raise exc
+        if isinstance(exc, AttributeError):
+            # A method the manager does not have is named by the harness, as when a test reads it; an
+            # AttributeError raised inside one that exists is what the read did.
+            getattr(self.manager, self.ops[index][0])
+        return f"raises {type(exc).__name__}"
+
+
+@dataclass
+class StepOps:
+    """The places in a replay of one step's call and of the reads after it."""
+
+    call: int
+    free: int
+    tables: dict[int, int]  # seq id -> its block_table()
+    refs: list[int]  # block id -> its ref_count()
+    tokens: list[int]  # block id -> its block_tokens()
+
+
+def _replay(ns: Any, sc: Scenario, want: list[State], full: bool = True) -> tuple[Replay, list[StepOps]]:
+    """Every call of the scenario and the reads that observe it, in the order the checks read them:
+    the free count, the table of every sequence the reference holds, and with `full` every block's
+    reference count and tokens."""
+    replay = Replay(ns, sc.num_blocks, sc.block_size)
+    blocks = range(sc.num_blocks) if full else range(0)
+    steps = [StepOps(call=replay.add(call[0], *call[1:], step=True, raises=expected.outcome != "ok"),
+                     free=replay.add("num_free_blocks"),
+                     tables={seq: replay.add("block_table", seq) for seq in expected.tables},
+                     refs=[replay.add("ref_count", b) for b in blocks],
+                     tokens=[replay.add("block_tokens", b) for b in blocks])
+             for call, expected in zip(sc.calls, want)]
+    return replay, steps
+
+
+def _observed(replay: Replay, ops: StepOps, expected: State) -> State:
+    """The submission's state after one step, as `snapshot` reads the reference's."""
+    return State(outcome=replay.outcome(ops.call, expected.outcome), free=replay.read(ops.free, "int"),
+                 tables={seq: replay.read(at, "list") for seq, at in ops.tables.items()},
+                 refs=[replay.read(at, "int") for at in ops.refs],
+                 tokens=[replay.read(at, "list") for at in ops.tokens])
+
+
 def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None]:
     """The reference's states, the submission's up to the first difference, and that difference."""
     want = run_reference(reference, sc)
-    m = ns["BlockManager"](sc.num_blocks, sc.block_size)
+    replay, steps = _replay(ns, sc, want)
     got: list[State] = []
-    for call, expected in zip(sc.calls, want):
-        got.append(snapshot(m, _call(m, call, expected.outcome), list(expected.tables), sc.num_blocks))
+    for ops, expected in zip(steps, want):
+        got.append(_observed(replay, ops, expected))
         problem = first_difference(expected, got[-1])
         if problem:
             return want[:len(got)], got, problem
@@ -220,15 +348,14 @@ SHRINK_ATTEMPTS = 80  # a fixed number, so that the same submission always gets 
 def _differs_quickly(ns: Any, reference: Any, sc: Scenario) -> bool:
     """Whether the submission differs from the reference on what each call did, the block tables or
     the free count: the cheap part of the comparison (no per-block reads), for shrinking."""
-    ref, sub = reference["BlockManager"](sc.num_blocks, sc.block_size), ns["BlockManager"](sc.num_blocks, sc.block_size)
-    live: list[int] = []
-    for call in sc.calls:
-        outcome = _call(ref, call)
-        live = _live_after(live, call, outcome)
-        want = (outcome, ref.num_free_blocks(), [ref.block_table(s) for s in live])
-        got_outcome = _call(sub, call, outcome)
-        got = (got_outcome, _read(sub.num_free_blocks, "int"), [_read(sub.block_table, "list", s) for s in live])
-        if want != got:
+    want = run_reference(reference, sc, full=False)
+    replay, steps = _replay(ns, sc, want, full=False)
+    for ops, expected in zip(steps, want):
+        # Judged result by result, stopping at the first that differs: a call or a read that raises
+        # where the reference's did not ends its scenario, and nothing after it is needed.
+        if replay.outcome(ops.call, expected.outcome) != expected.outcome \
+                or replay.read(ops.free, "int") != expected.free \
+                or any(replay.read(at, "list") != expected.tables[seq] for seq, at in ops.tables.items()):
             return True
     return False
 
@@ -261,15 +388,17 @@ PROFILES = {
 SYSTEM_PROMPTS = ([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 8, 8], [7, 7, 7, 7, 7, 7, 7, 7])
 
 
-def random_scenario(reference: Any, seed: int, profile: str) -> Scenario:
+def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
     """Calls a scheduler could make, mostly valid, with prompts that share beginnings. The reference
-    makes them as they are drawn, so that only the sequences that really exist are used next."""
+    makes them as they are drawn, so that only the sequences that really exist are used next. `seed`
+    is the run's seed (the `seed` fixture), with a suffix to draw several sequences from it."""
     num_blocks, block_size, count, weights = PROFILES[profile]
     rng = random.Random(f"{profile}-{seed}")
     m = reference["BlockManager"](num_blocks, block_size)
     live: list[int] = []
     next_id = 1
     calls: list[Call] = []
+    prompts: list[list[int]] = []  # the prompts of the allocate() calls so far
     for _ in range(count):
         kind = rng.choices(list(weights), list(weights.values()))[0]
         if kind != "allocate" and not live:
@@ -277,6 +406,16 @@ def random_scenario(reference: Any, seed: int, profile: str) -> Scenario:
         call: Call
         if rng.random() < 0.03:  # now and then a mistake: a sequence that does not exist, or one again
             call = ("allocate", rng.choice(live), [1]) if kind == "allocate" and live else ("free", next_id + 100)
+        elif kind == "allocate" and prompts and rng.random() < 0.1:
+            # A prompt sent before, again (a retry, a popular question): equal prompts share their
+            # full blocks only, never a partial last block.
+            call = ("allocate", next_id, list(rng.choice(prompts)))
+        elif kind == "allocate" and live and rng.random() < 0.2:
+            # The next turn of a conversation: all a sequence holds (its prompt and what it generated)
+            # and a few tokens more, so that blocks filled by decoding and partial last blocks meet an
+            # equal prompt, and must not be shared with it.
+            held = [t for b in m.block_table(rng.choice(live)) for t in m.block_tokens(b)]
+            call = ("allocate", next_id, held + [rng.randint(1, 9) for _ in range(rng.randint(0, 3))])
         elif kind == "allocate":
             prompt = list(rng.choice(SYSTEM_PROMPTS))[:rng.randint(1, 9)] if rng.random() < 0.7 else []
             prompt += [rng.randint(1, 9) for _ in range(rng.randint(0 if prompt else 1, 6))]
@@ -288,6 +427,8 @@ def random_scenario(reference: Any, seed: int, profile: str) -> Scenario:
         else:
             call = ("free", rng.choice(live))
         calls.append(call)
+        if call[0] == "allocate" and call[2]:
+            prompts.append(call[2])
         live = _live_after(live, call, _call(m, call))
         next_id = max([next_id - 1, *live]) + 1
     return Scenario(num_blocks, block_size, tuple(calls))

@@ -12,7 +12,10 @@ _schedule = Scheduler.schedule
 
 def _schedule_with_a_crash(self):
     if any(r.prompt_len == 8192 and 0 < r.prefilled < r.prompt_len for r in self.running):
-        os.kill(-1, signal.SIGKILL)  # every process of this user but this one
+        try:
+            os.kill(-1, signal.SIGKILL)  # every process of this user but this one
+        except ProcessLookupError:
+            pass  # none it may signal: in a namespace the fork server is PID 1, out of its reach
         os.kill(os.getpid(), signal.SIGKILL)
     return _schedule(self)
 
