@@ -318,20 +318,32 @@ def files_fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
 _fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
 
 
-def exercise_fingerprint(exercise: Exercise) -> str:
-    """A digest of everything a grading of this exercise depends on besides the submission: the grader's
-    version, exercise.toml, every suite's files and the reference. A result with another fingerprint was
-    graded against another suite (`batch` grades such results again). Read again only when a file's
-    name, size or time changed."""
+@functools.cache
+def judging_code_digest() -> str:
+    """A digest of the code that judges a submission: the harness, which runs the suites, drives the
+    workers and turns outcomes into results (its files as this process has them; a version number alone
+    stays the same across changes to them)."""
     import grader
 
+    digest = hashlib.sha256(f"grader {grader.__version__}\0".encode())
+    harness = Path(grader.__file__).parent / "harness"
+    for file in sorted(harness.rglob("*.py")):
+        digest.update(file.relative_to(harness).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def exercise_fingerprint(exercise: Exercise) -> str:
+    """A digest of everything a grading of this exercise depends on besides the submission: the code that
+    judges (`judging_code_digest`), exercise.toml, every suite's files and the reference. A result with
+    another fingerprint was graded against another suite or by another grader (`batch` grades such
+    results again). Read again only when a file's name, size or time changed."""
     toml = exercise.folder / "exercise.toml"
     paths = [toml, *(suite.path for suite in exercise.suites.values()), exercise.reference]
     stat = files_fingerprint(paths)
     known = _fingerprints.get(str(toml))
     if known is not None and known[0] == stat:
         return known[1]
-    digest = hashlib.sha256(f"grader {grader.__version__}\0".encode())
+    digest = hashlib.sha256(f"{judging_code_digest()}\0".encode())
     for path in paths:
         files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
         for file in files:

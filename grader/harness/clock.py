@@ -53,25 +53,35 @@ def process_cpu_s(pid: int | str) -> float | None:
         return None
 
 
-def _cpu_fields(pid: int | str) -> tuple[float, float] | None:
-    """(its own CPU, that of the children it reaped) of a process."""
+def _cpu_fields(pid: int | str) -> tuple[float, float, float] | None:
+    """(its own CPU, that of the children it reaped, when it started in seconds since boot) of a process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             data = file.read(2000)
         fields = data[data.rindex(b")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS, (int(fields[13]) + int(fields[14])) / _TICKS
+        return ((int(fields[11]) + int(fields[12])) / _TICKS, (int(fields[13]) + int(fields[14])) / _TICKS,
+                int(fields[19]) / _TICKS)
     except (OSError, ValueError, IndexError):
         return None
 
 
+def _since_boot() -> float:
+    try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError):
+        return 0.0
+
+
 class AccountCPU:
     """The CPU that every process of one account uses between two readings, as far as /proc shows it:
-    a process seen for the first time counts with its own CPU since it started; one seen before with
-    what it and the children it reaped used since. (A process that starts and ends between two
-    readings, reaped by no process of the account, is missed: that can only move a deadline later.)"""
+    a process seen for the first time counts with its own CPU since it started if it started after this
+    count did, else from then on; one seen before with what it and the children it reaped used since.
+    (A process that starts and ends between two readings, reaped by no process of the account, is
+    missed: that can only move a deadline later.)"""
 
     def __init__(self, uid: int) -> None:
         self.uid = uid
+        self.since = _since_boot()
         self.seen: dict[int, tuple[float, float]] = {}
 
     def used(self) -> float:
@@ -93,10 +103,13 @@ class AccountCPU:
                 fields = _cpu_fields(entry.name)
                 if fields is None:
                     continue
-                pid = int(entry.name)
-                now[pid] = fields
+                pid, (own, reaped, started) = int(entry.name), fields
+                now[pid] = (own, reaped)
                 before = self.seen.get(pid)
-                used += fields[0] if before is None else max(0.0, sum(fields) - sum(before))
+                if before is not None:
+                    used += max(0.0, own + reaped - sum(before))
+                elif started >= self.since:
+                    used += own  # a new process: all it used is of this count
         self.seen = now
         return used
 
