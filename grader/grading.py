@@ -80,6 +80,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
+    card.isolation = raw.isolation
     printed = results_from_output(raw.output)
     if printed is None:
         if raw.timed_out:

@@ -68,6 +68,11 @@ class Scorecard:
     reason: str = ""  # why a run was rejected or errored, in plain words
     title: str = ""
     backend: str = ""
+    # How the submission's processes were kept apart from the grader (`harness.contract.ISOLATIONS`):
+    # "namespaces" (the local sandbox), "container" (the Docker sandbox), "account" (inside a container
+    # someone else started: an account of its own, limits, filters; see the README's security model),
+    # "none" (--unsafe-local); "" where nothing ran.
+    isolation: str = ""
     graded_at: str = ""
     duration_s: float = 0.0
     grader_version: str = ""

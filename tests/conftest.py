@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from tests.browser import Browser, find_chromium
+from tests.helpers import PROJECT
 
 
 def _ci() -> bool:
@@ -98,3 +101,25 @@ def postgres_url():
         _required("PostgreSQL is not installed (Debian: apt-get install -y postgresql)")
     with postgres() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def private_project(tmp_path_factory) -> Path:
+    """The project as a platform bundle holds it in the platform's container: readable by root only."""
+    root = tmp_path_factory.mktemp("private-project")
+    os.chmod(root, 0o700)
+    for folder in ("exercises", "hidden_tests", "solutions"):
+        shutil.copytree(PROJECT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture(scope="session")
+def account_backend():
+    """The local sandbox as it grades inside a container that allows no namespaces: each submission an
+    account of its own, its limits, a seccomp filter without network, Landlock where the kernel has it."""
+    from grader.sandbox.local import LocalBackend, account_problem
+
+    problem = account_problem()
+    if problem is not None:
+        _required(f"the account isolation cannot be given here: {problem}")
+    return LocalBackend(isolation="account")

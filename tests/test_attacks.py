@@ -74,10 +74,10 @@ def check(card, path: Path, elapsed: float) -> None:
     assert not wrong, f"{path.name}: expected statuses {statuses}, got {wrong}"
 
 
-def run(path: Path, backend, name: str):
+def run(path: Path, backend, name: str, exercise=None):
     tier = "premium" if path.stem in PREMIUM else "free"
     started = time.monotonic()
-    card = grade_bytes(path.read_bytes(), load_exercise(EXERCISE), tier, backend, name)
+    card = grade_bytes(path.read_bytes(), exercise or load_exercise(EXERCISE), tier, backend, name)
     return card, time.monotonic() - started
 
 
@@ -129,3 +129,13 @@ def test_attack_on_the_docker_sandbox(path, docker_client, grading_image):
     check(card, path, elapsed)
     for job in backend.jobs:  # this grading's own container, never the engine's others
         assert docker_client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [p for p in attack_files() if "local" in declared(p)[1]], ids=lambda p: p.stem)
+def test_attack_on_a_worker_in_an_account_of_its_own(path, private_project, account_backend):
+    exercise = load_exercise(str(private_project / "exercises" / EXERCISE))
+    card, elapsed = run(path, account_backend, "local", exercise)
+    check(card, path, elapsed)
+    assert card.isolation == ("" if card.status == "rejected" else "account")
+

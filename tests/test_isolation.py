@@ -41,7 +41,11 @@ def exercise():
 @pytest.fixture
 def careless_machine():
     """Other students' work where a careless machine keeps it: readable by everyone, in /tmp."""
-    folder = Path(tempfile.mkdtemp(prefix="grader-canary-", dir="/tmp"))
+    yield from _careless_files("/tmp")
+
+
+def _careless_files(parent: str):
+    folder = Path(tempfile.mkdtemp(prefix="grader-canary-", dir=parent))
     try:
         os.chmod(folder, 0o755)
         for relative, text in (("batch/bob.py", f"# {CANARY} bob's solution\n"),
@@ -110,6 +114,85 @@ def test_a_grading_without_namespaces_leaves_nothing_of_the_submission_behind(ex
     assert _left_in_temp(token) == []
 
 
+@pytest.fixture
+def careless_server():
+    """Other students' work readable by everyone, where a server keeps its data (outside the temporary
+    folders, which every account may write and so read too)."""
+    yield from _careless_files("/run")
+
+
+@pytest.fixture(scope="module")
+def private_exercise(private_project):
+    return load_exercise(str(private_project / "exercises" / EXERCISE))
+
+
+def test_a_worker_in_an_account_of_its_own_reads_nothing_of_the_machine(private_exercise, account_backend,
+                                                                        careless_server):
+    """Without namespaces, Landlock keeps the worker to the system's folders: the hunter finds none of
+    the files that every account may read by their modes; the same hunt unprotected finds them."""
+    from grader.harness.restrict import landlock_abi
+
+    if not landlock_abi():
+        pytest.skip("the kernel offers no Landlock: the worker reads what its account's modes allow (README)")
+    card = grade_bytes(HUNTER.read_bytes(), private_exercise, "free", account_backend, "local")
+    assert card.status == "graded" and card.score == 0 and card.isolation == "account"
+    assert not leaked(card), "a worker in the account isolation read files of the machine"
+    unprotected = grade_bytes(HUNTER.read_bytes(), private_exercise, "free", LocalBackend(unsafe=True), "local")
+    assert leaked(unprotected), "the hunt found nothing even without isolation: it proves nothing"
+
+
+def test_an_account_grading_gives_full_marks_and_leaves_nothing_behind(private_exercise, account_backend):
+    """Correct code that writes to the temporary folder gets its marks there too, and what it wrote goes
+    with the grading."""
+    token = f"leftover-{os.getpid()}-{time.monotonic_ns()}"
+    source = REFERENCE.read_bytes() + textwrap.dedent(f"""
+
+        # {token}
+        with open("/tmp/{token}-written", "w") as _note:
+            _note.write("what this student's code left for the next one")
+        """).encode()
+    card = grade_bytes(source, private_exercise, "premium", account_backend, "local")
+    assert card.status == "graded" and card.score == card.max_score, [t.message for t in card.tests]
+    assert card.isolation == "account"
+    assert _left_in_temp(token) == []
+
+
+def test_the_account_isolation_refuses_an_exercise_its_workers_could_read(exercise, account_backend):
+    """The project's own folders are readable by every account: graded there, the hidden suite would be
+    the submission's to read. The grading is refused, naming the files and the remedy."""
+    from grader.errors import SandboxUnavailable
+
+    with pytest.raises(SandboxUnavailable) as refused:
+        grade_bytes(REFERENCE.read_bytes(), exercise, "premium", account_backend, "local")
+    said = str(refused.value)
+    assert "hidden_tests/continuous_batching/" in said and "readable by root only" in said and "chmod" in said
+
+
+def test_without_namespaces_a_container_grades_as_accounts_and_elsewhere_refuses(monkeypatch, tmp_path, capsys):
+    """Where bubblewrap cannot make namespaces: inside a container the local sandbox chooses the account
+    isolation itself (and says so on the scorecard); outside one it refuses, as before; not as root it
+    refuses with what the container must change."""
+    import grader.sandbox.local as local
+
+    monkeypatch.setenv("GRADER_BWRAP", "/bin/false")
+    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / "absent"),))
+    with pytest.raises(local.SandboxUnavailable, match="cannot isolate untrusted code here"):
+        local.local_isolation()
+    (tmp_path / ".dockerenv").touch()
+    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / ".dockerenv"),))
+    if local.account_problem() is None:
+        assert local.local_isolation() == "account"
+    local.account_problem.cache_clear()
+    monkeypatch.setattr(local.os, "geteuid", lambda: 1000)
+    try:
+        with pytest.raises(local.SandboxUnavailable) as refused:
+            local.local_isolation()
+    finally:
+        local.account_problem.cache_clear()
+    said = str(refused.value)
+    assert "not as root" in said and "Run the grader as root in the container" in said
+
+
 @pytest.mark.slow
 def test_the_symlink_race_never_wins_on_the_local_sandbox(exercise):
     """Twenty premium gradings of the racing submission: never a point, never a secret."""
@@ -161,7 +244,10 @@ def test_hostile_neighbours_in_a_batch_never_cost_an_honest_student_a_point(tmp_
 
 
 def test_the_local_sandbox_refuses_untrusted_code_without_namespaces(monkeypatch, capsys, tmp_path):
+    import grader.sandbox.local as local
+
     monkeypatch.setenv("GRADER_BWRAP", "/bin/false")  # bubblewrap that cannot make namespaces
+    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / "absent"),))  # and not in a container
     assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local"]) == 3
     said = " ".join(capsys.readouterr().err.split())
     assert "cannot isolate untrusted code" in said and "--unsafe-local" in said and "--sandbox docker" in said

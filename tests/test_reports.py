@@ -288,6 +288,13 @@ def test_a_rejected_or_errored_run_without_tests_renders():
         assert ">—</text>" in page  # no percentage for a run that was not graded
 
 
+def test_a_report_says_how_the_submission_was_isolated_where_it_was_not_the_sandbox_s_usual_way():
+    card = Scorecard(EXERCISE, "free", "cd" * 32, "graded", 0, 10, backend="local", isolation="account")
+    assert "an account of its own" in render_html(card) and "an account of its own" in render_markdown(card)
+    card.isolation = "namespaces"
+    assert "account of its own" not in render_html(card) and "isolated" not in render_markdown(card)
+
+
 def test_malformed_artifacts_do_not_break_a_report():
     test = Result("v::t", "test_t", "visible", "failed", 0, 1, message="m", artifacts=[
         {"kind": "video", "title": "x"}, "not a dict",

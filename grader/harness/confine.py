@@ -11,8 +11,9 @@ for (`contract.ISOLATIONS`):
   jobs or the network. The zygote is the namespace's PID 1, non-dumpable, and a seccomp filter refuses
   every process in it ptrace and System V IPC (see `bwrap_arguments`). Pids inside are the namespace's:
   the harness signals workers only through the zygote, or ends the namespace by killing `bwrap`.
-- container / none: the zygote is a plain process as the worker's account; the container (or, for
-  `none`, nothing) confines it, and the harness may signal its children directly.
+- container / account / none: the zygote is a plain process as the worker's account; the container
+  confines it (for `account`, a container someone else started, with the zygote's own restrictions
+  on top: see `restrict`; for `none`, nothing), and the harness may signal its children directly.
 
 A confinement is started before the submission exists (a warm sandbox waits for one ready to go);
 the submission then reaches the zygote as a descriptor (`load`), and the zygote keeps its copy in its
@@ -37,6 +38,7 @@ from typing import Any
 from grader.harness.clock import process_state
 from grader.harness.contract import SANDBOX_CODE, Job, bootstrap
 from grader.harness.processes import kill_group
+from grader.harness.restrict import seccomp_program
 
 # How long the harness waits for the zygote's answer (a fork, a sweep, a worker's end). A zygote is
 # told from a slow one by its state, never by a fixed deadline that a busy machine trips: every
@@ -73,39 +75,6 @@ def account_files(uid: int, gid: int) -> dict[str, bytes]:
                             f"{WORKER_NAME}:x:{uid}:{gid}:{WORKER_NAME}:/tmp:/usr/sbin/nologin\n"
                             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n").encode(),
             "/etc/group": f"root:x:0:\n{WORKER_NAME}:x:{gid}:\nnogroup:x:65534:\n".encode()}
-
-
-# Syscalls a namespaced worker is refused (EPERM), by a seccomp filter bubblewrap installs before the
-# zygote starts, for every process of the confinement: tracing or reading another process (ptrace,
-# process_vm_readv/writev, pidfd_getfd), and System V shared memory, semaphores and message queues, whose
-# objects outlive the process that made them with no size a worker's limits bound (POSIX shared memory
-# lives in the sized /dev/shm instead). Numbers per architecture (`uname -m`): (AUDIT_ARCH_*, numbers).
-SECCOMP_REFUSED = {
-    "x86_64": (0xC000003E, (101, 310, 311, 438, 29, 64, 68)),
-    "aarch64": (0xC00000B7, (117, 270, 271, 438, 194, 190, 186)),
-}
-_X32_SYSCALLS = 0x40000000  # on x86_64, the x32 ABI's syscalls share the architecture: all refused
-
-
-def seccomp_program(machine: str | None = None) -> bytes | None:
-    """The classic BPF program (bwrap --seccomp) of `SECCOMP_REFUSED` for this machine, or None where it
-    has no numbers (the confinement then relies on its namespaces and the non-dumpable PID 1 alone). A
-    syscall of another architecture (32-bit calls on a 64-bit kernel) is refused as a whole."""
-    import platform
-    import struct
-
-    arch, refused = SECCOMP_REFUSED.get(machine or platform.machine(), (None, ()))
-    if arch is None:
-        return None
-    load, equal, at_least, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JMP|JGE|K, RET|K
-    allow, refuse = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    checks: list[tuple[int, int]] = ([(at_least, _X32_SYSCALLS)] if arch == 0xC000003E else [])
-    checks += [(equal, number) for number in refused]
-    # Each check jumps to the last instruction (refuse) when it matches, else falls through to the next.
-    program = [(load, 0, 0, 4), (equal, 0, len(checks) + 2, arch), (load, 0, 0, 0)]
-    program += [(code, len(checks) - index, 0, value) for index, (code, value) in enumerate(checks)]
-    program += [(ret, 0, 0, allow), (ret, 0, 0, refuse)]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
 
 
 def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = None, disk_mb: int = 64,
@@ -154,9 +123,14 @@ class Confinement:
         self.namespaced = job.isolation == "namespaces"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
-        config = {"fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
-                  "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
-                  "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
+        config: dict[str, Any] = {
+            "fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
+            "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
+            "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
+        if job.isolation == "account":
+            # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
+            # reading the system and its own code, and writing a folder of its own (`restrict`).
+            config["restrict"] = {"read": [code_root]}
         program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
                    "-c", bootstrap(code_root, "grader.harness.zygote", "serve"), json.dumps(config)]
         privileges: dict[str, Any] = {}

@@ -9,6 +9,10 @@ Isolation modes of the worker (the untrusted process), chosen by the host:
     namespaces  bubblewrap: own mount, PID, network, IPC and UTS namespaces; a read-only system,
                 the submission and a private tmpfs, nothing else of the machine (the local sandbox)
     container   the container is the namespace (the Docker sandbox); workers run as their own account
+    account     inside a container someone else started, where no namespace can be made (a course
+                platform's, with Docker's default security): workers run as their own account, under
+                their limits, a seccomp filter without network and, where the kernel offers it, a
+                Landlock domain that reads the system and writes only their own folder (`restrict`)
     none        a plain process as the worker account: only for one's own trusted code (--unsafe-local)
 """
 
@@ -32,7 +36,7 @@ from grader.harness.limits import Limits
 RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
 JOB_FILE = "secret/job.json"
-ISOLATIONS = ("namespaces", "container", "none")
+ISOLATIONS = ("namespaces", "container", "account", "none")
 # Where the worker finds its code inside a namespaced sandbox.
 SANDBOX_CODE = "/grader/worker.zip"
 FRAME = struct.Struct(">Q")
@@ -40,7 +44,7 @@ MAX_FRAME_BYTES = 1 << 30
 # The worker side of the harness: what a worker process imports, shipped to it as one zip.
 WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
                   "harness/processes.py", "harness/worker.py", "harness/zygote.py", "harness/forking.py",
-                  "harness/loader.py", "harness/clock.py")
+                  "harness/loader.py", "harness/clock.py", "harness/restrict.py")
 
 
 def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:

@@ -82,6 +82,9 @@ def serve() -> None:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
     channel = socket.socket(fileno=config["fd"])
     scratch_root = config["scratch"]
+    restricted = config.get("restrict")
+    if restricted is not None:
+        scratch_root = _restrict(restricted, scratch_root)
     folders: dict[int, str] = {}
     submission = ""
     code = None
@@ -175,6 +178,24 @@ def serve() -> None:
                     channel.send(json.dumps({"pid": pid}).encode())
             for fd in fds:
                 os.close(fd)
+
+
+def _restrict(restricted: dict[str, Any], parent: str) -> str:
+    """Without a namespace: a scratch folder of this account's own in `parent`, then the restrictions
+    on this process and every worker it forks (Landlock to read the system and `read`, and to write
+    only the temporary folders, as a namespaced worker may; seccomp without network). What the account
+    leaves there is removed with the grading. Where the restrictions cannot be put in place the zygote
+    ends before it serves: the harness reports its log, and the grading is an error."""
+    from grader.harness.restrict import RestrictionFailed, confine_self
+
+    scratch = tempfile.mkdtemp(prefix="grader-worker-", dir=parent)
+    try:
+        confined = confine_self(read=restricted.get("read", []), write=[parent, "/var/tmp", "/dev/shm"])
+    except (RestrictionFailed, OSError) as exc:
+        print(f"zygote: the worker's restrictions could not be put in place ({exc})", flush=True)
+        os._exit(3)
+    print(f"zygote: restricted: {confined.describe()}", flush=True)
+    return scratch
 
 
 def _keep(fd: int, name: str, scratch_root: str) -> str:

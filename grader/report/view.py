@@ -216,6 +216,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "locked_points": sum(t.max_score for t in card.locked),
         "locked_suites": locked_suites(card),
         "backend": one_line(card.backend, 40),
+        "isolation": ISOLATION_NOTES.get(card.isolation, one_line(card.isolation, 40)),
         "graded_at": when(card.graded_at),
         "duration": short_duration(card.duration_s) if card.duration_s else "",
         "sha": one_line(card.submission_sha256, 64),
@@ -224,6 +225,15 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "schema_version": card.schema_version,
         "limits": {"message": MESSAGE_LIMIT, "output": OUTPUT_LIMIT},
     }
+
+
+# How the submission was kept apart, as a report's reader (an instructor, mostly) reads it.
+ISOLATION_NOTES = {
+    "namespaces": "",  # the local sandbox's usual isolation: nothing to say
+    "container": "",  # the Docker sandbox's
+    "account": "isolated as an account of its own (the container allowed no namespaces)",
+    "none": "NOT isolated (--unsafe-local)",
+}
 
 
 def locked_suites(card: Scorecard) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Picking a backend: `docker`, `local`, or `auto` (Docker when an engine answers, else the isolated
-local sandbox, else a refusal that says why)."""
+local sandbox: in namespaces, or inside a container that allows none in an account of its own; else a
+refusal that says why)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from grader.errors import GradingError, SandboxUnavailable
 from grader.grading import Backend
-from grader.sandbox.local import LocalBackend, isolation_problem, refusal
+from grader.sandbox.local import LocalBackend, local_isolation
 
 SANDBOXES = ("auto", "docker", "local")
 
@@ -50,7 +51,9 @@ def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_l
         raise SandboxUnavailable(f"--sandbox docker: {why_not}")
     if unsafe_local:
         return Choice(LocalBackend(unsafe=True, warm=warm), "local", f"{why_not}; --unsafe-local")
-    problem = isolation_problem()
-    if problem is not None:
-        raise SandboxUnavailable(f"no sandbox can isolate untrusted code here: {why_not}, and {refusal(problem)}")
-    return Choice(LocalBackend(warm=warm), "local", f"{why_not}; isolated local sandbox")
+    try:
+        isolation = local_isolation()
+    except SandboxUnavailable as refused:
+        raise SandboxUnavailable(f"no sandbox can isolate untrusted code here: {why_not}, and {refused}") from None
+    how = "isolated local sandbox" if isolation == "namespaces" else "local sandbox, an account of its own per submission"
+    return Choice(LocalBackend(warm=warm, isolation=isolation), "local", f"{why_not}; {how}")

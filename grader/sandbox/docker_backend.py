@@ -255,4 +255,4 @@ class StartedContainer:
             detail = ("the container's input closed before the grading ended: the connection to the Docker "
                       "engine that held it was lost")
         return RawRun(output=printed, nonce=run.nonce, exit_status=exit_status, timed_out=timed_out,
-                      duration_s=time.monotonic() - began, detail=detail)
+                      duration_s=time.monotonic() - began, detail=detail, isolation="container")

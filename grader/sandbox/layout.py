@@ -180,6 +180,7 @@ class RawRun:
     timed_out: bool
     duration_s: float
     detail: str = ""  # a backend's own explanation (out of memory, ...)
+    isolation: str = ""  # how the workers were kept apart (`contract.ISOLATIONS`), for the scorecard
 
     @property
     def log_tail(self) -> str:

@@ -187,9 +187,91 @@ def namespaces_problem(bwrap: str | None, python: str | None, uid: int | None) -
 
 
 def isolation_problem() -> str | None:
-    """Why the local sandbox cannot isolate untrusted code on this machine, or None."""
+    """Why the local sandbox cannot put workers in namespaces on this machine, or None."""
     with worker_account() as (uid, _):
         return namespaces_problem(bwrap_path(), sandbox_python(), uid)
+
+
+CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's and Podman's
+
+
+def in_container() -> bool:
+    """Whether this process runs in a container (the outer sandbox of the `account` isolation)."""
+    return any(os.path.exists(mark) for mark in CONTAINER_MARKS)
+
+
+# Run as a worker account: put `restrict`'s restrictions in place, as the zygote will, and say what held.
+_ACCOUNT_PROBE = """{restrict}
+import json
+confined = confine_self(read=[], write=[])
+print(json.dumps({{"landlock": confined.landlock_abi}}))
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def account_problem() -> str | None:
+    """Why workers cannot run here as an account of their own under `restrict`'s restrictions (the
+    `account` isolation), or None. Checked once per process by doing it."""
+    if os.geteuid() != 0:
+        return (f"the grader runs as uid {os.geteuid()}, not as root: without namespaces it needs root to run "
+                "each submission as an account of its own")
+    from grader.harness import restrict
+
+    with worker_account() as (uid, gid):
+        code = _ACCOUNT_PROBE.format(restrict=Path(restrict.__file__).read_text(encoding="utf-8"))
+        try:
+            done = subprocess.run([worker_python(uid), "-I", "-S", "-c", code], user=uid, group=gid, extra_groups=[],
+                                  env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                                  check=False)
+        except PermissionError as exc:
+            return f"root may not run a process as another account here ({exc}): the container lacks CAP_SETUID"
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"a process as the worker's account could not be started ({exc})"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"the worker's restrictions cannot be put in place ({said[-1] if said else done.returncode})"
+    return None
+
+
+def local_isolation() -> str:
+    """The isolation the local sandbox gives untrusted code here: "namespaces" where bubblewrap can make
+    them; else, inside a container, "account"; else SandboxUnavailable says why not."""
+    problem = isolation_problem()
+    if problem is None:
+        return "namespaces"
+    if not in_container():
+        raise SandboxUnavailable(refusal(problem))
+    why = account_problem()
+    if why is not None:
+        raise SandboxUnavailable(account_refusal(problem, why))
+    return "account"
+
+
+def account_refusal(namespaces: str, account: str) -> str:
+    return (f"the local sandbox cannot isolate untrusted code in this container: {namespaces}, and {account}. "
+            "Run the grader as root in the container (course platforms do), or give the container the privileges "
+            "bubblewrap needs (README: \"Platform bundles\"); --unsafe-local grades your own trusted code "
+            "without isolation")
+
+
+def readable_secrets(exercise: Exercise, tier: str, uid: int, gid: int) -> list[str]:
+    """The exercise's secret files (the suites a student cannot read, the reference, the seed key) that
+    the worker's account could open itself: without namespaces only their modes keep them from it."""
+    from grader.seeding import KEY_FILE
+
+    public = {exercise.suites[name].path.resolve() for name in exercise.open_suites if name in exercise.suites}
+    paths = [path for suite in exercise.suites.values() if suite.path.resolve() not in public
+             for path in sorted(suite.path.rglob("*")) if path.is_file()]
+    paths += [path for path in (exercise.reference, exercise.root / "hidden_tests" / exercise.slug / KEY_FILE)
+              if path.is_file()]
+    paths = list(dict.fromkeys(paths))
+    code = "import os, sys; print('\\n'.join(p for p in sys.argv[1:] if os.access(p, os.R_OK)))"
+    done = subprocess.run([worker_python(uid), "-I", "-S", "-c", code, *map(str, paths)], user=uid, group=gid,
+                          extra_groups=[], env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        return [f"(the check could not run: {done.stderr.strip()[-300:]})"]
+    return done.stdout.split()
 
 
 def refusal(problem: str) -> str:
@@ -212,23 +294,56 @@ class LocalBackend:
 
     unsafe: bool = False
     warm: bool = False
+    # "namespaces" or "account" (`contract.ISOLATIONS`); None: chosen at the first grading by
+    # `local_isolation` (namespaces where bubblewrap can make them, else inside a container an account).
+    isolation: str | None = None
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
     _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
     _templates: dict[tuple[str, str, str], HarnessTemplate] = field(default_factory=dict, repr=False)
     _retired: list[HarnessTemplate] = field(default_factory=list, repr=False)
     templates_off: str = ""  # why this backend stopped using templates (one failed it): cold harnesses only
 
+    _secrets_checked: set[tuple[str, str, str]] = field(default_factory=set, repr=False)
+
     def check(self) -> None:
         """Raise SandboxUnavailable when this machine cannot give workers the isolation promised."""
-        if not self.unsafe:
+        if self.unsafe:
+            return
+        if self.isolation is None:
+            self.isolation = local_isolation()
+        elif self.isolation == "namespaces":
             problem = isolation_problem()
             if problem is not None:
                 raise SandboxUnavailable(refusal(problem))
+        elif self.isolation == "account":
+            problem = account_problem()
+            if problem is not None:
+                raise SandboxUnavailable(f"the account isolation cannot be given here: {problem}")
+        else:
+            raise SandboxUnavailable(f"the local sandbox has no isolation {self.isolation!r}")
+
+    def check_secrets(self, exercise: Exercise, tier: str, uid: int | None, gid: int | None) -> None:
+        """Under the account isolation, refuse to grade where the worker's account could read the hidden
+        suites, the reference or the seed key (once per exercise and tier of this backend)."""
+        key = (str(exercise.root), exercise.slug, tier)
+        if self.isolation != "account" or key in self._secrets_checked:
+            return
+        assert uid is not None and gid is not None  # account_problem() made sure the grader is root
+        readable = readable_secrets(exercise, tier, uid, gid)
+        if readable:
+            shown = ", ".join(readable[:3]) + (f" and {len(readable) - 3} more" if len(readable) > 3 else "")
+            raise SandboxUnavailable(
+                f"without namespaces a submission runs on this container's files, and it could read {shown}: "
+                f"make the exercise's hidden suites, reference and seed key readable by root only "
+                f"(chmod -R go-rwx {exercise.root})")
+        self._secrets_checked.add(key)
 
     def settings(self, uid: int | None, gid: int | None,
                  lane_accounts: tuple[tuple[int, int], ...] = ()) -> WorkerSettings:
         if self.unsafe:
             return WorkerSettings("none", worker_python(uid), uid, gid)
+        if self.isolation == "account":
+            return WorkerSettings("account", worker_python(uid), uid, gid)
         python = sandbox_python()
         assert python is not None  # check() made sure
         return WorkerSettings("namespaces", python, uid, gid, bwrap_path(), lane_accounts)
@@ -241,7 +356,7 @@ class LocalBackend:
         namespaces (each lane's confinement is its own)."""
         if self.lanes is not None:
             return max(1, self.lanes)
-        if self.warm or self.unsafe or os.geteuid() != 0:
+        if self.warm or self.unsafe or self.isolation == "account" or os.geteuid() != 0:
             return 1
         return min(2, len(os.sched_getaffinity(0)))
 
@@ -250,6 +365,7 @@ class LocalBackend:
         account = contextlib.ExitStack()
         uid, gid = account.enter_context(worker_account())
         try:
+            self.check_secrets(exercise, tier, uid, gid)
             if self.warm and not self.templates_off:
                 order = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid)
                 if order is not None:
@@ -265,7 +381,7 @@ class LocalBackend:
         """A worker account for each extra lane, held with the grading's own; as many as are free (a
         grading with fewer lanes is only slower)."""
         found: list[tuple[int, int]] = []
-        if self.unsafe or os.geteuid() != 0:
+        if self.unsafe or self.isolation == "account" or os.geteuid() != 0:
             return ()
         for _ in range(self.lane_count() - 1):
             try:
@@ -400,7 +516,7 @@ class StartedHarness:
                 self.process.release()
             self.output.close()
             remove_owned_folder(self.base)
-            if self.settings.isolation == "none" and self.settings.user is not None:
+            if self.settings.isolation in ("none", "account") and self.settings.user is not None:
                 sweep_account(self.settings.user)
             self.account.close()
         return printed, self.process.returncode
@@ -532,4 +648,5 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
     finally:
         printed, status = started.end()
     return RawRun(output=printed, nonce=run.nonce, exit_status=status, timed_out=timed_out,
+                  isolation=started.settings.isolation,
                   duration_s=time.monotonic() - began)
