@@ -546,12 +546,42 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
 def command_package(args: argparse.Namespace, console: Console) -> int:
     from grader.bundles import BundleError, package
 
+    if args.base and not args.try_submission:
+        raise UsageError("--base chooses the image --run builds on: give --run SUBMISSION too")
+    if args.try_submission and not Path(args.try_submission).exists():
+        raise UsageError(f"--run {args.try_submission}: no such file or folder")
     try:
         console.print(package(args.target, args.exercise, args.tier, Path(args.output), args.hidden_visibility,
                               args.image), soft_wrap=True)
     except BundleError as exc:
         raise UsageError(str(exc)) from None
+    if args.try_submission:
+        return try_package(args, console)
     return OK
+
+
+def try_package(args: argparse.Namespace, console: Console) -> int:
+    """`package --run`: the bundle just written, tried on one submission as its platform runs it."""
+    import tempfile
+
+    import docker
+
+    from grader.bundles.trial import try_bundle
+    from grader.sandbox.engine import engine_status
+
+    client, why_not = engine_status()
+    if client is None:
+        raise GradingError(f"--run needs a Docker engine: {why_not}")
+    folder = Path(tempfile.mkdtemp(prefix=f"grader-{args.target}-run-"))
+    try:
+        outcome = try_bundle(client, args.target, Path(args.output), Path(args.try_submission), folder, args.base,
+                             lambda line: console.print(Text(line, style="dim"), soft_wrap=True))
+    except (docker.errors.DockerException, RuntimeError, OSError, ValueError) as exc:  # a failed build, the engine's error
+        raise GradingError(f"--run could not try the bundle: {exc}") from None
+    finally:
+        client.close()
+    console.print(Text(outcome.summary()), soft_wrap=True)
+    return OK if outcome.results is not None else UNVOUCHED
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -610,7 +640,9 @@ EXAMPLES: dict[str, list[str]] = {
                "grader export card.json --format gitlab -o report.xml"],
     "package": ["grader package --target gradescope --exercise continuous_batching -o autograder.zip",
                 "grader package --target gradescope --hidden-visibility after_published -o autograder.zip",
-                "grader package --target prairielearn --exercise continuous_batching -o questions/scheduler"],
+                "grader package --target gradescope -o autograder.zip --run solutions/continuous_batching/scheduler.py",
+                "grader package --target prairielearn --exercise continuous_batching --image me/cb-grader:1 "
+                "-o questions/scheduler"],
     "submit": ["grader submit alice.py --student alice --exercise continuous_batching --db class.db"],
     "batch": ["grader batch submissions/ --exercise continuous_batching --jobs 2 --gradebook gradebook.csv",
               "grader batch submissions/ --exercise continuous_batching --regrade --gradebook - > gradebook.csv"],
@@ -782,9 +814,16 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--tier", help=TIER_HELP)
     bundle.add_argument("--hidden-visibility", choices=VISIBILITIES,
                         help="gradescope: when students see the results of the suites they cannot read")
-    bundle.add_argument("--image", help="prairielearn: the grading image info.json names (default grader-SLUG:VERSION)")
+    bundle.add_argument("--image", metavar="ACCOUNT/NAME:TAG",
+                        help="prairielearn (required): the grading image info.json names, as you push it")
     bundle.add_argument("-o", "--output", required=True, metavar="ZIP|DIR", help="gradescope: the zip; prairielearn: "
                                                                                   "the question folder")
+    bundle.add_argument("--run", metavar="SUBMISSION", dest="try_submission",  # `run` is the command's function
+                        help="then build the bundle's image and grade this file (or folder of files, as a student "
+                             "uploads them) in a container started as the platform starts it, and show its result")
+    bundle.add_argument("--base", metavar="IMAGE",
+                        help="with --run: the image to build on (gradescope: default gradescope/autograder-base:"
+                             "ubuntu-22.04; prairielearn: the Dockerfile's BASE, default debian:bookworm-slim)")
     bundle.set_defaults(run=command_package)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")

@@ -19,7 +19,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +26,12 @@ from grader import page_settings
 from grader.harness.contract import collection_error
 from grader.harness.limits import Limits
 from grader.page_settings import Prediction, WebSettings
+
+# A course platform's container may run Python 3.10 (Ubuntu 22.04), which has no tomllib: tomli is the same parser.
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
@@ -431,8 +436,10 @@ def _collect(folder: str, digest: str) -> tuple[str, ...]:
             return tuple(names)
     except (OSError, ValueError):
         pass
+    # The path this process found pytest on (a platform bundle's own folder of packages, say), as the harness gets.
+    path = os.pathsep.join(entry for entry in sys.path[1:] if entry)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
          "--rootdir", folder, "--confcutdir", folder, folder],  # no conftest.py from the folders around it

@@ -12,17 +12,20 @@
   Text is Markdown (`md`, which Gradescope renders with HTML allowed): every value from the submission
   goes through the reports' Markdown filters, so it is escaped prose or sits in a code span or fence
   it cannot break out of.
-  A rejected submission (the student's file was refused: syntax error, wrong encoding) is a graded 0
-  with the reason. An `error` run (the grader cannot vouch for a result) carries no score at all: the
-  specification requires a score, at the top or on every test, so a results.json without one is not a
-  grade, and no 0 can be recorded for a run nobody judged; the output says why.
+  Every run has a top-level `score`, as the specification requires (a results.json without one is a
+  failed autograder run, which tells a student nothing): a rejected submission (the student's file was
+  refused: syntax error, wrong encoding) is a 0 with the reason; an `error` run (the grader cannot vouch
+  for a result) is a 0 whose output says it is no grade of the student's code and to submit again, and
+  none of its tests has a score, so nothing reads as a test failed. The grader's own account of an
+  error is the staff's (run_autograder's output, `stdout_visibility` hidden).
 - PrairieLearn `results.json` (https://prairielearn.readthedocs.io/en/latest/externalGrading/): `score`
   as a fraction in [0, 1], `gradable` (false only for invalid student input: "invalid, not gradable", no
   points and no attempt used) with `format_errors`, `message`, `output`, `images` and `tests[]` with
   `name`, `description`, `points`, `max_points`, `message`, `output`, `images` (each `{label, url}`, the
   url a `data:` URL: here the trace timelines as SVG). `succeeded` and `max_points` as PrairieLearn's
-  own Python grader writes them (false with score 0 when the grader failed; the grader host reports a
-  job as failed when its entrypoint exits non-zero, which `grader grade` does for an `error` run).
+  own Python grader writes them (false with score 0 when the grader failed; PrairieLearn's grader host
+  reads results.json only when the entrypoint exits 0, so the bundle's entrypoint does whenever it
+  wrote one, and the message says the run is no grade of the student's code).
   PrairieLearn keeps the whole object with the submission, so `provenance` (submission hash, grader
   version, exercise, tier) stays with it. The file must stay under 1 MB.
 - JUnit XML valid against Jenkins' junit-10.xsd (the xUnit plugin's schema), as Jenkins and GitLab
@@ -149,13 +152,14 @@ def _gradescope_output(card: Scorecard, shown: dict[str, str]) -> str:
     """The top-level output, which students see at once: the results of the suites shown at once,
     what is held back and until when (by label and count, never by test), and why a run was not graded."""
     title = md_text(card.title or card.exercise)
-    footer = f"*Submission id {md_code(card.submission_sha256)} · grader {md_text(card.grader_version)}*"
+    footer = (f"*Submission id {md_code(card.submission_sha256)} · grader {md_text(card.grader_version)}*"
+              if card.submission_sha256 else f"*grader {md_text(card.grader_version)}*")
     if card.status == "rejected":
         lines = [f"## {title}: 0/{card.max_score} points, the submission was rejected", ""]
         return "\n".join(lines + _run_help_md(card) + [footer]) + "\n"
     if card.status == "error":
         lines = [f"## {title}: not graded, the autograder could not produce a result", "",
-                 "No score is recorded for this run: it is not a grade of your code.", ""]
+                 "This run shows 0 points, but it is not a grade of your code: submit again.", ""]
         return "\n".join(lines + _run_help_md(card) + [footer]) + "\n"
     open_now = [name for name, row in card.suites.items() if shown.get(name) == "visible"]
     held = [name for name in card.suites if name not in open_now]
@@ -193,7 +197,7 @@ def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
         tests = [{"name": "Submission rejected", "name_format": "text", "score": 0, "max_score": card.max_score,
                   "status": "failed", "output": md_fence(printable(card.reason)) + "\n", "output_format": "md",
                   "tags": ["rejected"], "visibility": "visible"}]
-    else:  # error: no score anywhere, so nothing reads as a 0 the student earned
+    else:  # error: no test has a score, so nothing reads as a test the student failed
         tests = [{"name": "Autograder failed: no result", "name_format": "text", "status": "failed",
                   "output": md_fence(printable(card.reason)) + "\n", "output_format": "md", "tags": ["error"],
                   "visibility": "visible"}]
@@ -208,8 +212,7 @@ def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
         "extra_data": {**_provenance(card), "max_score": card.max_score, "suite_visibility": shown},
         "tests": tests,
     }
-    if card.status != "error":
-        results = {"score": card.score if card.status == "graded" else 0, **results}
+    results = {"score": card.score if card.status == "graded" else 0, **results}
     return json.dumps(results, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -127,9 +127,10 @@ def private_exercise(private_project):
 
 
 def test_a_worker_in_an_account_of_its_own_reads_nothing_of_the_machine(private_exercise, account_backend,
-                                                                        careless_server):
-    """Without namespaces, Landlock keeps the worker to the system's folders: the hunter finds none of
-    the files that every account may read by their modes; the same hunt unprotected finds them."""
+                                                                        careless_machine, careless_server):
+    """Without namespaces, Landlock keeps the worker to the system's folders and a temporary folder of its
+    own: the hunter finds none of the files that every account may read by their modes, in /tmp or
+    where a server keeps its data; the same hunt unprotected finds them."""
     from grader.harness.restrict import landlock_abi
 
     if not landlock_abi():
@@ -142,14 +143,20 @@ def test_a_worker_in_an_account_of_its_own_reads_nothing_of_the_machine(private_
 
 
 def test_an_account_grading_gives_full_marks_and_leaves_nothing_behind(private_exercise, account_backend):
-    """Correct code that writes to the temporary folder gets its marks there too, and what it wrote goes
-    with the grading."""
+    """Correct code that writes to the temporary folder (its own: `tempfile` and $TMPDIR, for its
+    subprocesses too) gets its marks there too, and what it wrote goes with the grading."""
     token = f"leftover-{os.getpid()}-{time.monotonic_ns()}"
     source = REFERENCE.read_bytes() + textwrap.dedent(f"""
 
         # {token}
-        with open("/tmp/{token}-written", "w") as _note:
+        import os as _os, subprocess as _subprocess, sys as _sys, tempfile as _tempfile
+        with open(_os.path.join(_tempfile.gettempdir(), "{token}-written"), "w") as _note:
             _note.write("what this student's code left for the next one")
+        with _tempfile.NamedTemporaryFile("w+", delete=False) as _note:
+            _note.write("{token}")
+        assert open(_note.name).read() == "{token}"
+        _subprocess.run([_sys.executable, "-c", "import tempfile; open(tempfile.mkstemp()[1], 'w').write('{token}')"],
+                        check=True)
         """).encode()
     card = grade_bytes(source, private_exercise, "premium", account_backend, "local")
     assert card.status == "graded" and card.score == card.max_score, [t.message for t in card.tests]

@@ -1,38 +1,40 @@
 """`grader package`: the bundles, and each one run end to end as its platform runs it.
 
-The platforms' own images come from registries this project does not reach, so a Debian bookworm
-root file system stands in for them: the grading image's base (grader/sandbox/image.py, mmdebstrap and
-`docker import`) with the packages a bundle installs, built once and kept by its tag. Gradescope: the
-zip is unpacked to /autograder/source, setup.sh runs as root (offline: the packages are there
-already, so it must install nothing), the container is committed as the autograder's image, and each
-submission runs in a fresh container with /autograder/submission and /autograder/results/results.json.
-PrairieLearn: the question's image recipe is built on the stand-in, and each submission runs its
-entrypoint with /grade/tests, /grade/student and /grade/results mounted and no network.
+The platforms' own images come from registries this project does not reach, so root file systems
+stand in for them: Debian bookworm (the grading image's base, grader/sandbox/image.py, mmdebstrap and
+`docker import`) with the packages a bundle installs, built once and kept by its tag (Python 3.10, as Ubuntu
+22.04's image has it, is tested on the host: tests/test_python310.py). Every container is started by
+grader/bundles/trial.py as the platform starts it, with Docker's default confinement (no security
+options, no added capabilities, never privileged): Gradescope's autograder image is the zip unpacked
+to /autograder/source with setup.sh run as root, committed; each submission runs run_autograder in a
+fresh container (network on, 768 MB, half a CPU). PrairieLearn's grading image is built from the
+question's image/ recipe, and each submission runs the entrypoint with one folder bound at /grade, as
+its grader host does.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import threading
 import uuid
 import zipfile
-from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from grader.bundles import HOST_PACKAGES, gradescope_zip, packages_for, prairielearn_folder
+from grader.bundles.trial import GRADESCOPE, PRAIRIELEARN, GradescopeAutograder, Outcome, PrairieLearnGrader
 from grader.exercise import load_exercise
-from tests.helpers import EXERCISE, REFERENCE, STUB
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
 
-#: What the platform's container must allow for bubblewrap's namespaces inside it (see the README):
-#: `docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
-#: --security-opt systempaths=unconfined`.
-PRIVILEGES = ["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"]
 SYNTAX_ERROR = b"class Scheduler:\n    def schedule(self)\n        return []\n"
 # Gradescope's documented results.json fields (specs: top level, and each test).
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -44,6 +46,14 @@ VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 PRAIRIELEARN_TOP = {"succeeded", "gradable", "score", "max_points", "message", "output", "format_errors", "tests", "images",
                     "provenance"}  # the documented fields, and provenance (PrairieLearn keeps the whole object)
 PRAIRIELEARN_TEST = {"name", "description", "points", "max_points", "message", "output", "images"}
+QUESTION_SCHEMA = Path(__file__).resolve().parent / "schemas" / "prairielearn-infoQuestion.json"
+# What a student may read of a run the grader could not vouch for: never the grader's own account of it.
+STAFF_ONLY = ("--security-opt", "bubblewrap", "CAP_SETUID", "its log ends", "zygote")
+# The attacks run through each bundle: premium material hunted (on the premium tier, where the hidden
+# suite and the reference are in the container), the network tried, every process killed, the process
+# table filled (on the free tier: a fork bomb makes each test run out its time, and the premium tier's
+# many tests would take minutes at half a CPU).
+ATTACKS_RUN = {"read_secrets": "premium", "network": "free", "kill_everything": "free", "fork_bomb": "free"}
 
 
 # -- the bundles themselves (no engine needed) ------------------------------------------------------
@@ -51,6 +61,35 @@ PRAIRIELEARN_TEST = {"name", "description", "points", "max_points", "message", "
 @pytest.fixture(scope="module")
 def exercise():
     return load_exercise(EXERCISE)
+
+
+@pytest.fixture(scope="module")
+def quick_exercise(tmp_path_factory):
+    """The exercise in a project of its own whose total_timeout_s fits PrairieLearn's 600 s timeout
+    (the project's own exercise allows a longer grading than PrairieLearn does)."""
+    root = tmp_path_factory.mktemp("quick-project")
+    for folder in ("exercises", "hidden_tests", "solutions"):
+        shutil.copytree(PROJECT / folder / EXERCISE, root / folder / EXERCISE,
+                        ignore=shutil.ignore_patterns("__pycache__", "mutants"))
+    toml = root / "exercises" / EXERCISE / "exercise.toml"
+    text, count = re.subn(r"(?m)^total_timeout_s = \d+", "total_timeout_s = 120", toml.read_text())
+    assert count == 1
+    toml.write_text(text)
+    return load_exercise(str(root / "exercises" / EXERCISE))
+
+
+def deprecated_keys(document: Any, schema: dict, root: dict, where: str = "") -> list[str]:
+    """The keys of `document` that `schema` marks deprecated (jsonschema validates, but allows them)."""
+    while "$ref" in schema or ("allOf" in schema and len(schema["allOf"]) == 1):
+        schema = root["definitions"][schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema["allOf"][0]
+    found = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            inner = schema.get("properties", {}).get(key, {})
+            if inner.get("deprecated"):
+                found.append(f"{where}{key}")
+            found += deprecated_keys(value, inner, root, f"{where}{key}.")
+    return found
 
 
 def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grader_and_the_exercise(exercise):
@@ -68,22 +107,69 @@ def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grad
     assert set(HOST_PACKAGES) <= set(packages) and "bubblewrap" in packages
 
 
-def test_the_prairielearn_question_names_its_image_entrypoint_and_timeout_and_keeps_its_uuid(exercise, tmp_path):
-    prairielearn_folder(exercise, "free", tmp_path, "someone/grader:1")
+def test_the_prairielearn_question_is_valid_for_prairielearn_and_keeps_its_uuid(quick_exercise, tmp_path):
+    import jsonschema
+
+    prairielearn_folder(quick_exercise, "free", tmp_path, "someone/grader:1")
     info = json.loads((tmp_path / "info.json").read_text())
+    schema = json.loads(QUESTION_SCHEMA.read_text())
+    jsonschema.validate(info, schema)
+    assert deprecated_keys(info, schema, schema) == []
     options = info["externalGradingOptions"]
     assert info["type"] == "v3" and info["gradingMethod"] == "External" and uuid.UUID(info["uuid"])
-    assert options == {"enabled": True, "image": "someone/grader:1", "entrypoint": "/opt/grader/entrypoint",
-                       "timeout": int(exercise.limits.total_timeout_s) + 60, "enableNetworking": False}
+    # The timeout covers the grader's own last resort (hard_stop_s) and the container's start, within 600 s.
+    assert options == {"image": "someone/grader:1", "entrypoint": "/opt/grader/entrypoint",
+                       "timeout": int(quick_exercise.limits.hard_stop_s) + 60, "enableNetworking": False}
+    assert options["timeout"] <= 600
     html = (tmp_path / "question.html").read_text()
     assert 'file-name="scheduler.py"' in html and "<pl-external-grader-results>" in html
     assert (tmp_path / "starter_scheduler.py").read_bytes() == STUB.read_bytes()
     assert (tmp_path / "tests" / "project" / "hidden_tests" / EXERCISE / "seed.key").is_file()
-    assert not (tmp_path / "tests" / "project" / "solutions").exists()  # the free tier's suites never use it
+    # The free tier's suites never use the reference, but the exercise does not load without it.
+    assert (tmp_path / "tests" / "project" / "solutions" / EXERCISE / "scheduler.py").is_file()
     assert (tmp_path / "image" / "Dockerfile").read_text().startswith("#")
     first = info["uuid"]
-    prairielearn_folder(exercise, "free", tmp_path, "someone/grader:1")
+    prairielearn_folder(quick_exercise, "free", tmp_path, "someone/grader:1")
     assert json.loads((tmp_path / "info.json").read_text())["uuid"] == first
+
+
+def test_the_schema_check_would_see_a_deprecated_key():
+    schema = json.loads(QUESTION_SCHEMA.read_text())
+    info = {"externalGradingOptions": {"enabled": True, "image": "a/b:1"}}
+    assert deprecated_keys(info, schema, schema) == ["externalGradingOptions.enabled"]
+
+
+def test_prairielearn_refuses_limits_its_timeout_cannot_cover_and_says_what_to_lower(exercise, tmp_path, capsys):
+    from grader.cli import main
+
+    assert exercise.limits.hard_stop_s + 60 > 600  # the project's exercise allows more than PrairieLearn does
+    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "--image", "someone/grader:1",
+                 "-o", str(tmp_path / "q")]) == 2
+    said = capsys.readouterr().err
+    assert "at most 600 s" in said and "Lower total_timeout_s to 160 or less" in said and "exercise.toml" in said
+    assert not (tmp_path / "q" / "info.json").exists()
+
+
+def test_prairielearn_needs_the_image_name_it_will_pull(quick_exercise, tmp_path, capsys):
+    from grader.cli import main
+
+    folder = str(quick_exercise.folder)
+    assert main(["package", "--target", "prairielearn", "--exercise", folder, "-o", str(tmp_path / "q")]) == 2
+    assert "--image ACCOUNT/NAME:TAG" in capsys.readouterr().err
+    assert main(["package", "--target", "prairielearn", "--exercise", folder, "--image", "someone/grader:1",
+                 "-o", str(tmp_path / "q")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "docker build --platform linux/amd64 -t someone/grader:1" in said and "docker push someone/grader:1" in said
+    assert "Sync page" in said
+
+
+def test_the_gradescope_message_names_the_base_image_and_the_timeout_and_asks_for_no_namespaces(tmp_path, capsys):
+    from grader.cli import main
+
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "-o", str(tmp_path / "a.zip")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Ubuntu 22.04 or 24.04" in said and "at least 32 minutes" in said
+    assert "must allow" not in said and "namespaces" not in said and "--security-opt" not in said
 
 
 def test_the_package_command_refuses_options_of_the_other_platform(tmp_path, capsys):
@@ -94,6 +180,9 @@ def test_the_package_command_refuses_options_of_the_other_platform(tmp_path, cap
     assert code == 2 and "Gradescope setting" in capsys.readouterr().err
     assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--image", "x",
                  "-o", str(tmp_path / "a.zip")]) == 2
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--base", "x",
+                 "-o", str(tmp_path / "a.zip")]) == 2
+    assert "give --run SUBMISSION too" in capsys.readouterr().err
 
 
 def test_a_submitted_link_is_refused_even_alone_and_dotfiles_do_not_count(tmp_path):
@@ -121,154 +210,6 @@ def test_grading_and_exporting_load_only_what_the_bundles_install():
     assert done.stdout.strip() == "[]"
 
 
-# -- the platforms, stood in for by Debian bookworm containers --------------------------------------
-
-@pytest.fixture(scope="module")
-def platform_base(docker_client, exercise) -> str:
-    """A Debian bookworm image with what the bundles install (bootstrapped once, kept by its tag)."""
-    from grader.sandbox.image import ensure_base
-
-    return ensure_base(docker_client, extra=packages_for(exercise))
-
-
-def run_container(client, image: str, mounts: dict[Path, str], privileged: bool = True,
-                  entrypoint: str | None = None) -> tuple[int, str]:
-    """Run a container as the platforms run one (no network, root), with the bind mounts given
-    (host folder -> path: read-only unless it is a results folder); returns its exit status and logs.
-    `privileged`: with what bubblewrap needs (PRIVILEGES, and no masked /proc paths)."""
-    binds = {str(host): {"bind": path, "mode": "rw" if path.endswith("results") else "ro"} for host, path in mounts.items()}
-    # The SDK passes security options as they are; systempaths=unconfined is the CLI's name for empty masks.
-    options = [option for option in PRIVILEGES if not option.startswith("systempaths=")] if privileged else None
-    host_config = client.api.create_host_config(binds=binds, network_mode="none", security_opt=options)
-    if privileged:
-        host_config.update(MaskedPaths=[], ReadonlyPaths=[])
-    environment = {key: os.environ[key] for key in ("GRADER_WORKER_UIDS",) if key in os.environ}
-    created = client.api.create_container(image, entrypoint=entrypoint, environment=environment,
-                                          volumes=list(mounts.values()), host_config=host_config)
-    try:
-        client.api.start(created["Id"])
-        status = client.api.wait(created["Id"], timeout=900)["StatusCode"]
-        return status, client.api.logs(created["Id"]).decode("utf-8", "replace")
-    finally:
-        client.api.remove_container(created["Id"], force=True)
-
-
-def submission(base: Path, **files: bytes) -> Path:
-    """A submission folder of these files, in `base` (beside the results folder of its run)."""
-    folder = base / "submission"
-    folder.mkdir(parents=True)
-    for name, data in files.items():
-        (folder / name).write_bytes(data)
-    return folder
-
-
-# The platform's unpacking: unzip keeps the modes the zip records.
-UNPACK = ("import sys, zipfile, os\n"
-          "with zipfile.ZipFile(sys.argv[1]) as z:\n"
-          "    for info in z.infolist():\n"
-          "        path = z.extract(info, '/autograder/source')\n"
-          "        os.chmod(path, info.external_attr >> 16 & 0o777 or 0o644)\n")
-
-
-@contextlib.contextmanager
-def gradescope_autograder(client, base: str, bundle: bytes, folder: Path) -> Iterator[str]:
-    """The autograder's image, made as Gradescope makes it: unzip, setup.sh as root, run_autograder
-    copied to /autograder; committed so that every submission starts from it afresh."""
-    (folder / "autograder.zip").write_bytes(bundle)
-    script = (f"python3 -c \"$UNPACK\" /upload/autograder.zip && cd /autograder/source && bash ./setup.sh "
-              "&& cp run_autograder /autograder/run_autograder && mkdir -p /autograder/results /autograder/submission")
-    container = client.containers.run(base, ["sh", "-c", script], detach=True, network_mode="none",
-                                      environment={"UNPACK": UNPACK},
-                                      volumes={str(folder): {"bind": "/upload", "mode": "ro"}})
-    try:
-        status = container.wait(timeout=600)["StatusCode"]
-        logs = container.logs().decode("utf-8", "replace")
-        assert status == 0, logs
-        assert "every package the grader needs is installed" in logs  # offline: setup.sh installed nothing
-        repository, tag = "grader-test-gradescope", uuid.uuid4().hex[:12]
-        container.commit(repository=repository, tag=tag,
-                         conf={"WorkingDir": "/autograder", "Cmd": ["/autograder/run_autograder"]})
-    finally:
-        container.remove(force=True)
-    try:
-        yield f"{repository}:{tag}"
-    finally:
-        client.images.remove(f"{repository}:{tag}", force=True)
-
-
-@pytest.fixture(scope="module")
-def gradescope_image(docker_client, platform_base, exercise, tmp_path_factory):
-    with gradescope_autograder(docker_client, platform_base, gradescope_zip(exercise, "premium", None),
-                               tmp_path_factory.mktemp("gradescope")) as image:
-        yield image
-
-
-def gradescope_run(client, image: str, tmp_path: Path, files: Path, privileged: bool = True) -> dict:
-    results = tmp_path / "results"
-    results.mkdir()
-    status, logs = run_container(client, image, {files: "/autograder/submission", results: "/autograder/results"},
-                                 privileged)
-    assert status == 0, logs
-    document = json.loads((results / "results.json").read_text())
-    assert set(document) <= GRADESCOPE_TOP, set(document) - GRADESCOPE_TOP
-    for test in document["tests"]:
-        assert set(test) <= GRADESCOPE_TEST and test.get("status", "passed") in ("passed", "failed")
-        assert test.get("visibility", "visible") in VISIBILITIES
-    return document
-
-
-@pytest.mark.slow
-def test_gradescope_gives_the_reference_full_marks(docker_client, gradescope_image, tmp_path):
-    results = gradescope_run(docker_client, gradescope_image, tmp_path,
-                             submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}))
-    assert results["extra_data"]["status"] == "graded"
-    assert results["score"] == results["extra_data"]["max_score"] == sum(t["max_score"] for t in results["tests"]) > 0
-    assert all(t["status"] == "passed" for t in results["tests"]) and len(results["tests"]) > 20
-
-
-@pytest.mark.slow
-def test_gradescope_gives_the_stub_under_another_name_zero(docker_client, gradescope_image, tmp_path):
-    results = gradescope_run(docker_client, gradescope_image, tmp_path,
-                             submission(tmp_path, **{"scheduler (2).py": STUB.read_bytes()}))
-    assert results["extra_data"]["status"] == "graded" and results["score"] == 0
-    assert results["tests"] and all(t["status"] == "failed" for t in results["tests"])
-
-
-@pytest.mark.slow
-def test_gradescope_rejects_a_syntax_error_with_its_line(docker_client, gradescope_image, tmp_path):
-    results = gradescope_run(docker_client, gradescope_image, tmp_path, submission(tmp_path, **{"scheduler.py": SYNTAX_ERROR}))
-    assert results["extra_data"]["status"] == "rejected" and results["score"] == 0
-    assert "line 2" in results["output"] and "syntax" in results["output"].lower()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("files", [{}, {"scheduler.py": b"x = 1\n", "helper.py": b"y = 2\n"}], ids=["none", "two"])
-def test_gradescope_rejects_no_file_or_two_files_saying_what_it_expects(docker_client, gradescope_image, tmp_path, files):
-    results = gradescope_run(docker_client, gradescope_image, tmp_path, submission(tmp_path, **files))
-    assert results["extra_data"]["status"] == "rejected" and results["score"] == 0
-    assert "submit only your scheduler.py" in results["output"] if files else "no file was submitted" in results["output"]
-    assert all(t["status"] == "failed" for t in results["tests"])
-
-
-@pytest.mark.slow
-def test_gradescope_without_the_namespaces_the_run_fails_closed_and_says_why(docker_client, gradescope_image, tmp_path):
-    results = gradescope_run(docker_client, gradescope_image, tmp_path,
-                             submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}), privileged=False)
-    assert results["extra_data"]["status"] == "error"
-    assert "the autograder could not run" in results["output"] and "namespace" in results["output"]
-    assert results.get("score", 0) == 0 and not any(t["status"] == "passed" for t in results["tests"])
-
-
-@pytest.mark.slow
-def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_client, platform_base, exercise, tmp_path):
-    bundle = gradescope_zip(exercise, "premium", "after_due_date")
-    with gradescope_autograder(docker_client, platform_base, bundle, tmp_path) as image:
-        results = gradescope_run(docker_client, image, tmp_path / "run",
-                                 submission(tmp_path / "run", **{"scheduler.py": REFERENCE.read_bytes()}))
-    by_suite = {t["tags"][0]: t.get("visibility", "visible") for t in results["tests"]}
-    assert by_suite["hidden"] == "after_due_date" and by_suite["visible"] == "visible"
-
-
 def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exercise):
     from grader.bundles.run import PLATFORMS, export_command
 
@@ -279,66 +220,353 @@ def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exerc
     assert "--hidden-visibility" not in export_command(Path("card.json"), PLATFORMS["gradescope"], None)
 
 
+# -- the runner inside the platform's container, on this machine's files (no engine needed) ------------
+
+def local_platform(tmp_path: Path, exercise, target: str, files: dict[str, bytes]):
+    """A platform's folders in `tmp_path`, holding the bundle as it is unpacked there."""
+    from grader.bundles import CONFIG, config_for, exercise_files
+    from grader.bundles.run import Platform
+
+    platform = Platform(target, tmp_path / "bundle", tmp_path / "submission", tmp_path / "results" / "results.json",
+                        target, "the log")
+    for path, data in [(CONFIG, config_for(target, exercise, "premium", None).to_json().encode()),
+                       *exercise_files(exercise)]:
+        (platform.bundle / path).parent.mkdir(parents=True, exist_ok=True)
+        (platform.bundle / path).write_bytes(data)
+    platform.submission.mkdir()
+    for name, data in files.items():
+        (platform.submission / name).write_bytes(data)
+    return platform
+
+
+@pytest.mark.parametrize("target", ["gradescope", "prairielearn"])
+def test_an_error_tells_the_student_to_submit_again_and_the_staff_why(exercise, tmp_path, monkeypatch, capsys, target):
+    from grader.bundles import run as runner
+
+    why = ("the local sandbox cannot isolate untrusted code in this container: bubblewrap could not make "
+           "namespaces, and root may not run a process as another account here: the container lacks CAP_SETUID; "
+           "its log ends:\nzygote: boom. Run with --security-opt seccomp=unconfined")
+    monkeypatch.setattr(runner, "sandbox_problem", lambda: why)
+    platform = local_platform(tmp_path, exercise, target, {"scheduler.py": REFERENCE.read_bytes()})
+    assert runner.run(platform) == 0  # results were written: PrairieLearn reads them only after exit 0
+    log = capsys.readouterr().out
+    assert "CAP_SETUID" in log and "zygote: boom" in log and "--security-opt" in log
+    results = json.loads(platform.results.read_text())
+    student = json.dumps(results)
+    assert not [word for word in STAFF_ONLY if word in student]
+    sha = results["extra_data" if target == "gradescope" else "provenance"]["submission_sha256"]
+    assert re.fullmatch(r"[0-9a-f]{64}", sha) and sha in student
+    if target == "gradescope":
+        assert results["score"] == 0 and results["extra_data"]["status"] == "error"
+        assert "could not produce a result" in results["output"] and "Submit again" in results["output"]
+        assert not any(t.get("status") == "passed" or "score" in t for t in results["tests"])
+    else:
+        assert results["succeeded"] is False and results["score"] == 0 and results["tests"] == []
+        assert "could not produce a result" in results["message"]
+
+
+def test_a_rejection_is_said_in_the_log_and_names_a_submission_id(exercise, tmp_path, capsys):
+    from grader.bundles import run as runner
+
+    platform = local_platform(tmp_path, exercise, "prairielearn", {"a.py": b"x = 1\n", "b.py": b"y = 2\n"})
+    assert runner.run(platform) == 0
+    log = capsys.readouterr().out
+    results = json.loads(platform.results.read_text())
+    assert results["gradable"] is False and "submit only your scheduler.py" in " ".join(results["format_errors"])
+    assert "rejected: 2 files were submitted" in log
+    assert re.fullmatch(r"[0-9a-f]{64}", results["provenance"]["submission_sha256"])
+
+
+# -- the platforms, stood in for by containers started with Docker's defaults ------------------------
+
 @pytest.fixture(scope="module")
-def prairielearn_question(docker_client, platform_base, exercise, tmp_path_factory):
-    """The question folder, and its grading image built from its own recipe on the stand-in base."""
-    folder = tmp_path_factory.mktemp("prairielearn")
-    tag = f"grader-test-prairielearn:{uuid.uuid4().hex[:12]}"
-    prairielearn_folder(exercise, "premium", folder, tag)
-    docker_client.images.build(path=str(folder / "image"), tag=tag, buildargs={"BASE": platform_base}, pull=False,
-                               rm=True, forcerm=True, network_mode="none")
-    yield folder, tag
-    docker_client.images.remove(tag, force=True)
+def platform_base(docker_client, exercise) -> str:
+    """A Debian bookworm image with what the bundles install (bootstrapped once, kept by its tag)."""
+    from grader.sandbox.image import ensure_base
+
+    return ensure_base(docker_client, extra=packages_for(exercise))
 
 
-def prairielearn_run(client, question, tmp_path: Path, files: Path, privileged: bool = True,
-                     exit_status: int = 0) -> dict:
-    folder, image = question
-    results = tmp_path / "results"
-    results.mkdir()
-    info = json.loads((folder / "info.json").read_text())["externalGradingOptions"]
-    status, logs = run_container(client, image, {folder / "tests": "/grade/tests", files: "/grade/student",
-                                                       results: "/grade/results"}, privileged, info["entrypoint"])
-    assert status == exit_status, logs
-    document = json.loads((results / "results.json").read_text())
+# The stand-in each bundle runs on: Debian bookworm with the platform's limits and Docker's defaults.
+@pytest.fixture(scope="module")
+def base(platform_base) -> str:
+    return platform_base
+
+
+def worker_uids() -> dict[str, str]:
+    """The stand-ins' worker accounts, apart from those of gradings on this machine itself: containers
+    share the machine's uids, and a grading's end kills what its account left, wherever it runs (no
+    platform sets this: one grader runs in each of their containers)."""
+    return {"GRADER_WORKER_UIDS": os.environ.get("GRADER_PLATFORM_WORKER_UIDS", "61200-61263")}
+
+
+def submission(base: Path, **files: bytes) -> Path:
+    """A submission folder of these files, in `base` (beside the results of its run)."""
+    folder = base / "submission"
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def gradescope(docker_client, base, exercise):
+    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "premium", None), base,
+                              environment=worker_uids()) as autograder:
+        yield autograder
+
+
+@pytest.fixture(scope="module")
+def gradescope_free(docker_client, base, exercise):
+    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "free", None), base,
+                              environment=worker_uids()) as autograder:
+        yield autograder
+
+
+def gradescope_run(autograder: GradescopeAutograder, tmp_path: Path, files: dict[str, bytes], **options: Any) -> Outcome:
+    outcome = autograder.grade(submission(tmp_path, **files), tmp_path / "out", **options)
+    assert outcome.exit_status == 0 and outcome.results is not None, (outcome.failure, outcome.log[-3000:])
+    document = outcome.results
+    assert set(document) <= GRADESCOPE_TOP, set(document) - GRADESCOPE_TOP
+    assert isinstance(document["score"], (int, float)) and document["stdout_visibility"] == "hidden"
+    for test in document["tests"]:
+        assert set(test) <= GRADESCOPE_TEST and test.get("status", "passed") in ("passed", "failed")
+        assert test.get("visibility", "visible") in VISIBILITIES
+    return outcome
+
+
+def prairielearn_grader(client, base: str, exercise, tier: str, folder: Path) -> PrairieLearnGrader:
+    """The question folder, and its grading image built from its own recipe on the stand-in."""
+    prairielearn_folder(exercise, tier, folder, "someone/grader:1")
+    return PrairieLearnGrader(client, folder, base, environment=worker_uids())
+
+
+@pytest.fixture(scope="module")
+def prairielearn(docker_client, base, quick_exercise, tmp_path_factory):
+    with prairielearn_grader(docker_client, base, quick_exercise, "premium", tmp_path_factory.mktemp("pl")) as grading:
+        yield grading
+
+
+@pytest.fixture(scope="module")
+def prairielearn_free(docker_client, base, quick_exercise, tmp_path_factory):
+    with prairielearn_grader(docker_client, base, quick_exercise, "free", tmp_path_factory.mktemp("pl-free")) as grading:
+        yield grading
+
+
+def prairielearn_run(grading: PrairieLearnGrader, tmp_path: Path, files: dict[str, bytes], **options: Any) -> Outcome:
+    outcome = grading.grade(submission(tmp_path, **files), tmp_path / "out", **options)
+    # Every outcome, graded, rejected or errored, exits 0: PrairieLearn reads results.json only then.
+    assert outcome.exit_status == 0 and outcome.results is not None, (outcome.failure, outcome.log[-3000:])
+    document = outcome.results
     assert set(document) <= PRAIRIELEARN_TOP, set(document) - PRAIRIELEARN_TOP
     assert isinstance(document["gradable"], bool) and 0 <= document["score"] <= 1
     assert all(set(test) <= PRAIRIELEARN_TEST for test in document.get("tests", []))
-    return document
+    return outcome
+
+
+def secrets(exercise) -> set[str]:
+    """What no result may contain: distinctive lines of the hidden suite and the reference, the seed key."""
+    from tests.test_attacks import secret_lines
+
+    key = (exercise.root / "hidden_tests" / exercise.slug / "seed.key").read_text().strip()
+    return {*secret_lines(), key}
+
+
+def leaks(outcome: Outcome, exercise) -> list[str]:
+    text = json.dumps(outcome.results) + outcome.log
+    return [line for line in secrets(exercise) if line in text]
 
 
 @pytest.mark.slow
-def test_prairielearn_gives_the_reference_full_marks_and_the_stub_zero(docker_client, prairielearn_question, tmp_path):
-    full = prairielearn_run(docker_client, prairielearn_question, tmp_path / "r",
-                            submission(tmp_path / "r", **{"scheduler.py": REFERENCE.read_bytes()}))
-    assert full["gradable"] is True and full["score"] == 1
+def test_gradescope_setup_installs_nothing_where_every_package_is_there(gradescope):
+    assert "every package the grader needs is installed" in gradescope.setup_log
+
+
+@pytest.mark.slow
+def test_gradescope_gives_the_reference_full_marks(gradescope, tmp_path):
+    results = gradescope_run(gradescope, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}).results
+    assert results["extra_data"]["status"] == "graded"
+    assert results["score"] == results["extra_data"]["max_score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    assert all(t["status"] == "passed" for t in results["tests"]) and len(results["tests"]) > 20
+
+
+@pytest.mark.slow
+def test_gradescope_gives_the_stub_under_another_name_zero(gradescope, tmp_path):
+    results = gradescope_run(gradescope, tmp_path, {"scheduler (2).py": STUB.read_bytes()}).results
+    assert results["extra_data"]["status"] == "graded" and results["score"] == 0
+    assert results["tests"] and all(t["status"] == "failed" for t in results["tests"])
+
+
+@pytest.mark.slow
+def test_gradescope_rejects_a_syntax_error_with_its_line(gradescope, tmp_path):
+    results = gradescope_run(gradescope, tmp_path, {"scheduler.py": SYNTAX_ERROR}).results
+    assert results["extra_data"]["status"] == "rejected" and results["score"] == 0
+    assert "line 2" in results["output"] and "syntax" in results["output"].lower()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("files", [{}, {"scheduler.py": b"x = 1\n", "helper.py": b"y = 2\n"}], ids=["none", "two"])
+def test_gradescope_rejects_no_file_or_two_files_saying_what_it_expects(gradescope, tmp_path, files):
+    outcome = gradescope_run(gradescope, tmp_path, files)
+    results = outcome.results
+    assert results["extra_data"]["status"] == "rejected" and results["score"] == 0
+    assert ("submit only your scheduler.py" if files else "no file was submitted") in results["output"]
+    assert all(t["status"] == "failed" for t in results["tests"])
+    assert re.fullmatch(r"[0-9a-f]{64}", results["extra_data"]["submission_sha256"])
+    assert "rejected: " in outcome.log  # the staff's log says it too
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ATTACKS_RUN)
+def test_gradescope_scores_an_attack_zero_and_leaks_nothing(request, base, exercise, tmp_path, attack):
+    autograder = request.getfixturevalue("gradescope" if ATTACKS_RUN[attack] == "premium" else "gradescope_free")
+    outcome = gradescope_run(autograder, tmp_path, {"scheduler.py": (ATTACKS / f"{attack}.py").read_bytes()})
+    assert outcome.results["score"] == 0
+    assert outcome.results["extra_data"]["status"] in ("graded", "rejected"), outcome.log[-3000:]
+    assert "NETWORK-REACHED" not in json.dumps(outcome.results)
+    assert leaks(outcome, exercise) == []
+
+
+@pytest.mark.slow
+def test_gradescope_where_the_sandbox_cannot_start_scores_zero_and_the_staff_read_why(gradescope, tmp_path):
+    # A narrower container than Gradescope's (no CAP_SETUID): neither namespaces nor accounts are possible.
+    outcome = gradescope_run(gradescope, tmp_path, {"scheduler.py": REFERENCE.read_bytes()},
+                             container=replace(GRADESCOPE, cap_drop=("SETUID",)))
+    results = outcome.results
+    assert results["extra_data"]["status"] == "error" and results["score"] == 0
+    assert "could not produce a result" in results["output"] and not any(t["status"] == "passed" for t in results["tests"])
+    assert not [word for word in STAFF_ONLY if word in json.dumps(results)]
+    assert "the autograder could not run" in outcome.log and "CAP_SETUID" in outcome.log
+    assert (outcome.folder / "stdout").read_text() == outcome.log
+    # A file that cannot be graded anywhere is rejected with its reason there too: it is checked first.
+    broken = gradescope_run(gradescope, tmp_path / "broken", {"scheduler.py": SYNTAX_ERROR},
+                            container=replace(GRADESCOPE, cap_drop=("SETUID",)))
+    assert broken.results["extra_data"]["status"] == "rejected" and "line 2" in broken.results["output"]
+
+
+@pytest.mark.slow
+def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_client, platform_base, exercise, tmp_path):
+    bundle = gradescope_zip(exercise, "premium", "after_due_date")
+    with GradescopeAutograder(docker_client, bundle, platform_base, environment=worker_uids()) as autograder:
+        results = gradescope_run(autograder, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}).results
+    by_suite = {t["tags"][0]: t.get("visibility", "visible") for t in results["tests"]}
+    assert by_suite["hidden"] == "after_due_date" and by_suite["visible"] == "visible"
+
+
+@pytest.mark.slow
+def test_prairielearn_gives_the_reference_full_marks_and_the_stub_zero(prairielearn, tmp_path):
+    full = prairielearn_run(prairielearn, tmp_path / "r", {"scheduler.py": REFERENCE.read_bytes()}).results
+    assert full["gradable"] is True and full["succeeded"] is True and full["score"] == 1
     assert all(t["points"] == t["max_points"] > 0 for t in full["tests"]) and len(full["tests"]) > 20
-    zero = prairielearn_run(docker_client, prairielearn_question, tmp_path / "s",
-                            submission(tmp_path / "s", **{"scheduler.py": STUB.read_bytes()}))
+    zero = prairielearn_run(prairielearn, tmp_path / "s", {"scheduler.py": STUB.read_bytes()}).results
     assert zero["gradable"] is True and zero["score"] == 0 and all(t["points"] == 0 for t in zero["tests"])
 
 
 @pytest.mark.slow
-def test_prairielearn_marks_a_syntax_error_and_two_files_not_gradable_with_the_reason(docker_client, prairielearn_question,
-                                                                                      tmp_path):
-    broken = prairielearn_run(docker_client, prairielearn_question, tmp_path / "e",
-                              submission(tmp_path / "e", **{"scheduler.py": SYNTAX_ERROR}))
-    assert broken["gradable"] is False and "line 2" in " ".join(broken["format_errors"])
-    two = prairielearn_run(docker_client, prairielearn_question, tmp_path / "t",
-                           submission(tmp_path / "t",
-                                      **{"scheduler.py": REFERENCE.read_bytes(), "notes.py": b"x = 1\n"}))
-    assert two["gradable"] is False and "submit only your scheduler.py" in " ".join(two["format_errors"])
-
+def test_prairielearn_marks_a_syntax_error_and_two_files_not_gradable_with_the_reason(prairielearn, tmp_path):
+    broken = prairielearn_run(prairielearn, tmp_path / "e", {"scheduler.py": SYNTAX_ERROR})
+    assert broken.results["gradable"] is False and "line 2" in " ".join(broken.results["format_errors"])
+    assert "rejected: " in broken.log and "line 2" in broken.log  # in the job's log too
+    two = prairielearn_run(prairielearn, tmp_path / "t", {"scheduler.py": REFERENCE.read_bytes(), "notes.py": b"x = 1\n"})
+    assert two.results["gradable"] is False and "submit only your scheduler.py" in " ".join(two.results["format_errors"])
+    none = prairielearn_run(prairielearn, tmp_path / "n", {})
+    assert none.results["gradable"] is False and "no file was submitted" in " ".join(none.results["format_errors"])
 
 
 @pytest.mark.slow
-def test_prairielearn_without_the_namespaces_the_job_fails_closed_and_says_why(docker_client, prairielearn_question,
-                                                                               tmp_path):
-    results = prairielearn_run(docker_client, prairielearn_question, tmp_path,
-                               submission(tmp_path, **{"scheduler.py": REFERENCE.read_bytes()}), privileged=False,
-                               exit_status=1)  # PrairieLearn marks the job failed by its exit status, not a 0
+@pytest.mark.parametrize("attack", ATTACKS_RUN)
+def test_prairielearn_scores_an_attack_zero_and_leaks_nothing(request, base, quick_exercise, tmp_path, attack):
+    grading = request.getfixturevalue("prairielearn" if ATTACKS_RUN[attack] == "premium" else "prairielearn_free")
+    outcome = prairielearn_run(grading, tmp_path, {"scheduler.py": (ATTACKS / f"{attack}.py").read_bytes()})
+    assert outcome.results["score"] == 0 and outcome.results["succeeded"] is True
+    assert "NETWORK-REACHED" not in json.dumps(outcome.results)
+    assert leaks(outcome, quick_exercise) == []
+
+
+@pytest.mark.slow
+def test_prairielearn_where_the_sandbox_cannot_start_the_job_reads_a_failure_and_the_log_why(prairielearn, tmp_path):
+    narrower = replace(PRAIRIELEARN, cap_drop=("SETUID",))  # a narrower container than PrairieLearn's
+    outcome = prairielearn_run(prairielearn, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}, container=narrower)
+    results = outcome.results
     assert results["succeeded"] is False and results["score"] == 0 and not results.get("tests")
-    assert "the autograder could not run" in results["message"] and "namespace" in results["output"]
+    assert "could not produce a result" in results["message"]
+    assert not [word for word in STAFF_ONLY if word in json.dumps(results)]
+    assert "the autograder could not run" in outcome.log and "CAP_SETUID" in outcome.log
+
+
+@pytest.mark.slow
+def test_both_bundles_grade_side_by_side_at_half_a_cpu_and_768_mb(gradescope, prairielearn, tmp_path):
+    """Two gradings at once, each with Gradescope's resources: neither loses a point to the other."""
+    reference = {"scheduler.py": REFERENCE.read_bytes()}
+    outcomes: dict[str, Outcome] = {}
+
+    def grade(name: str, run, grading, container) -> None:
+        outcomes[name] = run(grading, tmp_path / name, reference, container=container)
+
+    threads = [threading.Thread(target=grade, args=("gradescope", gradescope_run, gradescope, GRADESCOPE.at(0.5, 768))),
+               threading.Thread(target=grade, args=("prairielearn", prairielearn_run, prairielearn,
+                                                    PRAIRIELEARN.at(0.5, 768)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(outcomes) == {"gradescope", "prairielearn"}  # each thread's assertions held
+    scored = outcomes["gradescope"].results
+    assert scored["extra_data"]["status"] == "graded" and scored["score"] == scored["extra_data"]["max_score"]
+    assert outcomes["prairielearn"].results["score"] == 1
+
+
+# -- `grader package --run`, through the command line ---------------------------------------------------
+
+def trial_images(client) -> set[str]:
+    return {tag for image in client.images.list() for tag in image.tags if tag.startswith("grader-trial-")}
+
+
+def ran(said: str) -> Path:
+    found = re.search(r"results\.json: (\S+results\.json)", said)
+    assert found, said
+    return Path(found.group(1))
+
+
+@pytest.mark.slow
+def test_package_run_shows_what_gradescope_will_show(docker_client, platform_base, tmp_path, capsys):
+    from grader.cli import main
+
+    before = trial_images(docker_client)
+    code = main(["package", "--target", "gradescope", "--exercise", EXERCISE, "-o", str(tmp_path / "a.zip"),
+                 "--run", str(REFERENCE), "--base", platform_base])
+    said = capsys.readouterr().out
+    results_file = ran(said)
+    try:
+        assert code == 0, said
+        results = json.loads(results_file.read_text())
+        assert results["score"] == results["extra_data"]["max_score"] > 0
+        assert f"Gradescope: {results['score']} of {results['score']} points, run graded" in said
+        assert (results_file.parent / "stdout").is_file()
+    finally:
+        shutil.rmtree(results_file.parent)
+    assert trial_images(docker_client) == before
+
+
+@pytest.mark.slow
+def test_package_run_shows_what_prairielearn_will_show(docker_client, platform_base, quick_exercise, tmp_path, capsys):
+    from grader.cli import main
+
+    upload = submission(tmp_path, **{"scheduler.py": SYNTAX_ERROR})  # a folder, as a student's upload
+    before = trial_images(docker_client)
+    code = main(["package", "--target", "prairielearn", "--exercise", str(quick_exercise.folder), "--image",
+                 "someone/grader:1", "-o", str(tmp_path / "q"), "--run", str(upload), "--base", platform_base])
+    said = capsys.readouterr().out
+    results_file = ran(said)
+    try:
+        assert code == 0, said
+        assert json.loads(results_file.read_text())["gradable"] is False
+        assert "not gradable" in said and "line 2" in said
+        assert not (results_file.parent / "grade").exists()  # the job's copy of the hidden suites is gone
+    finally:
+        shutil.rmtree(results_file.parent)
+    assert trial_images(docker_client) == before
+
 
 if __name__ == "__main__":  # CI builds the stand-in up front (python -m tests.test_package), as it does the grading image
     from grader.sandbox.engine import engine_client

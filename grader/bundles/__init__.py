@@ -10,26 +10,30 @@
   bookworm and its entrypoint), which reads /grade/student and writes /grade/results/results.json.
 
 Both carry the grader's own source and the exercise as a small project of its own (the exercise's
-folder, every suite, the reference, the seed key), grade with the local sandbox (bubblewrap) inside
-the platform's container and write the platform's results with `grader export`
-(`grader/bundles/run.py`). Everything the platform runs is in `grader/bundles/files/`.
+folder, every suite, the reference, the seed key), grade with the local sandbox inside the platform's
+container (in namespaces where the container allows them; with Docker's defaults, as the platforms
+start theirs, each submission as an account of its own) and write the platform's results with
+`grader export` (`grader/bundles/run.py`). Everything the platform runs is in `grader/bundles/files/`;
+`grader/bundles/trial.py` tries a bundle on one submission as its platform would run it.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import string
 import uuid
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from html import escape
 from pathlib import Path
 
 import grader
 from grader.exercise import VISIBILITIES, Exercise
+from grader.harness.limits import Limits
 
 TARGETS = ("gradescope", "prairielearn")
 #: What `grader grade` and `grader export` need on the platform's side, as Debian (and Ubuntu)
@@ -41,7 +45,15 @@ CONFIG = "bundle.json"
 PROJECT = "project"  # the exercise's files, laid out as a project folder (exercises/, hidden_tests/, ...)
 FILES = Path(__file__).resolve().parent / "files"
 PL_ENTRYPOINT = "/opt/grader/entrypoint"
-PL_STARTUP_S = 60  # PrairieLearn's timeout covers the container's start and the suites' collection too
+# What a platform's timeout covers beyond the grading itself: the container's start, the runner's checks
+# of the sandbox, the export.
+STARTUP_S = 60
+# The longest a platform lets one grading run: PrairieLearn's externalGradingOptions.timeout "cannot
+# exceed 600 seconds" (docs/externalGrading.md; larger values are clamped), Gradescope's autograder
+# timeout goes up to 40 minutes (its default is 10).
+PLATFORM_TIMEOUT_MAX_S = {"prairielearn": 600, "gradescope": 40 * 60}
+GRADESCOPE_DEFAULT_TIMEOUT_S = 10 * 60
+IMAGE_EXAMPLE = "ACCOUNT/NAME:TAG"
 EXECUTABLE = 0o755
 
 
@@ -64,6 +76,31 @@ class BundleConfig:
         return json.dumps(asdict(self), indent=2) + "\n"
 
 
+def platform_timeout_s(limits: Limits) -> int:
+    """The platform's timeout a grading needs so that the grader, not the platform, ends every run: a
+    harness that stops answering is stopped by the grader only after `hard_stop_s` (it then writes an
+    `error` result); a platform that kills the container first shows a timeout instead, which PrairieLearn
+    tells the student to fix in their code."""
+    return math.ceil(limits.hard_stop_s + STARTUP_S)
+
+
+def check_timeout(target: str, exercise: Exercise) -> int:
+    """The platform's timeout for this exercise, or BundleError saying which limit to lower, and to what."""
+    ceiling = PLATFORM_TIMEOUT_MAX_S[target]
+    needed = platform_timeout_s(exercise.limits)
+    if needed <= ceiling:
+        return needed
+    total = exercise.limits.total_timeout_s
+    fits = next((seconds for seconds in range(math.floor(total), 0, -1)
+                 if platform_timeout_s(replace(exercise.limits, total_timeout_s=float(seconds))) <= ceiling), 1)
+    platform = "PrairieLearn" if target == "prairielearn" else "Gradescope"
+    raise BundleError(
+        f"{platform} stops a grading after at most {ceiling} s, and {exercise.slug}'s limits let one take "
+        f"{needed} s: total_timeout_s = {total:g} s, a harness that stops answering is stopped after "
+        f"hard_stop_s = 3 × total_timeout_s + 60 = {exercise.limits.hard_stop_s:g} s, and {STARTUP_S} s go to the container's start and "
+        f"the export. Lower total_timeout_s to {fits} or less in {exercise.folder / 'exercise.toml'} ([limits])")
+
+
 def packages_for(exercise: Exercise) -> list[str]:
     """The Debian packages the platform's container needs: the grader's and the exercise's own (its
     workers see the container's /usr)."""
@@ -84,9 +121,11 @@ def grader_files() -> list[tuple[str, bytes]]:
     return files
 
 
-def exercise_files(exercise: Exercise, tier: str) -> list[tuple[str, bytes]]:
+def exercise_files(exercise: Exercise) -> list[tuple[str, bytes]]:
     """The exercise as a project of its own: its folder, every suite (the tests a tier does not run
-    are listed by name, so they travel too), the reference when the tier's suites use it, the seed key."""
+    are listed by name, so they travel too), the reference, the seed key. The reference travels whenever
+    a suite of the exercise uses it, whatever the tier: the exercise does not load without it (and the
+    bundle holds the hidden suites anyway; neither is ever readable by a submission)."""
     root = exercise.root.resolve()
     folders = [exercise.folder, *(suite.path for suite in exercise.suites.values())]
     files: dict[str, bytes] = {}
@@ -96,7 +135,7 @@ def exercise_files(exercise: Exercise, tier: str) -> list[tuple[str, bytes]]:
                 files[_inside(path, root)] = path.read_bytes()
     key = exercise.root / "hidden_tests" / exercise.slug / "seed.key"
     extras = [key] if key.is_file() else []
-    if exercise.needs_reference(tier):
+    if any(suite.reference for suite in exercise.suites.values()):
         extras.append(exercise.reference)
     for path in extras:
         files[_inside(path.resolve(), root)] = path.read_bytes()
@@ -128,7 +167,7 @@ def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None)
         ("packages.txt", "\n".join(packages_for(exercise)).encode() + b"\n", 0o644),
         (CONFIG, config_for("gradescope", exercise, tier, hidden_visibility).to_json().encode(), 0o644),
         *((path, data, 0o644) for path, data in grader_files()),
-        *((path, data, 0o644) for path, data in exercise_files(exercise, tier)),
+        *((path, data, 0o644) for path, data in exercise_files(exercise)),
     ]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -144,7 +183,9 @@ def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None)
 
 def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) -> list[Path]:
     """Write the question folder (and its image recipe in image/) into `out`; returns what was written.
-    A uuid already in out/info.json is kept, so that packaging again keeps the question's identity."""
+    A uuid already in out/info.json is kept, so that packaging again keeps the question's identity.
+    The exercise's limits must fit PrairieLearn's timeout (BundleError says what to lower)."""
+    timeout = check_timeout("prairielearn", exercise)
     question_uuid = _existing_uuid(out / "info.json") or str(uuid.uuid4())
     info = {
         "uuid": question_uuid,
@@ -154,11 +195,10 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
         "type": "v3",
         "singleVariant": True,
         "gradingMethod": "External",
-        "externalGradingOptions": {
-            "enabled": True,
+        "externalGradingOptions": {  # `enabled` is deprecated in PrairieLearn's schema: gradingMethod says it
             "image": image,
             "entrypoint": PL_ENTRYPOINT,
-            "timeout": int(exercise.limits.total_timeout_s) + PL_STARTUP_S,
+            "timeout": timeout,
             "enableNetworking": False,
         },
     }
@@ -172,7 +212,7 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
         ("question.html", html.encode(), 0o644),
         (starter, exercise.stub.read_bytes(), 0o644),
         (f"tests/{CONFIG}", config_for("prairielearn", exercise, tier, None).to_json().encode(), 0o644),
-        *((f"tests/{path}", data, 0o644) for path, data in exercise_files(exercise, tier)),
+        *((f"tests/{path}", data, 0o644) for path, data in exercise_files(exercise)),
         ("image/Dockerfile", (FILES / "Dockerfile").read_bytes(), 0o644),
         ("image/entrypoint", (FILES / "entrypoint").read_bytes(), EXECUTABLE),
         ("image/install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
@@ -223,15 +263,35 @@ def package(target: str, exercise_name: str | None, tier: str | None, output: Pa
     if image is not None and target != "prairielearn":
         raise BundleError("--image names PrairieLearn's grading image; Gradescope builds its own")
     if target == "gradescope":
+        timeout = check_timeout("gradescope", exercise)
         output.write_bytes(gradescope_zip(exercise, tier, hidden_visibility))
-        return (f"{output}: Gradescope autograder for {exercise.slug} ({tier} tier); upload it with the "
-                "Ubuntu 24.04 (or later) base image. The container must allow bubblewrap's namespaces "
-                "(README: \"Platform bundles\")")
-    image = image or f"grader-{exercise.slug}:{grader.__version__}"
+        return gradescope_message(output, exercise, tier, timeout)
+    if not image or not image.strip():
+        raise BundleError(f"PrairieLearn pulls the grading image from a registry: name it with --image "
+                          f"{IMAGE_EXAMPLE} (for example --image myaccount/{exercise.slug}-grader:1), the name "
+                          "you build and push the question's image/ folder as")
     output.mkdir(parents=True, exist_ok=True)
     prairielearn_folder(exercise, tier, output, image)
-    return (f"{output}: PrairieLearn question for {exercise.slug} ({tier} tier); build {output / 'image'} as "
-            f"{image}, push it where PrairieLearn pulls from, then move {output / 'image'} out of the course")
+    return prairielearn_message(output, exercise, tier, image)
+
+
+def gradescope_message(output: Path, exercise: Exercise, tier: str, timeout: int) -> str:
+    minutes = max(math.ceil(timeout / 60), GRADESCOPE_DEFAULT_TIMEOUT_S // 60)
+    return (f"{output}: Gradescope autograder for {exercise.slug} ({tier} tier). Upload it as the assignment's "
+            "autograder with the base image Ubuntu 22.04 or 24.04, and set the autograder timeout to at "
+            f"least {minutes} minutes (so that the grader's own limits end every run). Gradescope starts its "
+            "containers with Docker's defaults: there each submission runs as an account of its own, and "
+            "the scorecards say so (isolation \"account\"). Try it first: grader package --target gradescope "
+            "... --run SUBMISSION")
+
+
+def prairielearn_message(output: Path, exercise: Exercise, tier: str, image: str) -> str:
+    recipe = output / "image"
+    return (f"{output}: PrairieLearn question for {exercise.slug} ({tier} tier). Build its grading image for "
+            f"PrairieLearn's machines and push it: docker build --platform linux/amd64 -t {image} {recipe} && "
+            f"docker push {image}. Then move {recipe} out of the course, sync the course, and on its Sync page "
+            f"sync the Docker image {image}. Try it first: grader package --target prairielearn ... --run "
+            "SUBMISSION")
 
 
 def _only_exercise() -> str:

@@ -199,8 +199,11 @@ class WorkerClient:
         self.started = time.monotonic()
         self.is_ready = False
         # The time this worker waited for a CPU that other work held is not charged to the submission.
-        # What every process of the worker's account used is the submission's own work (a fork bomb's).
-        account = confinement.job.worker_user if confinement.job.worker_user is not None else os.getuid()
+        # What every process of the worker's account used is the submission's own work (a fork bomb's),
+        # where that account is the grading's alone: run as the grader's own account without a namespace
+        # (--unsafe-local), the account's processes are everyone else's too, and only the worker's counts.
+        job = confinement.job
+        account = job.worker_user if job.worker_user is not None else (os.getuid() if confinement.namespaced else None)
         self.charge = process_charge(self.process.seen_as, account)
 
     def deadline(self, limit: float) -> OwnDeadline:

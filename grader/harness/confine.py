@@ -126,7 +126,10 @@ class Confinement:
         config: dict[str, Any] = {
             "fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
             "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
-            "job": str(base)}  # the job's folder names the processes of this grading, for whoever looks
+            "job": str(base),  # the job's folder names the processes of this grading, for whoever looks
+            # Whether every process the zygote's account has in its /proc is this grading's: in a namespace
+            # of its own, or as an account lent to it alone; not as the grader's own account.
+            "account_is_own": self.namespaced or job.worker_user is not None}
         if job.isolation == "account":
             # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
             # reading the system and its own code, and writing a folder of its own (`restrict`).

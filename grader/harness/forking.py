@@ -167,9 +167,12 @@ def settle(stdout: int, extra: list[int], folder: str, env: dict[str, str], proc
     except OSError:  # an earlier worker of the same submission moved it: its own loss, not a crash
         folder = "/"
         os.chdir(folder)
+    own_temp = os.environ.get("TMPDIR")  # a restricted zygote's scratch folder (zygote._restrict)
     os.environ.clear()
     os.environ.update(env)
     os.environ["HOME"] = folder
+    if own_temp:
+        os.environ["TMPDIR"] = own_temp
     if processes:
         import resource
 

@@ -67,11 +67,12 @@ class LoaderGone(Exception):
 class Loader:
     """The zygote's handle on its loader."""
 
-    def __init__(self, pid: int, sock: socket.socket, env: dict[str, str], module: str) -> None:
+    def __init__(self, pid: int, sock: socket.socket, env: dict[str, str], module: str, account: int | None) -> None:
         self.pid, self.sock = pid, sock
+        self.account = account  # whose processes' CPU is the submission's (clock.process_charge), if any
         self.env, self.module = env, module  # what every worker it forks gets
         self.ready = False
-        self.import_clock = OwnDeadline(IMPORT_TIMEOUT_S, process_charge(lambda: self.pid, os.getuid()))
+        self.import_clock = OwnDeadline(IMPORT_TIMEOUT_S, process_charge(lambda: self.pid, self.account))
         self.workers: set[int] = set()
 
     @property
@@ -89,7 +90,7 @@ class Loader:
             socket.send_fds(self.sock, [json.dumps({"op": "fork", "folder": folder}).encode()], fds)
         except OSError as exc:
             raise LoaderGone(str(exc)) from None
-        deadline = OwnDeadline(FORK_LIMIT_S, process_charge(lambda: self.pid, os.getuid()))
+        deadline = OwnDeadline(FORK_LIMIT_S, process_charge(lambda: self.pid, self.account))
         while True:
             try:
                 message = self.receive(deadline)
@@ -146,7 +147,7 @@ class Loader:
 
 
 def start(worker: Any, children: ChildWatch, channel: socket.socket, request: dict[str, Any],
-          processes: int | None, folder: str, submission: str, code: Any) -> Loader:
+          processes: int | None, folder: str, submission: str, code: Any, account: int | None) -> Loader:
     """Fork the loader (from the zygote): it imports the submission with the environment of `request`,
     the fork order that showed the import works."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -158,7 +159,7 @@ def start(worker: Any, children: ChildWatch, channel: socket.socket, request: di
         finally:
             os._exit(0)
     theirs.close()
-    return Loader(pid, ours, request["env"], request["module"])
+    return Loader(pid, ours, request["env"], request["module"], account)
 
 
 def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: socket.socket,

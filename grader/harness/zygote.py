@@ -82,6 +82,7 @@ def serve() -> None:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
     channel = socket.socket(fileno=config["fd"])
     scratch_root = config["scratch"]
+    account = os.getuid() if config.get("account_is_own", True) else None  # loader.Loader.account
     restricted = config.get("restrict")
     if restricted is not None:
         scratch_root = _restrict(restricted, scratch_root)
@@ -172,7 +173,7 @@ def serve() -> None:
                             # from now on the submission is imported once, in a loader, and workers forked there.
                             current = loader.start(worker, children, channel, request, processes,
                                                    tempfile.mkdtemp(prefix="loader-", dir=scratch_root), submission,
-                                                   code)
+                                                   code, account)
                             loaders.add(current.pid)
                     folders[pid] = folder
                     channel.send(json.dumps({"pid": pid}).encode())
@@ -183,14 +184,18 @@ def serve() -> None:
 def _restrict(restricted: dict[str, Any], parent: str) -> str:
     """Without a namespace: a scratch folder of this account's own in `parent`, then the restrictions
     on this process and every worker it forks (Landlock to read the system and `read`, and to write
-    only the temporary folders, as a namespaced worker may; seccomp without network). What the account
+    only that folder and /dev/shm; seccomp without network). What the account
     leaves there is removed with the grading. Where the restrictions cannot be put in place the zygote
     ends before it serves: the harness reports its log, and the grading is an error."""
     from grader.harness.restrict import RestrictionFailed, confine_self
 
     scratch = tempfile.mkdtemp(prefix="grader-worker-", dir=parent)
+    # The machine's /tmp is shared with every other account: the workers write (and read) only their own
+    # scratch folder, which becomes their temporary folder, as a namespaced worker's /tmp is its own.
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch
     try:
-        confined = confine_self(read=restricted.get("read", []), write=[parent, "/var/tmp", "/dev/shm"])
+        confined = confine_self(read=restricted.get("read", []), write=[scratch, "/dev/shm"])
     except (RestrictionFailed, OSError) as exc:
         print(f"zygote: the worker's restrictions could not be put in place ({exc})", flush=True)
         os._exit(3)

