@@ -63,19 +63,22 @@ def exercise():
     return load_exercise(EXERCISE)
 
 
-@pytest.fixture(scope="module")
-def quick_exercise(tmp_path_factory):
-    """The exercise in a project of its own whose total_timeout_s fits PrairieLearn's 600 s timeout
-    (the project's own exercise allows a longer grading than PrairieLearn does)."""
-    root = tmp_path_factory.mktemp("quick-project")
+def exercise_copy(root: Path, total_timeout_s: int):
+    """The exercise in a project of its own (`root`), with this total_timeout_s."""
     for folder in ("exercises", "hidden_tests", "solutions"):
         shutil.copytree(PROJECT / folder / EXERCISE, root / folder / EXERCISE,
                         ignore=shutil.ignore_patterns("__pycache__", "mutants"))
     toml = root / "exercises" / EXERCISE / "exercise.toml"
-    text, count = re.subn(r"(?m)^total_timeout_s = \d+", "total_timeout_s = 120", toml.read_text())
+    text, count = re.subn(r"(?m)^total_timeout_s = \d+", f"total_timeout_s = {total_timeout_s}", toml.read_text())
     assert count == 1
     toml.write_text(text)
     return load_exercise(str(root / "exercises" / EXERCISE))
+
+
+@pytest.fixture(scope="module")
+def quick_exercise(tmp_path_factory):
+    """The exercise with a shorter total_timeout_s: a job that runs out its time ends sooner."""
+    return exercise_copy(tmp_path_factory.mktemp("quick-project"), 120)
 
 
 def deprecated_keys(document: Any, schema: dict, root: dict, where: str = "") -> list[str]:
@@ -142,8 +145,9 @@ def test_the_schema_check_would_see_a_deprecated_key():
 def test_prairielearn_refuses_limits_its_timeout_cannot_cover_and_says_what_to_lower(exercise, tmp_path, capsys):
     from grader.cli import main
 
-    assert exercise.limits.hard_stop_s + 60 > 600  # the project's exercise allows more than PrairieLearn does
-    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "--image", "someone/grader:1",
+    assert exercise.limits.hard_stop_s + 60 <= 600  # the project's own exercises fit
+    longer = exercise_copy(tmp_path / "project", 600)
+    assert main(["package", "--target", "prairielearn", "--exercise", str(longer.root / "exercises" / EXERCISE), "--image", "someone/grader:1",
                  "-o", str(tmp_path / "q")]) == 2
     said = capsys.readouterr().err
     assert "at most 600 s" in said and "Lower total_timeout_s to 160 or less" in said and "exercise.toml" in said
