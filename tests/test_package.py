@@ -2,8 +2,8 @@
 
 The platforms' own images come from registries this project does not reach, so root file systems
 stand in for them: Debian bookworm (the grading image's base, grader/sandbox/image.py, mmdebstrap and
-`docker import`) with the packages a bundle installs, built once and kept by its tag (Python 3.10, as Ubuntu
-22.04's image has it, is tested on the host: tests/test_python310.py). Every container is started by
+`docker import`) with the packages a bundle installs, built once and kept by its tag, and the same with Python 3.10
+as /usr/bin/python3, standing in for Ubuntu 22.04 (tests/platform_images.py). Every container is started by
 grader/bundles/trial.py as the platform starts it, with Docker's default confinement (no security
 options, no added capabilities, never privileged): Gradescope's autograder image is the zip unpacked
 to /autograder/source with setup.sh run as root, committed; each submission runs run_autograder in a
@@ -291,10 +291,21 @@ def platform_base(docker_client, exercise) -> str:
     return ensure_base(docker_client, extra=packages_for(exercise))
 
 
-# The stand-in each bundle runs on: Debian bookworm with the platform's limits and Docker's defaults.
 @pytest.fixture(scope="module")
-def base(platform_base) -> str:
-    return platform_base
+def python310_base(docker_client, platform_base) -> str:
+    """The Debian stand-in with Python 3.10 as /usr/bin/python3, as Ubuntu 22.04 has it (platform_images)."""
+    from tests.platform_images import ensure_python310_base
+
+    tag = ensure_python310_base(docker_client, platform_base)
+    if tag is None:
+        pytest.skip("no Python 3.10 on this machine to stand in for Ubuntu 22.04's")
+    return tag
+
+
+# Each bundle runs on each stand-in: Debian bookworm's Python 3.11, and Ubuntu 22.04's Python 3.10.
+@pytest.fixture(scope="module", params=["platform_base", "python310_base"], ids=["python3.11", "python3.10"])
+def base(request) -> str:
+    return request.getfixturevalue(request.param)
 
 
 def worker_uids() -> dict[str, str]:
@@ -387,9 +398,13 @@ def test_gradescope_setup_installs_nothing_where_every_package_is_there(gradesco
 
 
 @pytest.mark.slow
-def test_gradescope_gives_the_reference_full_marks(gradescope, tmp_path):
-    results = gradescope_run(gradescope, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}).results
+def test_gradescope_gives_the_reference_full_marks(gradescope, base, python310_base, tmp_path):
+    outcome = gradescope_run(gradescope, tmp_path, {"scheduler.py": REFERENCE.read_bytes()})
+    results = outcome.results
     assert results["extra_data"]["status"] == "graded"
+    # Graded by the stand-in's own /usr/bin/python3, in the isolation Docker's defaults leave.
+    assert f"Python {'3.10' if base == python310_base else '3.11'}" in outcome.log, outcome.log[-2000:]
+    assert "isolation account" in outcome.log
     assert results["score"] == results["extra_data"]["max_score"] == sum(t["max_score"] for t in results["tests"]) > 0
     assert all(t["status"] == "passed" for t in results["tests"]) and len(results["tests"]) > 20
 

@@ -9,31 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import PROJECT, REFERENCE
+from tests.platform_images import install_packages, python310
 
 pytestmark = pytest.mark.slow
-
-CHECK_PYTHON = PROJECT / "grader" / "bundles" / "files" / "check-python.sh"
-# What the bundle's runner needs of the packages check-python.sh pins (no hypothesis: this exercise's
-# suites do not use it).
-PACKAGES = ("pytest", "pytest-timeout", "Jinja2", "rich", "tomli", "exceptiongroup")
-
-
-def python310() -> str | None:
-    """A Python 3.10 that runs (a pyenv shim on the PATH may name one that is not installed)."""
-    candidates = [str(path) for root in (Path.home() / ".pyenv" / "versions", Path("/opt/python")) if root.is_dir()
-                  for path in sorted(root.glob("3.10*/bin/python3.10"))]
-    candidates += [found for found in [shutil.which("python3.10")] if found]
-    for candidate in candidates:
-        if subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
-            return candidate
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +27,10 @@ def py310(tmp_path_factory) -> tuple[str, dict[str, str]]:
     if interpreter is None:
         pytest.skip("no Python 3.10 on this machine")
     folder = tmp_path_factory.mktemp("python310-packages")
-    constraints = folder / "constraints.txt"
-    constraints.write_text(subprocess.run(["sh", str(CHECK_PYTHON), "--constraints"], check=True,
-                                          capture_output=True, text=True).stdout)
-    installed = subprocess.run([interpreter, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                "--target", str(folder / "site"), "-c", str(constraints), *PACKAGES],
-                               capture_output=True, text=True)
-    if installed.returncode != 0:
-        pytest.skip(f"pip could not install the bundle's packages for Python 3.10: {installed.stderr[-500:]}")
+    try:
+        install_packages(interpreter, folder / "site")
+    except subprocess.CalledProcessError as failed:
+        pytest.skip(f"pip could not install the bundle's packages for Python 3.10: {failed.stderr[-500:]}")
     # As a bundle runs it: the grader's source and its own folder of packages, nothing of this Python's.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{folder / 'site'}{os.pathsep}{PROJECT}",
            "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8"}

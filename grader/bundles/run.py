@@ -220,7 +220,8 @@ def for_the_log(card_path: Path, platform: Platform) -> None:
         print(f"the scorecard cannot be read: {exc}", flush=True)
         return
     print(f"outcome: {card.status}, {card.score}/{card.max_score} points, submission id {card.submission_sha256}"
-          + (f", isolation {card.isolation}" if card.isolation else ""), flush=True)
+          + (f", isolation {card.isolation}" if card.isolation else "")
+          + f", Python {'.'.join(map(str, sys.version_info[:2]))}", flush=True)
     if card.status == "rejected":
         print(f"rejected: {card.reason}", flush=True)
     elif card.status == "error":
