@@ -285,6 +285,19 @@ def test_a_rejection_is_said_in_the_log_and_names_a_submission_id(exercise, tmp_
     assert re.fullmatch(r"[0-9a-f]{64}", results["provenance"]["submission_sha256"])
 
 
+
+def test_a_syntax_error_is_rejected_with_its_line_even_where_the_sandbox_cannot_start(exercise, tmp_path, monkeypatch):
+    """The file is checked before the sandbox: no container's settings turn a syntax error into an error."""
+    from grader.bundles import run as runner
+
+    monkeypatch.setattr(runner, "sandbox_problem", lambda: "the container lacks CAP_SETUID")
+    platform = local_platform(tmp_path, exercise, "gradescope", {"scheduler.py": SYNTAX_ERROR})
+    assert runner.run(platform) == 0
+    results = json.loads(platform.results.read_text())
+    assert results["extra_data"]["status"] == "rejected" and results["score"] == 0
+    assert "line 2" in results["output"] and "CAP_SETUID" not in results["output"]
+
+
 # -- the platforms, stood in for by containers started with Docker's defaults ------------------------
 
 @pytest.fixture(scope="module")
