@@ -164,13 +164,23 @@ def test_an_account_grading_gives_full_marks_and_leaves_nothing_behind(private_e
     assert _left_in_temp(token) == []
 
 
-def test_the_account_isolation_refuses_an_exercise_its_workers_could_read(exercise, account_backend):
-    """The project's own folders are readable by every account: graded there, the hidden suite would be
-    the submission's to read. The grading is refused, naming the files and the remedy."""
+def test_the_account_isolation_refuses_an_exercise_its_workers_could_read(account_backend):
+    """A project whose folders every account may read (as a checkout usually is): graded there, the
+    hidden suite would be the submission's to read. The grading is refused, naming the files and the
+    remedy."""
     from grader.errors import SandboxUnavailable
 
-    with pytest.raises(SandboxUnavailable) as refused:
-        grade_bytes(REFERENCE.read_bytes(), exercise, "premium", account_backend, "local")
+    folder = Path(tempfile.mkdtemp(prefix="grader-readable-", dir="/tmp"))
+    try:
+        for top in ("exercises", "hidden_tests", "solutions"):
+            shutil.copytree(PROJECT / top / EXERCISE, folder / top / EXERCISE, ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        readable = load_exercise(str(folder / "exercises" / EXERCISE))
+        with pytest.raises(SandboxUnavailable) as refused:
+            grade_bytes(REFERENCE.read_bytes(), readable, "premium", account_backend, "local")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     said = str(refused.value)
     assert "hidden_tests/continuous_batching/" in said and "readable by root only" in said and "chmod" in said
 
