@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
-import tarfile
 import sys
+import tarfile
 import time
 from pathlib import Path
 

@@ -28,9 +28,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.exercise import VISIBILITIES, ExerciseError, load_exercise, project_root
 from grader.bundles import TARGETS
 from grader.errors import GradingError, StoreError
+from grader.exercise import VISIBILITIES, ExerciseError, load_exercise, project_root
 from grader.grading import Backend, grade_bytes
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING

@@ -49,8 +49,21 @@ from typing import Any
 from markupsafe import escape
 
 from grader.exercise import VISIBILITIES
-from grader.report import (MESSAGE_LIMIT, OUTPUT_LIMIT, RUN_HELP, clip, clip_tail, md_code, md_fence, md_text,
-                           one_line, printable, result_text, result_view, run_text)
+from grader.report import (
+    MESSAGE_LIMIT,
+    OUTPUT_LIMIT,
+    RUN_HELP,
+    clip,
+    clip_tail,
+    md_code,
+    md_fence,
+    md_text,
+    one_line,
+    printable,
+    result_text,
+    result_view,
+    run_text,
+)
 from grader.report.render import render_test_markdown, render_timeline_svg
 from grader.scorecard import Scorecard, TestResult
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import grader
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
 from grader.harness.contract import RESULTS_SCHEMA, results_from_output
 from grader.sandbox.layout import RawRun
-from grader.text import valid_data, valid_tail, valid_text
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult, utc_now
 from grader.seeding import seed_for_source
+from grader.text import valid_data, valid_tail, valid_text
 from grader.validate import Rejected, validate
 
 Backend = Callable[[Exercise, bytes, str], RawRun]

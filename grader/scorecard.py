@@ -124,7 +124,7 @@ class Scorecard:
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Scorecard":
+    def from_dict(cls, data: dict[str, Any]) -> Scorecard:
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"scorecard schema version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
         known = {f.name for f in fields(cls)}
@@ -137,7 +137,7 @@ class Scorecard:
         return card
 
     @classmethod
-    def read(cls, path: str | Path) -> "Scorecard":
+    def read(cls, path: str | Path) -> Scorecard:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -28,7 +28,8 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 from grader.db import schema
 from grader.db.engine import is_url, make_engine, sqlite_path
 from grader.errors import StoreError
-from grader.scorecard import Scorecard, utc_now as now
+from grader.scorecard import Scorecard
+from grader.scorecard import utc_now as now
 
 DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -101,7 +102,7 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:

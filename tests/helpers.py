@@ -87,6 +87,7 @@ def exercise_copy(folder: Path, **limits: float) -> Path:
     Returns the copy's exercise folder, which `load_exercise` accepts as a path.
     """
     import shutil
+
     import tomllib
 
     for top in ("exercises", "hidden_tests", "solutions"):

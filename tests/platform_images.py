@@ -112,10 +112,10 @@ def ensure_python310_base(client, base: str, say=print) -> str | None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(PROJECT))
+    from grader.bundles import packages_for
     from grader.exercise import load_exercise
     from grader.sandbox.engine import engine_client
     from grader.sandbox.image import ensure_base
-    from grader.bundles import packages_for
 
     client = engine_client()
     print(ensure_python310_base(client, ensure_base(client, print, packages_for(load_exercise(os.environ.get(

@@ -42,7 +42,7 @@ class Server:
     clients: list[httpx.Client] = field(default_factory=list)
 
     @classmethod
-    def start(cls, log: Path, *args: str, cwd: Path = PROJECT, wait_s: float = 60) -> "Server":
+    def start(cls, log: Path, *args: str, cwd: Path = PROJECT, wait_s: float = 60) -> Server:
         out = log.open("w")
         process = subprocess.Popen(grader_command("serve", "--host", "127.0.0.1", "--port", "0", *args),
                                    cwd=cwd, env=child_env(), stdout=out, stderr=subprocess.STDOUT,

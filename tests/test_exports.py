@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import json
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 from concurrent.futures import ThreadPoolExecutor
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest

@@ -7,11 +7,11 @@ import json
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.helpers import PROJECT
 

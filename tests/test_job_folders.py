@@ -19,8 +19,14 @@ import pytest
 from grader.harness.forking import stat_number
 from grader.sandbox import folders
 from grader.sandbox.docker_backend import OWNER_LABEL
-from grader.sandbox.folders import (OWNER_FILE, UNOWNED_AGE_S, make_job_folder, owned_folder, remove_owned_folder,
-                                    sweep_abandoned)
+from grader.sandbox.folders import (
+    OWNER_FILE,
+    UNOWNED_AGE_S,
+    make_job_folder,
+    owned_folder,
+    remove_owned_folder,
+    sweep_abandoned,
+)
 from grader.sandbox.local import isolation_problem
 from grader.sandbox.owners import is_gone, owner_of, this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until

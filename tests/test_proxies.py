@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 from grader.harness import protocol
-from grader.harness.client import (CallTimeout, ProtocolViolation, RemoteObject, Scenario, SubmissionError,
-                                   ValueRefused, WorkerCrashed)
+from grader.harness.client import (
+    CallTimeout,
+    ProtocolViolation,
+    RemoteObject,
+    Scenario,
+    SubmissionError,
+    ValueRefused,
+    WorkerCrashed,
+)
 from grader.harness.limits import Limits
 from tests.helpers import worker_for
 

@@ -16,9 +16,23 @@ from grader.cli import main
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.harness.feedback import Feedback
-from grader.report import (MESSAGE_LIMIT, OUTPUT_LIMIT, clip, clip_tail, md_cell, md_code, md_fence, md_text,
-                           printable, render_html, render_markdown, report_view, squeeze_blank_lines, timeline,
-                           trace_rows)
+from grader.report import (
+    MESSAGE_LIMIT,
+    OUTPUT_LIMIT,
+    clip,
+    clip_tail,
+    md_cell,
+    md_code,
+    md_fence,
+    md_text,
+    printable,
+    render_html,
+    render_markdown,
+    report_view,
+    squeeze_blank_lines,
+    timeline,
+    trace_rows,
+)
 from grader.sandbox.local import run_local
 from grader.scorecard import LockedTest, Scorecard
 from grader.scorecard import TestResult as Result

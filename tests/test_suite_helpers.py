@@ -4,7 +4,6 @@ started from), and reading what the submission returned."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

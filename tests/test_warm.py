@@ -60,7 +60,6 @@ def test_hostile_submissions_keep_their_outcome_and_leave_nothing_for_the_next(w
 
 
 def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
-    import os
     import subprocess
 
     backend = LocalBackend(warm=True)

@@ -57,7 +57,7 @@ class Container:
     # A narrower container than any platform's (the tests drop CAP_SETUID to see a run fail closed).
     cap_drop: tuple[str, ...] = ()
 
-    def at(self, cpus: float, memory_mb: int) -> "Container":
+    def at(self, cpus: float, memory_mb: int) -> Container:
         """The same container with other resources (a loaded platform, a smaller allocation)."""
         swap = memory_mb if self.memory_swap_mb is not None else None
         return replace(self, memory_mb=memory_mb, memory_swap_mb=swap, cpu_quota_us=round(cpus * self.cpu_period_us))
@@ -198,7 +198,7 @@ def _wait(container: Any, timeout_s: float) -> int | None:
     """The container's exit status, or None when it was still running at `timeout_s` (then killed)."""
     try:
         return int(container.wait(timeout=timeout_s)["StatusCode"])
-    except Exception as exc:  # noqa: BLE001 - the SDK raises the transport's own timeout types
+    except Exception as exc:
         if "timed out" not in str(exc).lower() and "timeout" not in type(exc).__name__.lower():
             raise
         container.kill()
@@ -287,7 +287,7 @@ class GradescopeAutograder(_BuiltImage):
     image: str = ""
     setup_log: str = ""
 
-    def build(self) -> "GradescopeAutograder":
+    def build(self) -> GradescopeAutograder:
         made = self.client.containers.create(self.base, ["bash", "-c", GRADESCOPE_SETUP], user="root")
         try:
             made.put_archive("/", _tar(zip_members(self.bundle)))
@@ -350,7 +350,7 @@ class PrairieLearnGrader(_BuiltImage):
     def options(self) -> dict[str, Any]:
         return json.loads((self.question / "info.json").read_text(encoding="utf-8"))["externalGradingOptions"]
 
-    def build(self) -> "PrairieLearnGrader":
+    def build(self) -> PrairieLearnGrader:
         tag = _unique("prairielearn")
         self.client.images.build(path=str(self.question / "image"), tag=tag, rm=True, forcerm=True, pull=False,
                                  buildargs={"BASE": self.base} if self.base else None)

@@ -6,8 +6,19 @@ module only describes the result, for queries. A change of schema is a new migra
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Float, ForeignKey, Integer, LargeBinary, MetaData, String, Table, Text,
-                        UniqueConstraint)
+from sqlalchemy import (
+                        Boolean,
+                        Column,
+                        Float,
+                        ForeignKey,
+                        Integer,
+                        LargeBinary,
+                        MetaData,
+                        String,
+                        Table,
+                        Text,
+                        UniqueConstraint,
+)
 
 metadata = MetaData()
 

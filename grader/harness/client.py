@@ -23,8 +23,8 @@ from typing import Any
 
 from grader.harness import protocol
 from grader.harness.clock import Earliest, OwnDeadline, process_charge
-from grader.harness.limits import Limits
 from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
+from grader.harness.limits import Limits
 
 # A test's worker's environment (its HOME is its own folder): what a program run from a terminal would
 # find, so that one that asks for its user (getpass, os.environ["USER"]) runs as it does there.
@@ -364,7 +364,7 @@ class WorkerClient:
             self.remembered_items += len(items)
         return found
 
-    def scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
+    def scenario(self, ops: list[list[Any]], labels: list[str]) -> Observations:
         """Run a scenario's operations (already in wire form) in one message; see `Scenario`."""
         try:
             return self._scenario(ops, labels)
@@ -376,7 +376,7 @@ class WorkerClient:
             # The snapshots that came with the results are of their step, not of the end: all stale.
             self.epoch += 1
 
-    def _scenario(self, ops: list[list[Any]], labels: list[str]) -> "Observations":
+    def _scenario(self, ops: list[list[Any]], labels: list[str]) -> Observations:
         if self.import_error is not None:
             raise self.import_error.as_exception()
         if self.dead_reason:
@@ -710,7 +710,7 @@ def _text(value: Any, limit: int) -> str:
 class RemoteObject:
     """A proxy for one object in the worker. Identity is the only equality it has."""
 
-    __slots__ = ("_client", "_handle", "_type", "_callable", "_attrs", "_label", "_epoch")
+    __slots__ = ("_attrs", "_callable", "_client", "_epoch", "_handle", "_label", "_type")
 
     def __init__(self, client: WorkerClient, handle: int, type_info: dict[str, Any], is_callable: bool) -> None:
         object.__setattr__(self, "_client", client)
@@ -782,7 +782,7 @@ def _callee_label(proxy: RemoteObject) -> str:
 class RemoteMethod:
     """A bound method of a remote object; calling it is one request to the worker."""
 
-    __slots__ = ("owner", "name")
+    __slots__ = ("name", "owner")
 
     def __init__(self, owner: RemoteObject, name: str) -> None:
         self.owner, self.name = owner, name
@@ -801,9 +801,9 @@ class Slot:
     """The result of one operation of a `Scenario`, to pass to later operations or to look up in its
     `Observations`."""
 
-    __slots__ = ("scenario", "index")
+    __slots__ = ("index", "scenario")
 
-    def __init__(self, scenario: "Scenario", index: int) -> None:
+    def __init__(self, scenario: Scenario, index: int) -> None:
         self.scenario, self.index = scenario, index
 
     def check(self, client: WorkerClient) -> int:
@@ -885,7 +885,7 @@ class Scenario:
         wire = self._target(targets) if type(targets) is Slot else [self._target(t) for t in targets]
         return self._add(["columns", wire, list(names)], f"reading {', '.join(names)}")
 
-    def run(self) -> "Observations":
+    def run(self) -> Observations:
         return self.client.scenario(self.ops, self.labels)
 
 

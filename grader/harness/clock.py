@@ -167,7 +167,7 @@ class Charge:
         own = cpu - self._cpu
         return max(own, self.account.used()) if self.account is not None else own
 
-    def baseline(self) -> "Charge":
+    def baseline(self) -> Charge:
         """Count from now: what the process waited before is not this charge's."""
         self._at = time.monotonic()
         reading = self._read()
@@ -229,9 +229,9 @@ class OwnDeadline:
     """A deadline `limit` seconds from now on the charged clock of the processes in `charges`: it moves
     later by whatever they are credited (at this deadline's checks or anyone else's) after it was set."""
 
-    __slots__ = ("end", "charges", "base", "most")
+    __slots__ = ("base", "charges", "end", "most")
 
-    def __init__(self, limit: float, *charges: "Credited", most: float | None = None) -> None:
+    def __init__(self, limit: float, *charges: Credited, most: float | None = None) -> None:
         self.end = time.monotonic() + limit
         self.charges = charges
         self.base = sum(charge.credit for charge in charges)

@@ -177,7 +177,7 @@ class Confinement:
         finally:
             os.close(fd)
 
-    def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> "ForkedProcess":
+    def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> ForkedProcess:
         if self.broken or not self.loaded:
             raise ZygoteUnavailable("the zygote is gone" if self.broken else "no submission was loaded")
         request = {"op": "fork", "env": env, "module": module}

@@ -26,8 +26,8 @@ import posixpath
 import struct
 import textwrap
 import zipfile
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ class Job:
         return json.dumps(asdict(self), indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "Job":
+    def from_json(cls, text: str) -> Job:
         data: dict[str, Any] = json.loads(text)
         data["suites"] = [Suite(**s) for s in data["suites"]]
         data["limits"] = Limits(**data["limits"])
@@ -122,7 +122,7 @@ class Run:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "Run":
+    def from_json(cls, text: str) -> Run:
         data = json.loads(text)
         return cls(nonce=str(data["nonce"]), seed=int(data["seed"]))
 

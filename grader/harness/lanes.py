@@ -35,7 +35,7 @@ class Helper:
     results: int  # the read end of the pipe its records come through
 
 
-def split(harness: "HarnessState", session: "pytest.Session") -> None:
+def split(harness: HarnessState, session: pytest.Session) -> None:
     """Fork a helper per extra lane and keep this lane's share of the tests. In a helper, returns
     with the helper set up for its own share."""
     accounts = harness.job.lane_accounts
@@ -61,7 +61,7 @@ def split(harness: "HarnessState", session: "pytest.Session") -> None:
     session.items[:] = items[0::count]
 
 
-def _become_helper(harness: "HarnessState", number: int, account: list[int | None], results: int,
+def _become_helper(harness: HarnessState, number: int, account: list[int | None], results: int,
                    parent: int) -> None:
     die_with_parent(parent)  # the first lane's end (a timeout, a kill) ends this lane too
     harness.lane, harness.lane_results = number, results
@@ -81,7 +81,7 @@ def _become_helper(harness: "HarnessState", number: int, account: list[int | Non
     harness.warm_up()
 
 
-def send(harness: "HarnessState") -> None:
+def send(harness: HarnessState) -> None:
     """In a helper, at the end of its session: its records and problems to the first lane, then leave."""
     document = {"problems": harness.problems, "tests": [vars(r) for r in harness.records.values()]}
     data = json.dumps(document).encode()
@@ -93,7 +93,7 @@ def send(harness: "HarnessState") -> None:
         os._exit(0)
 
 
-def gather(harness: "HarnessState") -> None:
+def gather(harness: HarnessState) -> None:
     """In the first lane, at the end of its session: every helper's records, merged in collection
     order; a helper without them is a problem of the run."""
     for helper in harness.helpers:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-
 # Below these the grader's own processes cannot work (the worker's Python does not start under a smaller
 # address space; the worker and its fork server need their pipes and files), so every student would fail.
 MINIMUMS = {"memory_mb": 32, "open_files": 16}
@@ -33,7 +32,7 @@ class Limits:
     output_kb: int = 8  # how much of a test's printed output the scorecard keeps (the tail)
 
     @classmethod
-    def from_table(cls, table: dict[str, Any]) -> "Limits":
+    def from_table(cls, table: dict[str, Any]) -> Limits:
         """Build from a TOML table, rejecting unknown names and values of the wrong kind."""
         known = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}

@@ -75,7 +75,7 @@ class _Step:
     if_not: str | None = None
 
 
-def _assemble(steps: list["_Step | str"]) -> bytes:
+def _assemble(steps: list[_Step | str]) -> bytes:
     """The program's bytes, labels (the strings among `steps`) turned into jump offsets."""
     labels: dict[str, int] = {}
     instructions: list[_Step] = []

@@ -402,7 +402,7 @@ class Worker:
                     # The common attribute (a small int, a bool, a float, None under a plain name)
                     # kept here as `keep_attribute` would keep it, without a call for each.
                     kind = type(value)
-                    if (kind is int and value.bit_length() <= 64 or kind is bool or kind is float or value is None) \
+                    if ((kind is int and value.bit_length() <= 64) or kind is bool or kind is float or value is None) \
                             and type(name) is str and name[:1] != "_" and len(name) <= 200:
                         if len(attrs) < protocol.MAX_ATTRS:
                             attrs[name] = value

@@ -12,11 +12,33 @@ submission text inside code spans and fences it cannot break out of. `plain` is 
 from grader.report.markdown import md_cell, md_code, md_fence, md_text, squeeze_blank_lines
 from grader.report.plain import artifact_text, result_text, run_text, trace_text
 from grader.report.render import render_html, render_markdown, templates_folder
-from grader.report.text import (CELL_LIMIT, MESSAGE_LIMIT, OUTPUT_LIMIT, REASON_LIMIT, TEXT_LIMIT, TRACEBACK_LINES,
-                                clip, clip_tail, one_line, percent, printable, short_duration, slug, when)
+from grader.report.text import (
+                                CELL_LIMIT,
+                                MESSAGE_LIMIT,
+                                OUTPUT_LIMIT,
+                                REASON_LIMIT,
+                                TEXT_LIMIT,
+                                TRACEBACK_LINES,
+                                clip,
+                                clip_tail,
+                                one_line,
+                                percent,
+                                printable,
+                                short_duration,
+                                slug,
+                                when,
+)
 from grader.report.trace import label_colours, step_text, timeline, trace_data, trace_rows
-from grader.report.view import (RUN_HELP, STATUS_EMOJI, STATUS_HELP, STATUS_LABELS, artifact_view, locked_suites,
-                                report_view, result_view)
+from grader.report.view import (
+                                RUN_HELP,
+                                STATUS_EMOJI,
+                                STATUS_HELP,
+                                STATUS_LABELS,
+                                artifact_view,
+                                locked_suites,
+                                report_view,
+                                result_view,
+)
 
 __all__ = [
     "CELL_LIMIT", "MESSAGE_LIMIT", "OUTPUT_LIMIT", "REASON_LIMIT", "RUN_HELP", "STATUS_EMOJI", "STATUS_HELP",

@@ -9,6 +9,7 @@ from grader.report.trace import trace_rows
 from grader.report.view import _repeats, artifact_view, report_view, result_view
 from grader.scorecard import Scorecard, TestResult
 
+
 def trace_text(artifact: dict[str, Any], before: int = 12, after: int = 3, width: int = 60) -> str:
     """A trace as an aligned text table around its first difference, the first difference marked."""
     t = trace_rows(artifact, before=before, after=after)

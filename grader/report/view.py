@@ -8,8 +8,21 @@ from typing import Any
 
 import grader
 from grader.grouping import coverage, failure_groups
-from grader.report.text import (MESSAGE_LIMIT, OUTPUT_LIMIT, REASON_LIMIT, TEXT_LIMIT, TRACEBACK_LINES, clip,
-                                clip_tail, one_line, percent, printable, short_duration, slug, when)
+from grader.report.text import (
+    MESSAGE_LIMIT,
+    OUTPUT_LIMIT,
+    REASON_LIMIT,
+    TEXT_LIMIT,
+    TRACEBACK_LINES,
+    clip,
+    clip_tail,
+    one_line,
+    percent,
+    printable,
+    short_duration,
+    slug,
+    when,
+)
 from grader.report.trace import timeline, trace_rows
 from grader.scorecard import Scorecard, TestResult
 

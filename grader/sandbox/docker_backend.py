@@ -25,8 +25,17 @@ from grader.exercise import Exercise
 from grader.harness.contract import bootstrap
 from grader.harness.forking import INPUT_CLOSED
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
-from grader.sandbox.layout import (JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout, harness_input,
-                                   new_run, prepare_suites, run_input)
+from grader.sandbox.layout import (
+    JobLayout,
+    PreparedSuites,
+    RawRun,
+    WorkerSettings,
+    build_layout,
+    harness_input,
+    new_run,
+    prepare_suites,
+    run_input,
+)
 from grader.sandbox.local import HARNESS_ENV, worker_account
 from grader.sandbox.owners import due, is_gone, this_process
 from grader.sandbox.warm import WarmSlots
@@ -62,7 +71,7 @@ class DockerBackend:
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
     warm: bool = False  # keep a container started and ready for the next submission of the same tier
-    _ready: WarmSlots["StartedContainer"] = field(default_factory=WarmSlots, repr=False)
+    _ready: WarmSlots[StartedContainer] = field(default_factory=WarmSlots, repr=False)
     _engine_cpus: int | None = field(default=None, repr=False)
 
     def nano_cpus(self, worker_cpus: float) -> int:
@@ -90,7 +99,7 @@ class DockerBackend:
         self.last_timings = started.timings
         return run
 
-    def start(self, exercise: Exercise, tier: str) -> "StartedContainer":
+    def start(self, exercise: Exercise, tier: str) -> StartedContainer:
         """A container started for this exercise and tier, its harness getting ready for a submission.
 
         Containers share the host's user ids, and RLIMIT_NPROC counts a user's processes across all of
@@ -227,7 +236,7 @@ class StartedContainer:
             if then is not None:
                 try:
                     then()
-                except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
+                except Exception:
                     pass
             phase = time.monotonic()
             try:

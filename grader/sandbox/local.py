@@ -37,8 +37,18 @@ from grader.harness.confine import SANDBOX_ENV, bwrap_arguments, seccomp_program
 from grader.harness.contract import bootstrap, results_from_output
 from grader.harness.processes import wait_for_exit
 from grader.sandbox.folders import make_job_folder, remove_owned_folder
-from grader.sandbox.layout import (HARNESS_PACKAGE, JobLayout, PreparedSuites, RawRun, WorkerSettings, build_layout,
-                                   harness_input, new_run, prepare_suites, run_input)
+from grader.sandbox.layout import (
+    HARNESS_PACKAGE,
+    JobLayout,
+    PreparedSuites,
+    RawRun,
+    WorkerSettings,
+    build_layout,
+    harness_input,
+    new_run,
+    prepare_suites,
+    run_input,
+)
 from grader.sandbox.templates import TEMPLATE_RUNS, ForkedHarness, HarnessTemplate, TemplateLost
 from grader.sandbox.warm import WarmSlots
 
@@ -298,7 +308,7 @@ class LocalBackend:
     # `local_isolation` (namespaces where bubblewrap can make them, else inside a container an account).
     isolation: str | None = None
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
-    _ready: WarmSlots["StartedHarness"] = field(default_factory=WarmSlots, repr=False)
+    _ready: WarmSlots[StartedHarness] = field(default_factory=WarmSlots, repr=False)
     _templates: dict[tuple[str, str, str], HarnessTemplate] = field(default_factory=dict, repr=False)
     _retired: list[HarnessTemplate] = field(default_factory=list, repr=False)
     templates_off: str = ""  # why this backend stopped using templates (one failed it): cold harnesses only
@@ -360,7 +370,7 @@ class LocalBackend:
             return 1
         return min(2, len(os.sched_getaffinity(0)))
 
-    def start(self, exercise: Exercise, tier: str) -> "StartedHarness":
+    def start(self, exercise: Exercise, tier: str) -> StartedHarness:
         """A harness started for this exercise and tier, getting ready while it waits for a submission."""
         account = contextlib.ExitStack()
         uid, gid = account.enter_context(worker_account())
@@ -636,7 +646,7 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
         if then is not None:
             try:
                 then()
-            except Exception:  # noqa: BLE001 - a next sandbox that fails to start is started again on demand
+            except Exception:
                 pass
         try:
             if isinstance(process, ForkedHarness):

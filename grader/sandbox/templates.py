@@ -31,7 +31,7 @@ from grader.sandbox.layout import JobLayout, PreparedSuites, WorkerSettings, pre
 class Order:
     """A harness the template forked (or was asked to fork) for one grading, with its folder and output."""
 
-    process: "ForkedHarness"
+    process: ForkedHarness
     folder: Path
     output: IO[bytes]
     settings: WorkerSettings
@@ -63,7 +63,7 @@ class HarnessTemplate:
     def fresh_for(self, exercise: Exercise, tier: str) -> bool:
         return not self.gone and self.process.poll() is None and prepare_suites(exercise, tier) is self.prepared
 
-    def order(self, user: int | None, group: int | None) -> "Order | None":
+    def order(self, user: int | None, group: int | None) -> Order | None:
         """A harness forked for one grading, waiting for its submission; None when the template is gone."""
         folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.base / TEMPLATE_RUNS))
         output = tempfile.TemporaryFile(dir=folder)

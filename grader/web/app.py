@@ -30,7 +30,7 @@ from starlette.routing import Route
 import grader
 from grader.exercise import Exercise
 from grader.service import accounts, jobs
-from grader.store import Store, StoreError, StoredSubmission, TooSoon
+from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.web import exercise_page
 from grader.web.security import Guard
 

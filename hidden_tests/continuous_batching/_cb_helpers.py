@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import collections
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest

