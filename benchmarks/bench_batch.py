@@ -134,12 +134,14 @@ def main() -> None:
                 choose_backend("docker" if sandbox == "docker-run" else sandbox)  # fails early without an engine
             if sandbox in ("in-process", "docker-run"):
                 in_docker = sandbox == "docker-run"
-                run = lambda jobs: timed_unprotected(folder, exercise, args.tier, jobs, in_docker)  # noqa: E731
+                run = lambda jobs: timed_unprotected(folder, exercise, args.tier, jobs, in_docker)  # noqa: E731, B023 (called in this turn)
             else:
-                run = lambda jobs: timed_batch(folder, exercise, args.tier, sandbox, jobs)  # noqa: E731
+                run = lambda jobs: timed_batch(folder, exercise, args.tier, sandbox, jobs)  # noqa: E731, B023 (called in this turn)
             one, graded, engine_one, cpu_one = run(1)
             two, _, engine_two, cpu_two = run(2)
-            engine = (lambda cpu: f", engine CPU {cpu / graded * 1000:.0f} ms" if "docker" in sandbox else "")
+
+            def engine(cpu: float, graded: int = graded, sandbox: str = sandbox) -> str:
+                return f", engine CPU {cpu / graded * 1000:.0f} ms" if "docker" in sandbox else ""
             for jobs, elapsed, cpu, engine_cpu in ((1, one, cpu_one, engine_one), (2, two, cpu_two, engine_two)):
                 per_submission = cpu / graded
                 unprotected[sandbox, jobs] = per_submission

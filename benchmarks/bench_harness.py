@@ -55,7 +55,8 @@ def in_process(exercise, tier: str, submission: Path | None = None, seed: int | 
     return elapsed
 
 
-def isolated(exercise, tier: str, backend: LocalBackend = LocalBackend()) -> tuple[float, int]:
+def isolated(exercise, tier: str, backend: LocalBackend | None = None) -> tuple[float, int]:
+    backend = backend or LocalBackend()
     data = exercise.reference.read_bytes()
     started = time.perf_counter()
     card = grade_bytes(data, exercise, tier, backend, "local")

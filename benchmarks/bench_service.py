@@ -166,7 +166,7 @@ def main() -> None:
             print(f"  graded {result['graded']}/{result['sent']} in {result['elapsed']:.1f} s: "
                   f"{result['per_minute']:.1f} submissions per minute")
             if lat:
-                p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
+                p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
                 print(f"  submit to report: p50 {statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s")
             print(f"  lost: {result['sent'] - result['graded'] + len(result['problems'])} "
                   f"(store: {missing} without a scorecard, {twice} stored twice)")

@@ -286,12 +286,12 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
         verdict = "the exercise cannot be graded"
     else:
         verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
-    caught = sum(1 for row in audit.mutants if row.caught_by)
+    caught_count = sum(1 for row in audit.mutants if row.caught_by)
     for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
         console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
                       f"{figure.mutants} mutants; {figure.mutants - figure.caught} go unnoticed on this tier")
     console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
-                       f"stub {audit.stub.card.score}, {caught}/{len(audit.mutants)} mutants caught "
+                       f"stub {audit.stub.card.score}, {caught_count}/{len(audit.mutants)} mutants caught "
                        f"on the {audit.tier} tier",
                        style="green bold" if audit.ok else "red bold"))
     return OK if audit.ok else UNVOUCHED
@@ -599,7 +599,7 @@ class Parser(argparse.ArgumentParser):
     """The parser of `grader` and of every subcommand: add_subparsers makes subparsers of the parser's
     own class, so a subcommand added anywhere gets this formatter."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
@@ -619,10 +619,10 @@ def version_text() -> str:
 class VersionAction(argparse.Action):
     """--version, worked out only when asked (reading the package metadata is not free)."""
 
-    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
         print(version_text())
         parser.exit()
 
@@ -834,6 +834,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The extra that brings each optional top-level module (pyproject.toml's optional-dependencies):
+#: `pip install grader` grades, reports and exports; the store, the web service and Docker are extras.
+EXTRAS = {"docker": "docker", "requests": "docker", "sqlalchemy": "service", "alembic": "service",
+          "starlette": "service", "uvicorn": "service", "multipart": "service", "python_multipart": "service",
+          "redis": "service", "rq": "service", "psycopg": "service"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The extra to install for a module that is not there, or None if it is not one of ours."""
+    return EXTRAS.get((exc.name or "").partition(".")[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     errors = PipedConsole(stderr=True)
@@ -849,6 +861,13 @@ def main(argv: list[str] | None = None) -> int:
     except GradingError as exc:
         errors.print(Text(f"grader: {exc}", style="red"), soft_wrap=True)
         return BROKEN
+    except ModuleNotFoundError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        errors.print(Text(f"grader {args.command}: needs {exc.name!r}, which comes with an extra: "
+                          f"pip install 'grader[{extra}]'", style="red"), soft_wrap=True)
+        return USAGE
     except KeyboardInterrupt:
         errors.print(Text("grader: interrupted", style="red"))
         return 130

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from grader import page_settings
 from grader.harness.contract import collection_error
@@ -75,7 +76,7 @@ class Exercise:
     max_submission_bytes: int = 256 * 1024
     packages: tuple[str, ...] = ()  # extra Debian packages the sandbox image needs
     prediction: Prediction | None = None  # the web page's "Before you code" question
-    web: WebSettings = WebSettings()
+    web: WebSettings = field(default_factory=WebSettings)
 
     @property
     def folder(self) -> Path:
@@ -172,23 +173,27 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
     return _from_config(slug, root, config, folder / "exercise.toml")
 
 
+Needed = TypeVar("Needed")
+
+
 def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
-    def need(key: str, kind: type, what: str) -> object:
+    def need(key: str, kind: type[Needed], what: str) -> Needed:
         if key not in config:
             raise ExerciseError(f"{source}: {key} is missing ({key} = {what})")
         if not isinstance(config[key], kind) or isinstance(config[key], bool):
             raise ExerciseError(f"{source}: {key} must be {what}, not {config[key]!r}")
-        return config[key]
+        value: Needed = config[key]
+        return value
 
     _known_keys(config, TOP_LEVEL_KEYS, "", source)
     for table, keys in TABLE_KEYS.items():
         _known_keys(_table(config, table, source), keys, f"[{table}] ", source)
     title = need("title", str, '"the title students see"')
     submission = need("submission", str, '"the file name a submission is graded as", such as "solution.py"')
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):  # type: ignore[arg-type]
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):
         raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py, not {submission!r}")
     names = need("names", list, '["the", "names", "tests", "ask", "ns", "for"]')
-    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):  # type: ignore[union-attr]
+    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
         raise ExerciseError(f"{source}: names must list the submission's names the tests use (Python names), "
                             f"not {names!r}")
     try:
@@ -233,8 +238,8 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
     except page_settings.SettingError as exc:
         raise ExerciseError(f"{source}: {exc}") from None
     exercise = Exercise(
-        slug=slug, title=title, root=root, submission_file=submission,  # type: ignore[arg-type]
-        names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,  # type: ignore[union-attr]
+        slug=slug, title=title, root=root, submission_file=submission,
+        names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
         packages=tuple(sorted(set(packages))), prediction=prediction, web=web,
     )

@@ -350,7 +350,7 @@ def junit(card: Scorecard, testcase_file: bool = False) -> str:
     if card.status != "graded":
         # Rejected: the student's file failed a check before any test ran. Error: the grader failed.
         kind = "failure" if card.status == "rejected" else "error"
-        counts = {"tests": 1, "failures": int(kind == "failure"), "errors": int(kind == "error"), "skipped": 0}
+        counts: dict[str, Any] = {"tests": 1, "failures": int(kind == "failure"), "errors": int(kind == "error"), "skipped": 0}
         suite = _element(root, "testsuite", name=card.exercise, **counts, time=_seconds(card.duration_s), **extra)
         _properties(suite, card)
         case = _element(suite, "testcase", classname=f"{card.exercise}.submission", name="submission",
@@ -381,10 +381,10 @@ def junit(card: Scorecard, testcase_file: bool = False) -> str:
                 if test.output:
                     output, _ = clip_tail(printable(test.output), OUTPUT_LIMIT)
                     _element(case, "system-out", output)
-            for test in locked:
-                case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=test.name,
+            for hidden in locked:
+                case = _element(suite, "testcase", classname=f"{card.exercise}.{name}", name=hidden.name,
                                 time=_seconds(0), **case_file)
-                _element(case, "skipped", message=f"{card.suite_label(test.suite)}: not run on the {card.tier} tier")
+                _element(case, "skipped", message=f"{card.suite_label(hidden.suite)}: not run on the {card.tier} tier")
             for key in totals:
                 totals[key] += counts[key]
     for key, value in totals.items():  # junit-10.xsd has no `skipped` on <testsuites>: per suite only

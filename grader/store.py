@@ -73,7 +73,7 @@ def _card(raw: str | None) -> Scorecard | None:
     return Scorecard.from_dict(json.loads(raw)) if raw else None
 
 
-def newest_scorecards():  # type: ignore[no-untyped-def]
+def newest_scorecards():
     """A subquery: the id of each submission's newest scorecard (its current one)."""
     return (select(schema.scorecards.c.submission_id, func.max(schema.scorecards.c.id).label("card_id"))
             .group_by(schema.scorecards.c.submission_id).subquery())
@@ -216,19 +216,21 @@ class Store:
                         s.c.student_id == student, s.c.exercise == exercise, s.c.tier == tier,
                         s.c.sha256 == sha256))).first()
                     again = row is not None and interval_s is not None and self._current_status(db, row.id) == "error"
-                    if row and not again:
+                    if row is not None and not again:
                         # Handed in again: it is the student's latest submission from now on.
                         db.execute(update(s).where(and_(s.c.id == row.id, s.c.submitted_at < moment))
                                    .values(submitted_at=moment))
                         return int(row.id), False
                     if interval_s is not None:
                         self._check_interval(db, student, exercise, moment, interval_s)
-                    if again:
+                    if again and row is not None:
                         db.execute(update(s).where(s.c.id == row.id).values(state=state, submitted_at=moment))
                         return int(row.id), True
                     new_id = db.execute(insert(s).values(
                         student_id=student, exercise=exercise, tier=tier, sha256=sha256, filename=filename,
-                        content=content, submitted_at=moment, state=state)).inserted_primary_key[0]
+                        content=content, submitted_at=moment, state=state)).inserted_primary_key
+                    assert new_id is not None  # an insert always has its key
+                    new_id = new_id[0]
                     return int(new_id), True
             except IntegrityError:
                 if attempt:

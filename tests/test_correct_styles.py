@@ -165,7 +165,7 @@ HOSTILE = {
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
 def test_a_hostile_submission_gets_a_scorecard_that_names_the_real_cause(attack, sandbox, tmp_path, capsys):
-    backend, name = sandbox
+    _, name = sandbox
     card_path, html, md = tmp_path / "card.json", tmp_path / "report.html", tmp_path / "report.md"
     code = main(["grade", str(ATTACKS / f"{attack}.py"), "--exercise", EXERCISE, "--tier", "free",
                  "--sandbox", name, "--json", str(card_path), "--html", str(html), "--md", str(md)])

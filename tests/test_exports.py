@@ -238,7 +238,7 @@ def test_gradescope_markdown_escapes_everything_from_the_submission(cards):
 # -- PrairieLearn -------------------------------------------------------------------------------------
 
 def test_prairielearn_results_have_the_documented_fields_and_a_fractional_score(cards):
-    for name, card in cards.items():
+    for card in cards.values():
         data = json.loads(prairielearn(card))
         assert data["succeeded"] is (card.status != "error")
         assert data["gradable"] is (card.status != "rejected")  # false only for invalid student input

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -43,9 +44,15 @@ def test_a_wheel_grades_and_reports_from_another_folder(tmp_path):
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(source)],
         tmp_path)
     wheel = next((tmp_path / "dist").glob("grader-*.whl"))
-    # The dependencies (pytest, Jinja2, rich, docker) come from this interpreter's site-packages.
-    run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], tmp_path)
+    # The dependencies (pytest, Jinja2, rich) come from this interpreter's site-packages, named in a .pth
+    # file: `--system-site-packages` would reach the base interpreter's, not a virtual environment's that
+    # runs these tests. The folders a .pth names are not scanned for .pth files of their own, so this
+    # checkout's editable install stays out.
+    run([sys.executable, "-m", "venv", str(tmp_path / "venv")], tmp_path)
     python, grader = tmp_path / "venv" / "bin" / "python", tmp_path / "venv" / "bin" / "grader"
+    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path).stdout.strip()
+    ours = [site.getusersitepackages(), *site.getsitepackages()]
+    (Path(purelib) / "the-tests-interpreter.pth").write_text("".join(f"{folder}\n" for folder in ours))
     run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)], tmp_path)
     shutil.rmtree(source)  # nothing may be read from the build's source any more
     elsewhere = tmp_path / "elsewhere"

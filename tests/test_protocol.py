@@ -72,7 +72,7 @@ def test_sending_more_than_the_cap_is_refused(pipe):
 
 
 def test_a_send_to_a_peer_that_stops_reading_ends_at_its_deadline(pipe):
-    read, write = pipe  # nobody reads: the pipe's buffer fills and a blocking write would wait forever
+    _read, write = pipe  # nobody reads: the pipe's buffer fills and a blocking write would wait forever
     with pytest.raises(protocol.Deadline):
         protocol.send(write, {"plan": [[1, 1]] * 200_000}, time.monotonic() + 0.3)
 

@@ -32,7 +32,7 @@ from html import escape
 from pathlib import Path
 
 import grader
-from grader.exercise import VISIBILITIES, Exercise
+from grader.exercise import Exercise
 from grader.harness.limits import Limits
 
 TARGETS = ("gradescope", "prairielearn")
@@ -257,9 +257,8 @@ def package(target: str, exercise_name: str | None, tier: str | None, output: Pa
 
     exercise = load_exercise(exercise_name or _only_exercise())
     tier = exercise.tier(tier)
-    if hidden_visibility is not None:
-        if target != "gradescope":
-            raise BundleError("--hidden-visibility is a Gradescope setting (PrairieLearn shows every test)")
+    if hidden_visibility is not None and target != "gradescope":
+        raise BundleError("--hidden-visibility is a Gradescope setting (PrairieLearn shows every test)")
     if image is not None and target != "prairielearn":
         raise BundleError("--image names PrairieLearn's grading image; Gradescope builds its own")
     if target == "gradescope":

@@ -27,7 +27,7 @@ import shutil
 import tarfile
 import uuid
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ class Container:
     def cpus(self) -> float:
         return self.cpu_quota_us / self.cpu_period_us
 
-    def host_config(self, client: docker.DockerClient, binds: dict[str, dict[str, str]] | None = None) -> dict:
+    def host_config(self, client: docker.DockerClient, binds: dict[str, Mapping[str, str]] | None = None) -> dict:
         mb = 1 << 20
         options: dict[str, Any] = {
             "mem_limit": self.memory_mb * mb, "cpu_period": self.cpu_period_us, "cpu_quota": self.cpu_quota_us,
@@ -308,7 +308,7 @@ class GradescopeAutograder(_BuiltImage):
         the run's output (`stdout`) in `folder`."""
         spec = container or self.container
         folder.mkdir(parents=True, exist_ok=True)
-        files = [("autograder/submission", None, 0o755)]
+        files: list[tuple[str, bytes | None, int]] = [("autograder/submission", None, 0o755)]
         files += [(f"autograder/submission/{name}", data, 0o644) for name, data in submitted(submission)]
         made = self.client.api.create_container(
             self.image, ["/autograder/run_autograder"], environment=self.environment,

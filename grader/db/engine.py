@@ -69,7 +69,7 @@ def make_engine(location: str | Path) -> Engine:
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 30, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
-    def on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    def on_connect(dbapi_connection, _record) -> None:
         dbapi_connection.isolation_level = None  # let the "begin" hook below say how a transaction starts
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode = WAL")
@@ -78,7 +78,7 @@ def make_engine(location: str | Path) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def on_begin(connection) -> None:  # type: ignore[no-untyped-def]
+    def on_begin(connection) -> None:
         immediate = connection.get_execution_options().get("write", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 

@@ -57,7 +57,8 @@ def trace_data(artifact: dict[str, Any]) -> dict[str, Any]:
     """A trace artifact, cleaned: steps on both sides, their offset, the first difference (index into
     the steps shown, or None), and the colour of each label."""
     expected, got = _steps(artifact.get("expected")), _steps(artifact.get("got"))
-    first_step = artifact.get("first_step") if isinstance(artifact.get("first_step"), int) else 0
+    first = artifact.get("first_step")
+    first_step: int = first if isinstance(first, int) else 0
     diff = artifact.get("first_difference")
     count = max(len(expected), len(got), 1)
     local = diff - first_step if isinstance(diff, int) and 0 <= diff - first_step < count else None
@@ -123,7 +124,7 @@ def _nice_ceiling(value: float) -> int:
     magnitude = 10 ** math.floor(math.log10(value))
     for factor in (1, 2, 2.5, 5, 10):
         if factor * magnitude >= value:
-            return int(math.ceil(factor * magnitude))
+            return math.ceil(factor * magnitude)
     return int(10 * magnitude)
 
 

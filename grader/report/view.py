@@ -103,7 +103,7 @@ def artifact_view(artifact: Any) -> dict[str, Any]:
         columns = [one_line(c) for c in raw_columns] if isinstance(raw_columns, list) else []
         rows = [[one_line("" if c is None else c) for c in row] for row in raw_rows
                 if isinstance(row, list)] if isinstance(raw_rows, list) else []
-        width = max([len(columns), *(len(r) for r in rows)] or [0])
+        width = max([len(columns), *(len(r) for r in rows)])
         columns += [""] * (width - len(columns))
         rows = [r + [""] * (width - len(r)) for r in rows]
         mark = artifact.get("mark_row")
@@ -111,9 +111,9 @@ def artifact_view(artifact: Any) -> dict[str, Any]:
                 "mark_row": mark if isinstance(mark, int) and 0 <= mark < len(rows) else None,
                 "truncated_rows": int(artifact.get("truncated_rows") or 0)}
     if kind == "trace":
-        rows = trace_rows(artifact, before=12, after=3)
-        full = trace_rows(artifact) if rows["hidden_before"] or rows["hidden_after"] else None
-        return {"kind": "trace", "title": rows["title"], "table": rows, "full": full, "chart": timeline(artifact)}
+        shown = trace_rows(artifact, before=12, after=3)
+        full = trace_rows(artifact) if shown["hidden_before"] or shown["hidden_after"] else None
+        return {"kind": "trace", "title": shown["title"], "table": shown, "full": full, "chart": timeline(artifact)}
     return {"kind": "unknown", "title": title}
 
 

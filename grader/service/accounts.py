@@ -113,7 +113,8 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
     twice = sorted({f for f in fields if f and fields.count(f) > 1})
     if twice:
         raise StoreError(f"the roster's header names the column {twice[0]!r} twice")
-    rows, lines = [], {}
+    rows: list[tuple[str, str, str]] = []
+    lines: dict[str, int] = {}
     for number, record in records[1:]:
         row = dict(zip(fields, record))
         student_id = row.get("id", "").strip()

@@ -96,7 +96,7 @@ class ThreadDispatcher:
                 thread.join(timeout=5)
 
 
-def redis_connection(url: str):  # type: ignore[no-untyped-def]
+def redis_connection(url: str):
     from redis import Redis
 
     return Redis.from_url(url)

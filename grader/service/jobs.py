@@ -15,9 +15,10 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import and_, func, select, update
 
@@ -85,7 +86,7 @@ def status(store: Store, submission_id: int) -> Queued | None:
     return Queued(submission_id, row.state, place)
 
 
-def line_keys(rows: list) -> dict[int, tuple[int, float, int]]:
+def line_keys(rows: Sequence[Any]) -> dict[int, tuple[int, float, int]]:
     """The order in which `claim_next` takes the queued submissions among `rows` (id, student_id,
     state, queued_at of every queued and grading one), as sort keys: a student's k-th waiting
     submission comes after everyone's (k-1)-th, counting their gradings under way, oldest first in a

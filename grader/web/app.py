@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 import grader
-from grader.exercise import Exercise
+from grader.exercise import Exercise, exercise_fingerprint
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.web import exercise_page
@@ -340,7 +340,18 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
         counts[sub.state] = counts.get(sub.state, 0) + 1
     return render("instructor.html.j2", who=who, students=accounts.students(service.store),
                   exercises=list(service.exercises.values()), counts=counts, total=len(subs),
-                  new_links=new_links or [], notice=notice)
+                  stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice)
+
+
+def stale_scorecards(service: Service, subs: list[StoredSubmission]) -> dict[str, int]:
+    """For each exercise, how many current scorecards another grader or another version of its suites and
+    reference gave (their fingerprint is not the exercise's now): a regrade brings them up to date."""
+    current = {slug: exercise_fingerprint(exercise) for slug, exercise in service.exercises.items()}
+    stale: dict[str, int] = {}
+    for sub in subs:
+        if sub.card is not None and sub.exercise in current and sub.card.exercise_fingerprint != current[sub.exercise]:
+            stale[sub.exercise] = stale.get(sub.exercise, 0) + 1
+    return stale
 
 
 def roster(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:

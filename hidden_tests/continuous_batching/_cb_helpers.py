@@ -691,12 +691,12 @@ def _shrink(ns: Any, reference: Any, sc: Scenario, d: Divergence,
             # then half of it: a failure that needs neither large settings nor large requests is
             # shown with the smallest numbers in one replay rather than after halving them one by one.
             least = max((r.prompt_len + r.max_new for r in sc.reqs), default=1) if name == "kv_tokens" else 1
-            changed |= smaller(name, getattr(sc, name), least, lambda value: replace(sc, **{name: value}))
+            changed |= smaller(name, getattr(sc, name), least, lambda value: replace(sc, **{name: value}))  # noqa: B023 (called at once)
         for rid in [r.rid for r in sc.reqs]:
             for name in ("prompt_len", "max_new", "at"):
                 r = next((q for q in sc.reqs if q.rid == rid), None)
                 if r is not None:
-                    changed |= smaller((rid, name), getattr(r, name), 1, lambda value: with_request(rid, name, value))
+                    changed |= smaller((rid, name), getattr(r, name), 1, lambda value: with_request(rid, name, value))  # noqa: B023
         return changed
 
     def smaller(number: Any, value: int, least: int, make: Callable[[int], Scenario]) -> bool:
