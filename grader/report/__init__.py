@@ -9,10 +9,7 @@ is only ever a template *value* (never a template), and the Markdown filters (`m
 submission text inside code spans and fences it cannot break out of. `plain` is the exports' text.
 """
 
-from grader.report.markdown import md_cell, md_code, md_fence, md_text, squeeze_blank_lines
-from grader.report.plain import artifact_text, result_text, run_text, trace_text
-from grader.report.render import render_html, render_markdown, templates_folder
-from grader.report.text import (
+from grader.report.formatting import (
                                 CELL_LIMIT,
                                 MESSAGE_LIMIT,
                                 OUTPUT_LIMIT,
@@ -28,6 +25,9 @@ from grader.report.text import (
                                 slug,
                                 when,
 )
+from grader.report.markdown import md_cell, md_code, md_fence, md_text, squeeze_blank_lines
+from grader.report.plain import artifact_text, result_text, run_text, trace_text
+from grader.report.render import render_html, render_markdown, templates_folder
 from grader.report.trace import label_colours, step_text, timeline, trace_data, trace_rows
 from grader.report.view import (
                                 RUN_HELP,

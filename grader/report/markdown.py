@@ -8,7 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from grader.report.text import one_line, printable
+from grader.report.formatting import one_line, printable
 
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#!|~$]|(?<=www)\.|:(?=/)|@)", re.IGNORECASE)
 

@@ -10,8 +10,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 import grader
+from grader.report.formatting import one_line
 from grader.report.markdown import md_cell, md_code, md_fence, md_text, squeeze_blank_lines
-from grader.report.text import one_line
 from grader.report.trace import timeline
 from grader.report.view import report_view
 from grader.scorecard import Scorecard

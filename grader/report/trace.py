@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from grader.report.text import one_line
+from grader.report.formatting import one_line
 
 LEGEND_LIMIT = 24       # labels named in a timeline's legend
 CHART_STEPS = 200       # steps a timeline draws at most

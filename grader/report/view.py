@@ -8,7 +8,7 @@ from typing import Any
 
 import grader
 from grader.grouping import coverage, failure_groups
-from grader.report.text import (
+from grader.report.formatting import (
     MESSAGE_LIMIT,
     OUTPUT_LIMIT,
     REASON_LIMIT,

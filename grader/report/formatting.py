@@ -8,6 +8,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from grader.text import without_surrogates
+
 MESSAGE_LIMIT = 4_000   # characters of a test's message shown
 OUTPUT_LIMIT = 8_000    # characters of the output tail shown
 TEXT_LIMIT = 8_000      # characters of a text artifact's body shown
@@ -17,7 +19,6 @@ TRACEBACK_LINES = 40    # the last lines of the student's traceback shown
 
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 _CONTROLS = {**{i: chr(0x2400 + i) for i in range(0x20) if chr(i) not in "\n\t"}, 0x7F: "\u2421",
              **{i: "\ufffd" for i in range(0x80, 0xA0)}}
@@ -28,7 +29,7 @@ def printable(text: Any) -> str:
     (U+2400 pictures), bidirectional overrides (which make text read other than it is) named, lone
     surrogates replaced; newlines and tabs kept."""
     text = str(text)
-    text = _SURROGATE.sub("\ufffd", text)
+    text = without_surrogates(text)
     text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
     return text.translate(_CONTROLS)
