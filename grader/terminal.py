@@ -2,15 +2,20 @@
 
 Test ids (`test_x[mixed]`), messages and reasons come from the suite and the submission: they are
 always given to rich as `Text`, never as strings, which rich would read as markup (`[mixed]` would
-vanish, `[link=...]` would become a link).
+vanish, `[link=...]` would become a link). And whatever is printed, `PipedConsole` shows every control
+character escaped (`\x1b`, `\x07`): a window title, the clipboard (OSC 52) or a cleared screen in a
+message is text on the instructor's terminal, never a command to it.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -18,6 +23,15 @@ from grader.scorecard import Scorecard
 from grader.text import without_surrogates
 
 UNBOUNDED_WIDTH = 200
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that make text
+# read other than it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+
+
+def escaped(text: str) -> str:
+    """`text` with every control character written out as its escape (`\x1b`, `\u202e`)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
 STYLES = {"passed": "green", "failed": "red", "timeout": "yellow", "crashed": "magenta", "error": "red bold"}
 
 
@@ -33,19 +47,28 @@ class PipedConsole(Console):
         if not self.is_terminal and "width" not in options and "COLUMNS" not in os.environ:
             self.width = UNBOUNDED_WIDTH
 
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        # Every piece of text rich draws passes here (tables render their cells through it too); its own
+        # control segments (cursor moves of a progress bar) are kept, the text's controls are escaped.
+        for segment in super().render(renderable, options):
+            if segment.control or not _CONTROL.search(segment.text):
+                yield segment
+            else:
+                yield Segment(escaped(segment.text), segment.style)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError("the reader of the output went away")
 
 
 def first_line(text: str, width: int = 110) -> str:
-    text = without_surrogates(text)
+    text = escaped(without_surrogates(text))  # escaped before the table is laid out, so widths are right
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def print_summary(card: Scorecard, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or PipedConsole()
     head = Text.assemble((f"{card.title or card.exercise}", "bold"), f"  ·  tier {card.tier}  ·  ",
                          (f"{card.score}/{card.max_score} points", "bold"), f"  ·  {card.backend} sandbox")
     console.print(head)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from importlib.metadata import version
 
 import pytest
@@ -17,7 +19,7 @@ from rich.console import Console
 from grader.cli import BELOW, EXAMPLES, build_parser, main, subcommands, threshold
 from grader.scorecard import SCHEMA_VERSION, Scorecard
 from grader.scorecard import TestResult as Result
-from grader.terminal import print_summary
+from grader.terminal import PipedConsole, print_summary
 from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
 
 FREE = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local"]
@@ -211,3 +213,28 @@ def test_report_and_export_take_a_scorecard_from_the_store(tmp_path, capsys):
                       ([], "give a scorecard file, or --submission N")):
         assert main(["report", *argv, "--db", db]) == 2
         assert why in capsys.readouterr().err, argv
+
+
+def test_escape_sequences_from_a_submission_are_shown_escaped_never_sent_to_the_terminal(tmp_path, capsys):
+    """A window title, the clipboard (OSC 52) and a cleared screen in what a submission raises reach the
+    instructor's terminal as text: every control character escaped, the summary's own colours kept."""
+    hostile = tmp_path / "scheduler.py"
+    hostile.write_text(STUB.read_text() + textwrap.dedent('''
+
+        _SEQUENCES = "\\u202egnp \\x1b]52;c;cm0g\\x07 \\x1b[2J \\x9b31m \\x1b]0;pwned\\x07"
+
+
+        class Scheduler(Scheduler):
+            def __init__(self, *args, **kwargs):
+                raise RuntimeError(_SEQUENCES)
+        '''))
+    assert main(["grade", str(hostile), *FREE]) == 0
+    printed = capsys.readouterr().out
+    assert "\\x1b]52;c;cm0g" in printed and "\\x1b[2J" in printed and "\\u202e" in printed
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", printed), repr(printed)
+    out = io.StringIO()
+    card = Scorecard(exercise="e", tier="free", submission_sha256="0" * 64, status="rejected", score=0,
+                     max_score=2, reason="\x1b]0;title\x07 line 1")
+    print_summary(card, PipedConsole(file=out, force_terminal=True, color_system="standard"))
+    # Only the summary's own colour codes (SGR: ESC [ ... m) remain as sequences.
+    assert re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()).count("\x1b") == 0 and "\\x1b]0;title" in out.getvalue()
