@@ -29,6 +29,7 @@ class Candidate:
     student: str
     path: Path
     problem: str = ""  # why it cannot be graded (no file, a bad student id...)
+    bad_name: bool = False  # its name is no student id: the instructor renames it, and `batch` fails until then
     ignored: bool = False  # no student's file (a README): said, not counted as a student not graded
 
 
@@ -85,9 +86,9 @@ def discover(folder: Path, exercise: Exercise) -> list[Candidate]:
             found.append(Candidate(entry.name, entry, "not a .py file or a student folder", ignored=True))
             continue
         try:
-            validate_student_id(student)
+            student = validate_student_id(student)
         except StoreError as exc:
-            found.append(Candidate(student, path, str(exc)))
+            found.append(Candidate(student, path, f"{exc}; rename {entry.name} and run again", bad_name=True))
             continue
         found.append(Candidate(student, path, _problem_of(path, entry, root, exercise)))
     return _without_doubles(found)

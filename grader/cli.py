@@ -380,6 +380,14 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
         console.print(Text("interrupted: what was graded is saved; run the same command again to resume",
                            style="yellow bold"))
         return 130
+    misnamed = [c.path.name if c.path.parent == Path(args.folder) else Path(c.path).parent.name
+                for c in candidates if c.bad_name]
+    if misnamed:
+        # The rest is graded and stored; what is left is the instructor's to fix, so the run does not pass.
+        console.print(Text(f"{len(misnamed)} file(s) not graded, their names are not student ids: "
+                           f"{', '.join(repr(name) for name in misnamed)}; rename them and run again",
+                           style="red bold"), soft_wrap=True)
+        return USAGE
     if args.fail_under is not None:
         below = sorted(student for student, card in summary.results.items()
                        if card.status == "error" or not args.fail_under.met_by(card))

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,7 +33,9 @@ from grader.scorecard import Scorecard
 from grader.scorecard import utc_now as now
 
 DEFAULT_DB = "grader.db"
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+# Letters and digits of any script (`zoë`, `李雷`), '.', '_', '@' and '-', starting with a letter or digit:
+# a file name and a page name on every system, with no control character, space or path separator.
+STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
 SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
 
@@ -46,10 +49,13 @@ class TooSoon(Exception):
 
 
 def validate_student_id(student: str) -> str:
-    if not STUDENT_ID.match(student) or ".." in student:
-        raise StoreError(f"invalid student id {student!r}: use 1-64 letters, digits, '.', '_', '@' or '-', "
-                         "starting with a letter or digit")
-    return student
+    """`student` as the store keeps it (NFC: `zoë` typed on one system and listed by another's file
+    system are one id), or StoreError saying what a student id may hold."""
+    normal = unicodedata.normalize("NFC", student)
+    if not STUDENT_ID.fullmatch(normal) or ".." in normal:
+        raise StoreError(f"invalid student id {student!r}: use 1-64 letters (of any alphabet), digits, '.', '_', "
+                         "'@' or '-', starting with a letter or digit")
+    return normal
 
 
 def default_db_path(explicit: str | None = None) -> Path:
@@ -181,7 +187,9 @@ class Store:
         if exists is None:
             # `erin` and `Erin` would be one student to a spreadsheet and to a case-insensitive file system
             # (their published pages would overwrite each other): one spelling per student.
-            spellings = db.execute(select(st.c.id).where(func.lower(st.c.id) == student.lower())).scalars().all()
+            # Compared casefolded here, not with SQL's lower(), which SQLite applies to ASCII letters only.
+            key = student.casefold()
+            spellings = [known for known in db.execute(select(st.c.id)).scalars() if known.casefold() == key]
             if student in spellings:
                 return  # added meanwhile by a concurrent transaction (PostgreSQL reads what it committed)
             if spellings:
@@ -200,7 +208,7 @@ class Store:
         comes less than `interval_s` after their last to the exercise is refused (`TooSoon`), and the
         same content whose current result is an `error` (no result the grader vouches for) is taken
         again: its state becomes `state` and its `submitted_at` this moment."""
-        validate_student_id(student)
+        student = validate_student_id(student)
         s = schema.submissions
         moment = submitted_at or now()
         for attempt in range(2):  # a concurrent insert of the same row is found on the second look

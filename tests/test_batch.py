@@ -111,7 +111,8 @@ def test_submit_stores_grades_once_and_the_policies_pick_latest_or_best(tmp_path
     assert report.is_file() and "<html" in report.read_text().lower()
 
 
-@pytest.mark.parametrize("student", ["../etc", "a/b", "", ".hidden", "x" * 65, "bob smith"])
+@pytest.mark.parametrize("student", ["../etc", "a/b", "", ".hidden", "x" * 65, "bob smith", "bob\n", "bob\x1b[2J",
+                                     "_x", "bob\u202e"])
 def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
     code = main(["submit", str(REFERENCE), "--exercise", EXERCISE, "--student", student,
                  "--db", str(tmp_path / "s.db"), "--sandbox", "local"])
@@ -311,3 +312,31 @@ def test_a_batchs_gradebook_has_the_folders_students_on_its_tier(tmp_path, capsy
                  "--gradebook", "-"]) == 0
     rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert [(row["student"], row["score"], row["max_score"]) for row in rows] == [("ben", "10", "10")]
+
+
+def test_ids_in_any_alphabet_are_students_and_one_in_two_spellings_or_forms_is_one(tmp_path):
+    """`zoë` (typed composed, or listed decomposed by a Mac's file system) and `李雷` are student ids; one
+    id differing from another in case only, in any alphabet, is refused."""
+    with Store(tmp_path / "s.db") as store:
+        store.migrate()
+        composed, decomposed = "zo\u00eb", "zoe\u0308"
+        first, _ = store.add_submission(composed, EXERCISE, "free", "a" * 64, "scheduler.py", b"x")
+        again, _ = store.add_submission(decomposed, EXERCISE, "free", "a" * 64, "scheduler.py", b"x")
+        assert first == again, "the two forms of one id were two students"
+        store.add_submission("李雷", EXERCISE, "free", "b" * 64, "scheduler.py", b"x")
+        with pytest.raises(StoreError, match="only in case"):
+            store.add_submission("ZOË", EXERCISE, "free", "c" * 64, "scheduler.py", b"x")
+        assert {s.student for s in store.submissions()} == {composed, "李雷"}
+
+
+def test_a_batch_grades_students_of_any_alphabet_and_fails_on_a_file_named_no_student_id(tmp_path, capsys):
+    folder = class_folder(tmp_path / "class", {"zoe\u0308.py": REFERENCE, "bob.py": REFERENCE,
+                                               "bad name.py": REFERENCE})
+    code = main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--db", str(tmp_path / "class.db")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 2, out
+    assert "1 file(s) not graded, their names are not student ids: 'bad name.py'; rename them" in out
+    with Store(tmp_path / "class.db") as store:
+        graded = {s.student: s.card.score for s in store.submissions(EXERCISE)}
+    assert graded == {"zo\u00eb": 10, "bob": 10}

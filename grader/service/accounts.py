@@ -55,7 +55,7 @@ class Session:
 
 
 def add_student(store: Store, student: str, name: str = "", tier: str = "free") -> None:
-    validate_student_id(student)
+    student = validate_student_id(student)
     if tier not in PLANS:
         raise StoreError(f"unknown tier {tier!r} for {student}: use {' or '.join(PLANS)}")
     with store.transaction() as db:
@@ -122,7 +122,7 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
             continue
         tier = row.get("tier", "").strip().lower() or "free"
         try:
-            validate_student_id(student_id)
+            student_id = validate_student_id(student_id)
         except StoreError as exc:
             raise StoreError(f"roster line {number}: {exc}") from None
         if tier not in PLANS:
