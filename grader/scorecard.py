@@ -142,9 +142,12 @@ class Scorecard:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: not a readable scorecard ({exc})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: not a scorecard (expected a JSON object)")
+        if not isinstance(data, dict) or "schema_version" not in data or "status" not in data:
+            raise ValueError(f"{path}: not a scorecard (a scorecard is the JSON that `grader grade --json` writes, "
+                             "with schema_version, status and score)")
         try:
             return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         except TypeError as exc:
             raise ValueError(f"{path}: malformed scorecard ({exc})") from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,18 @@ def read_capped(path: Path, max_bytes: int) -> bytes:
         return handle.read(max_bytes + 1)
 
 
+def _is_notebook(text: str) -> bool:
+    """A notebook is JSON, which Python compiles as a dict display: it would be graded, and fail every
+    test with "does not define ...", rather than be named for what it is."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and "cells" in document and "nbformat" in document
+
+
 def validate(data: bytes, filename: str, max_bytes: int) -> Submission:
     sha = hashlib.sha256(data).hexdigest()
     if len(data) > max_bytes:
@@ -45,6 +58,10 @@ def validate(data: bytes, filename: str, max_bytes: int) -> Submission:
         line = body[:exc.start].count(b"\n") + 1
         raise Rejected(f"the file is not UTF-8 text: byte {exc.start} (line {line}) is 0x{body[exc.start]:02x}; "
                        "save it as UTF-8") from None
+    if _is_notebook(text):
+        raise Rejected(f"this is a Jupyter notebook (.ipynb), not a Python file: export it as Python (File > "
+                       f"Save and Export Notebook As > Executable Script, or `jupyter nbconvert --to script`) and "
+                       f"submit that as {filename}")
     try:
         compile(text, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:

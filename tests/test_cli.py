@@ -238,3 +238,27 @@ def test_escape_sequences_from_a_submission_are_shown_escaped_never_sent_to_the_
     print_summary(card, PipedConsole(file=out, force_terminal=True, color_system="standard"))
     # Only the summary's own colour codes (SGR: ESC [ ... m) remain as sequences.
     assert re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()).count("\x1b") == 0 and "\\x1b]0;title" in out.getvalue()
+
+
+@pytest.mark.parametrize(("target", "output", "says"), [
+    ("gradescope", "missing/autograder.zip", "the folder {tmp}/missing does not exist"),
+    ("gradescope", ".", "is a folder; Gradescope takes a zip"),
+    ("gradescope", "notes.txt", "give a name ending in .zip"),
+    ("prairielearn", "notes.txt", "is a file; PrairieLearn takes a question folder"),
+    ("prairielearn", "missing/question", "the folder {tmp}/missing does not exist"),
+])
+def test_package_refuses_an_output_it_cannot_write_before_any_work(target, output, says, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("an instructor's notes, not to be overwritten")
+    image = ["--image", "course/grader:1"] if target == "prairielearn" else []
+    code = main(["package", "--target", target, "--exercise", EXERCISE, *image, "-o", str(tmp_path / output)])
+    assert code == 2 and says.format(tmp=tmp_path) in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text().startswith("an instructor's notes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("document", ['{"score": 3}', "[1, 2]", '{"schema_version": 99, "status": "graded"}'])
+def test_export_of_a_json_that_is_no_scorecard_says_so(document, tmp_path, capsys):
+    (tmp_path / "x.json").write_text(document)
+    assert main(["export", str(tmp_path / "x.json"), "--format", "junit"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "x.json: " in err and ("not a scorecard" in err or "schema version 99 is not 1" in err), err

@@ -250,11 +250,28 @@ def _mustache_safe(text: str) -> str:
 
 # -- the command --------------------------------------------------------------------------------------
 
+def check_output(target: str, output: Path) -> None:
+    """Refuse, before any work, an output the bundle cannot be written to (or should not overwrite)."""
+    if target == "gradescope":
+        if output.is_dir():
+            raise BundleError(f"-o {output}: is a folder; Gradescope takes a zip: give a file name such as "
+                              f"{output / 'autograder.zip'}")
+        if output.suffix.lower() != ".zip":
+            raise BundleError(f"-o {output}: Gradescope takes a zip: give a name ending in .zip")
+        if not output.parent.is_dir():
+            raise BundleError(f"-o {output}: the folder {output.parent} does not exist")
+    elif output.exists() and not output.is_dir():
+        raise BundleError(f"-o {output}: is a file; PrairieLearn takes a question folder: give a folder")
+    elif not output.exists() and not output.parent.is_dir():
+        raise BundleError(f"-o {output}: the folder {output.parent} does not exist")
+
+
 def package(target: str, exercise_name: str | None, tier: str | None, output: Path,
             hidden_visibility: str | None = None, image: str | None = None) -> str:
     """Write the bundle for `target`; returns a line that says what was written and what comes next."""
     from grader.exercise import load_exercise
 
+    check_output(target, output)
     exercise = load_exercise(exercise_name or _only_exercise())
     tier = exercise.tier(tier)
     if hidden_visibility is not None and target != "gradescope":
