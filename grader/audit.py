@@ -19,6 +19,7 @@ from pathlib import Path
 from grader.exercise import Exercise, ExerciseError
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
+from grader.seed_checks import check_seeds
 
 
 @dataclass
@@ -55,6 +56,8 @@ class Audit:
     mutants: list[AuditRow]
     tier: str = ""  # the top tier, everything is graded on
     tiers: list[TierFigure] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # of the suites as written (their seeds): not strong
+    warnings: list[str] = field(default_factory=list)  # said, for the author to judge
 
     @property
     def rows(self) -> list[AuditRow]:
@@ -62,7 +65,7 @@ class Audit:
 
     @property
     def ok(self) -> bool:
-        return not any(row.problems for row in self.rows)
+        return not self.refusals and not any(row.problems for row in self.rows)
 
 
 def mutant_description(path: Path) -> str:
@@ -115,4 +118,5 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
         stub.problems.append(f"no mutants in {exercise.root / 'solutions' / exercise.slug / 'mutants'}")
     figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
                for name, suites in exercise.tiers.items()]
-    return Audit(reference, stub, mutants, tier, figures)
+    seeds = check_seeds(exercise)
+    return Audit(reference, stub, mutants, tier, figures, seeds.refusals, seeds.warnings)

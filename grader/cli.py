@@ -286,6 +286,10 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
         verdict = "the exercise cannot be graded"
     else:
         verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
+    for refusal in audit.refusals:
+        console.print(Text(f"seeds: {refusal}", style="red bold"), soft_wrap=True)
+    for warning in audit.warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
     caught_count = sum(1 for row in audit.mutants if row.caught_by)
     for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
         console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "

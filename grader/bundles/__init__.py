@@ -34,6 +34,7 @@ from pathlib import Path
 import grader
 from grader.exercise import Exercise
 from grader.harness.limits import Limits
+from grader.seed_checks import check_seeds
 
 TARGETS = ("gradescope", "prairielearn")
 #: What `grader grade` and `grader export` need on the platform's side, as Debian (and Ubuntu)
@@ -274,6 +275,10 @@ def package(target: str, exercise_name: str | None, tier: str | None, output: Pa
     check_output(target, output)
     exercise = load_exercise(exercise_name or _only_exercise())
     tier = exercise.tier(tier)
+    seeds = check_seeds(exercise)
+    if seeds.refusals:
+        raise BundleError(f"{exercise.slug}: {seeds.refusals[0]}")
+    warnings = "".join(f"\nwarning: {warning}" for warning in seeds.warnings)
     if hidden_visibility is not None and target != "gradescope":
         raise BundleError("--hidden-visibility is a Gradescope setting (PrairieLearn shows every test)")
     if image is not None and target != "prairielearn":
@@ -281,14 +286,14 @@ def package(target: str, exercise_name: str | None, tier: str | None, output: Pa
     if target == "gradescope":
         timeout = check_timeout("gradescope", exercise)
         output.write_bytes(gradescope_zip(exercise, tier, hidden_visibility))
-        return gradescope_message(output, exercise, tier, timeout)
+        return gradescope_message(output, exercise, tier, timeout) + warnings
     if not image or not image.strip():
         raise BundleError(f"PrairieLearn pulls the grading image from a registry: name it with --image "
                           f"{IMAGE_EXAMPLE} (for example --image myaccount/{exercise.slug}-grader:1), the name "
                           "you build and push the question's image/ folder as")
     output.mkdir(parents=True, exist_ok=True)
     prairielearn_folder(exercise, tier, output, image)
-    return prairielearn_message(output, exercise, tier, image)
+    return prairielearn_message(output, exercise, tier, image) + warnings
 
 
 def gradescope_message(output: Path, exercise: Exercise, tier: str, timeout: int) -> str:
