@@ -252,6 +252,20 @@ def command_export(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+def command_new(args: argparse.Namespace, console: Console) -> int:
+    from grader.scaffold import new_exercise
+
+    project = Path(args.project)
+    written = new_exercise(args.slug, project, args.file)
+    for path in written:
+        console.print(Text(f"  {path}", style="dim"))
+    console.print(Text(f"exercise {args.slug} written. Next: grader audit {project / 'exercises' / args.slug} "
+                       f"(it is strong as written), then make it your own: the statement in "
+                       f"{project / 'exercises' / args.slug / 'README.md'}, the stub, the reference, the suites "
+                       "and mutants; docs/authoring.md says what each key does."), soft_wrap=True)
+    return OK
+
+
 def command_audit(args: argparse.Namespace, console: Console) -> int:
     from grader.audit import run_audit
 
@@ -668,6 +682,7 @@ EXAMPLES: dict[str, list[str]] = {
     "roster": ["grader roster import roster.csv --base-url https://grader.example.edu"],
     "roster import": ["grader roster import roster.csv --base-url https://grader.example.edu"],
     "audit": ["grader audit continuous_batching", "grader audit exercises/continuous_batching --sandbox local"],
+    "new": ["grader new running_max", "grader new word_count --file counter --project ~/course"],
 }
 
 
@@ -837,6 +852,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --run: the image to build on (gradescope: default gradescope/autograder-base:"
                              "ubuntu-22.04; prairielearn: the Dockerfile's BASE, default debian:bookworm-slim)")
     bundle.set_defaults(run=command_package)
+
+    new = commands.add_parser("new", help="write a working exercise skeleton to start from (audit finds it strong)")
+    new.add_argument("slug", help="the exercise's name: lower-case letters, digits, '_' and '-'")
+    new.add_argument("--project", default=".", metavar="DIR", help="the project folder (default: this one)")
+    new.add_argument("--file", default="solution", metavar="MODULE",
+                     help="the submission's module name, without .py (default: solution)")
+    new.set_defaults(run=command_new)
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help=EXERCISE_HELP)

@@ -1,0 +1,193 @@
+"""`grader new SLUG`: a working exercise to start from, laid out as every exercise is.
+
+The skeleton is a small exercise whole: a statement, a stub, a reference, a visible suite, a hidden
+suite whose random workload is drawn per submission from the exercise's key, the key itself, and a
+first mutant. `grader audit SLUG` finds it strong as written, so an author changes one working thing
+at a time rather than guessing at the layout. Every key exercise.toml knows is written out, commented.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from grader.exercise import SLUG, ExerciseError
+
+EXERCISE_TOML = '''\
+# The exercise's settings. Every key the grader knows is here; the commented ones show their defaults.
+title = "Running maximum"
+# The file name a submission is graded as (students hand in a file of this name; tests import it).
+submission = "{module}.py"
+# The names of the submission the tests ask for, through the `ns` fixture: ns["running_max"].
+names = ["running_max"]
+# The tier `grade` and `package` use when none is named (default: the last tier below).
+default_tier = "premium"
+# The largest submission accepted, in KiB.
+# max_submission_kb = 256
+
+[limits]
+call_timeout_s = 5       # one call into the submission
+import_timeout_s = 5     # importing the submission
+test_timeout_s = 60      # one whole test
+total_timeout_s = 160    # the whole run: the tests left past it fail as timeouts
+# memory_mb = 512        # the worker's address space
+# processes = 32         # processes and threads the worker may have
+# file_size_mb = 16      # the largest file the worker may write
+# open_files = 64
+# cpu_s = 60             # CPU seconds of one worker
+# cpus = 1.0             # CPUs of the worker in a container
+# disk_mb = 64           # the worker's scratch space
+# output_kb = 8          # how much of a test's printed output the scorecard keeps
+
+# Each suite: a folder of pytest files (relative to the project folder), the label students see, the
+# points of each test, whether its tests may use the `reference` fixture (the reference solution,
+# never readable by the submission), and whether a failed assert without a message shows its
+# expression (details = true) or only that a check failed. visibility: when Gradescope shows its
+# results (hidden, after_due_date, after_published, visible).
+[suites.visible]
+folder = "exercises/{slug}/tests"
+label = "Visible tests"
+points = 5
+reference = false
+details = true
+
+[suites.hidden]
+folder = "hidden_tests/{slug}"
+label = "Premium tests"
+points = 2
+reference = true
+details = false
+# visibility = "after_published"
+
+# Each tier is the list of suites it runs; the tests of the others are named on the report, never run.
+[tiers]
+free = ["visible"]
+premium = ["visible", "hidden"]
+
+# Points of single tests, by function name, over their suite's points.
+[points]
+# test_running_max_of_a_random_list = 3
+
+# Debian packages the grading image needs beyond Python, pytest and pytest-timeout.
+# [sandbox]
+# packages = ["python3-numpy"]
+
+# "Before you code": a question answered on the exercise's web page before the editor opens.
+# [prediction]
+# question = "What is running_max([3, 1, 4, 1, 5])?"
+# choices = ["[3, 3, 4, 4, 5]", "[3, 1, 4, 1, 5]", "[5, 5, 5, 5, 5]"]
+# answer = 1   # counting from 1
+# why = "Each entry is the largest value seen so far."
+
+# The web service: when a premium student may open the reference (never, after_first_graded,
+# after_full_marks or a date such as 2026-12-20), and the least time between two submissions.
+# [web]
+# solution = "after_first_graded"
+# submission_interval_s = 30
+'''
+
+STATEMENT = '''\
+# Running maximum
+
+Write `running_max(values)`: for a list of numbers, the list of the largest value seen so far at each
+position. `running_max([3, 1, 4, 1, 5])` is `[3, 3, 4, 4, 5]`; an empty list gives an empty list. The
+list passed in is left as it is.
+'''
+
+STUB = '''\
+"""Running maximum: the statement is in README.md."""
+
+
+def running_max(values: list[float]) -> list[float]:
+    raise NotImplementedError("running_max() is not implemented yet")
+'''
+
+REFERENCE = '''\
+"""Running maximum: the reference solution (students never see it; the hidden suite compares with it)."""
+
+
+def running_max(values: list[float]) -> list[float]:
+    out: list[float] = []
+    for value in values:
+        out.append(value if not out or value > out[-1] else out[-1])
+    return out
+'''
+
+MUTANT = '''\
+"""Compares each value with the one before it rather than with the largest so far."""
+
+
+def running_max(values: list[float]) -> list[float]:
+    return [value if i == 0 else max(value, values[i - 1]) for i, value in enumerate(values)]
+'''
+
+VISIBLE = '''\
+"""The visible suite: the statement's example, which students may read and run."""
+
+
+def test_the_example_of_the_statement(ns):
+    """running_max([3, 1, 4, 1, 5]) is [3, 3, 4, 4, 5]."""
+    got = ns["running_max"]([3, 1, 4, 1, 5])
+    assert list(got) == [3, 3, 4, 4, 5], f"running_max([3, 1, 4, 1, 5]) should be [3, 3, 4, 4, 5], got {got!r}"
+'''
+
+HIDDEN = '''\
+"""The hidden suite: edge cases and a random workload, against the reference.
+
+The workload is drawn from the `seed` fixture: derived from the submission and this exercise's key
+(seed.key beside this file), so each submission gets its own and a regrade the same.
+"""
+
+import random
+
+
+def test_an_empty_list_gives_an_empty_list(ns):
+    """An empty list has no maxima."""
+    got = ns["running_max"]([])
+    assert list(got) == [], f"running_max([]) should be [], got {got!r}"
+
+
+def test_running_max_of_a_random_list(ns, reference, seed):
+    """A random list gives what the reference gives."""
+    rng = random.Random(f"running-max-{seed}")
+    values = [rng.randint(-100, 100) for _ in range(rng.randint(5, 40))]
+    want, got = reference["running_max"](list(values)), ns["running_max"](list(values))
+    assert list(got) == want, f"running_max({values}) should be {want}, got {got!r}"
+'''
+
+
+def files_of(slug: str, module: str) -> dict[str, str]:
+    """The skeleton's files, by their path in the project folder."""
+    name = slug.replace("-", "_")  # test files are imported as modules by their names
+    return {
+        f"exercises/{slug}/exercise.toml": EXERCISE_TOML.format(slug=slug, module=module),
+        f"exercises/{slug}/README.md": STATEMENT,
+        f"exercises/{slug}/{module}.py": STUB,
+        f"exercises/{slug}/tests/test_{name}_visible.py": VISIBLE,
+        f"hidden_tests/{slug}/test_{name}_hidden.py": HIDDEN,
+        f"hidden_tests/{slug}/seed.key": secrets.token_hex(32) + "\n",
+        f"solutions/{slug}/{module}.py": REFERENCE,
+        f"solutions/{slug}/mutants/01_compares_with_the_previous_value.py": MUTANT,
+    }
+
+
+def new_exercise(slug: str, project: Path, module: str = "solution") -> list[Path]:
+    """Write the skeleton of exercise `slug` into `project`; returns the files written. Refuses to
+    touch an exercise that exists, in part or whole."""
+    if not SLUG.fullmatch(slug):
+        raise ExerciseError(f"{slug!r}: an exercise's name is lower-case letters, digits, '_' and '-'")
+    if not module.isidentifier():
+        raise ExerciseError(f"--file {module!r}: the submission's module name must be a Python name")
+    if not project.is_dir():
+        raise ExerciseError(f"{project}: no such folder")
+    taken = [project / top / slug for top in ("exercises", "hidden_tests", "solutions") if (project / top / slug).exists()]
+    if taken:
+        raise ExerciseError(f"{taken[0]} exists: choose another name, or remove it to start again")
+    written = []
+    for relative, text in files_of(slug, module).items():
+        path = project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    (project / "hidden_tests" / slug / "seed.key").chmod(0o600)  # the key is the instructor's alone
+    return written

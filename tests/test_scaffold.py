@@ -1,0 +1,51 @@
+"""`grader new`: a skeleton that is a working exercise at once, audited strong on the local sandbox."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+import tomllib
+
+from grader.audit import run_audit
+from grader.cli import main
+from grader.exercise import TOP_LEVEL_KEYS, load_exercise
+from grader.harness.limits import Limits
+from grader.sandbox.local import LocalBackend
+from grader.seed_checks import check_seeds
+
+
+@pytest.fixture(scope="module")
+def skeleton(tmp_path_factory):
+    project = tmp_path_factory.mktemp("course")
+    assert main(["new", "running-max", "--project", str(project), "--file", "running"]) == 0
+    return project
+
+
+def test_the_skeleton_is_a_whole_exercise_with_a_private_key_and_every_key_written_out(skeleton):
+    exercise = load_exercise(str(skeleton / "exercises" / "running-max"))
+    assert exercise.submission_file == "running.py" and set(exercise.tiers) == {"free", "premium"}
+    assert check_seeds(exercise).refusals == [] and check_seeds(exercise).warnings == []
+    key = skeleton / "hidden_tests" / "running-max" / "seed.key"
+    assert len(key.read_text().strip()) == 64 and stat.S_IMODE(key.stat().st_mode) == 0o600
+    text = (skeleton / "exercises" / "running-max" / "exercise.toml").read_text()
+    uncommented = "\n".join(line.lstrip("# ") for line in text.splitlines())
+    for key_name in (*TOP_LEVEL_KEYS, *(f.name for f in Limits.__dataclass_fields__.values())):
+        assert f"{key_name} =" in uncommented or f"[{key_name}" in uncommented, key_name
+    assert tomllib.loads(text)["submission"] == "running.py"
+
+
+def test_grader_new_refuses_an_exercise_that_exists_and_a_bad_name(skeleton, capsys):
+    assert main(["new", "running-max", "--project", str(skeleton)]) == 2
+    assert "exists: choose another name" in capsys.readouterr().err
+    assert main(["new", "Bad Name", "--project", str(skeleton)]) == 2
+    assert "lower-case letters" in capsys.readouterr().err
+
+
+def test_the_skeleton_is_audited_strong_as_written(skeleton):
+    exercise = load_exercise(str(skeleton / "exercises" / "running-max"))
+    audit = run_audit(exercise, LocalBackend(), "local")
+    problems = [(row.label, row.problems) for row in audit.rows if row.problems]
+    assert audit.ok, (problems, audit.refusals)
+    assert audit.reference.card.score == audit.reference.card.max_score == 5 + 2 * 2
+    assert all(row.caught_by for row in audit.mutants)
