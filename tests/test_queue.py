@@ -84,6 +84,11 @@ def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submissio
         assert statuses == {"graded"}, statuses
         full = sum(1 for score, top in scores.values() if score == top)
         assert full == len([n for n in range(STUDENTS) if n % 3 == 0])
+        # The surviving worker says what it graded, one line a grading.
+        logs[1].flush()
+        said = re.findall(r"grader worker: submission (\d+): graded (\d+)/(\d+) in [\d.]+ s",
+                          (tmp_path / "worker-1.log").read_text())
+        assert said and all(scores[int(sid)] == (int(score), int(top)) for sid, score, top in said), said
     finally:
         engine.dispose()
         for worker in workers:

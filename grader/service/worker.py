@@ -44,7 +44,14 @@ def grade(submission_id: int) -> int | None:
     set up."""
     if _config is None:
         raise RuntimeError("grader.service.worker.grade runs inside `grader worker` only")
-    return jobs.grade_next(_config.store, _config.backend, _config.lease_s)
+    started = time.monotonic()
+    graded = jobs.grade_next(_config.store, _config.backend, _config.lease_s)
+    if graded is not None:  # one line a grading, for whoever runs the worker
+        card = _config.store.scorecard(graded)
+        outcome = f"{card.status} {card.score}/{card.max_score}" if card else "no scorecard"
+        print(f"grader worker: submission {graded}: {outcome} in {time.monotonic() - started:.1f} s",
+              file=sys.stderr, flush=True)
+    return graded
 
 
 def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: float = jobs.DEFAULT_LEASE_S,
@@ -54,8 +61,9 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
 
     global _config
     store = Store(db_url)
-    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once.
-    backend = choose_backend(sandbox)
+    # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once; warm, as
+    # `grader serve`'s own gradings are: a sandbox made ready for the next submission while one is graded.
+    backend = choose_backend(sandbox, warm=True)
     if isinstance(backend[0], LocalBackend):
         backend[0].lanes = 1  # workers grade side by side: they are the parallelism, not lanes
     _config = WorkerConfig(db_url, sandbox, lease_s, store, backend)
@@ -85,4 +93,7 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
                 time.sleep(RECONNECT_S)
     finally:
         watcher.stop()
+        close = getattr(backend[0], "close", None)
+        if close is not None:
+            close()
         store.close()
