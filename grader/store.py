@@ -198,7 +198,7 @@ class Store:
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
                        content: bytes, state: str = "stored", submitted_at: str | None = None,
-                       interval_s: float | None = None) -> tuple[int, bool]:
+                       interval_s: float | None = None, queued_at: float | None = None) -> tuple[int, bool]:
         """(submission id, whether it is to be graded). The same content again is the same submission,
         handed in again: its `submitted_at` moves to this moment, so the latest file a student handed
         in is their latest submission. `submitted_at`: when it came in, if not now (a batch stores a
@@ -207,7 +207,10 @@ class Store:
         With `interval_s` (the web service): a student's submissions are taken one at a time, one that
         comes less than `interval_s` after their last to the exercise is refused (`TooSoon`), and the
         same content whose current result is an `error` (no result the grader vouches for) is taken
-        again: its state becomes `state` and its `submitted_at` this moment."""
+        again: its state becomes `state` and its `submitted_at` this moment.
+
+        `queued_at` (the service's queue): the row is written with its place in the queue, in the same
+        transaction, so no crash leaves a queued submission that nothing would send again."""
         student = validate_student_id(student)
         s = schema.submissions
         moment = submitted_at or now()
@@ -231,12 +234,13 @@ class Store:
                         return int(row.id), False
                     if interval_s is not None:
                         self._check_interval(db, student, exercise, moment, interval_s)
+                    queue = {"queued_at": queued_at, "attempts": 0} if queued_at is not None else {}
                     if again and row is not None:
-                        db.execute(update(s).where(s.c.id == row.id).values(state=state, submitted_at=moment))
+                        db.execute(update(s).where(s.c.id == row.id).values(state=state, submitted_at=moment, **queue))
                         return int(row.id), True
                     new_id = db.execute(insert(s).values(
                         student_id=student, exercise=exercise, tier=tier, sha256=sha256, filename=filename,
-                        content=content, submitted_at=moment, state=state)).inserted_primary_key
+                        content=content, submitted_at=moment, state=state, **queue)).inserted_primary_key
                     assert new_id is not None  # an insert always has its key
                     new_id = new_id[0]
                     return int(new_id), True

@@ -58,3 +58,42 @@ def test_a_regrade_queues_again_and_keeps_the_earlier_scorecard(tmp_path):
         assert jobs.requeue(store, [sid]) == [sid] and jobs.requeue(store, [sid]) == []
         assert jobs.finish(store, sid, jobs.claim(store, sid, 60), card(10))
         assert [c.score for c in store.scorecards(sid)] == [4, 10] and store.scorecard(sid).score == 10
+
+
+def test_a_submission_is_stored_with_its_place_in_the_queue_and_a_placeless_one_is_sent_again(tmp_path):
+    """The queued row and its queue time are one write; a row an older grader left queued without its time
+    (a crash between two transactions) takes its place in line at the next recovery, and is sent again."""
+    from sqlalchemy import select, update
+
+    from grader.db import schema
+
+    s = schema.submissions
+    with Store(tmp_path / "s.db") as store:
+        (first, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
+        with store.reading() as db:
+            queued_at, attempts = db.execute(select(s.c.queued_at, s.c.attempts).where(s.c.id == first)).one()
+        assert queued_at is not None and attempts == 0
+        (stuck, _) = jobs.submit(store, "bob", EXERCISE, "free", "scheduler.py", b"x = 2\n")
+        with store.transaction() as db:
+            db.execute(update(s).where(s.c.id == stuck).values(queued_at=None))
+        assert jobs.status(store, stuck).state == "queued"  # its page still reads, without a place in line
+        assert jobs.recover(store) == [stuck]
+        assert jobs.queued_ids(store) == [first, stuck] and jobs.status(store, stuck).place == 2
+        assert jobs.recover(store) == []  # once placed, it is not sent again
+
+
+def test_a_grader_without_the_exercise_leaves_the_submission_queued_for_another(tmp_path, caplog):
+    from grader.exercise import ExerciseError
+
+    def missing(slug: str):
+        raise ExerciseError(f"no exercise named {slug!r} in /srv/worker/exercises")
+
+    def never(*args):
+        raise AssertionError("nothing may be graded without the exercise")
+
+    with Store(tmp_path / "s.db") as store:
+        (sid, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
+        assert jobs.grade_submission(store, sid, (never, "local"), exercises=missing) is False
+        assert jobs.status(store, sid).state == "queued" and jobs.status(store, sid).place == 1
+        assert store.scorecards(sid) == [], "the student got a result for the grader's missing exercise"
+        assert "cannot load exercise" in caplog.text and "/srv/worker" in caplog.text

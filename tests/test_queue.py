@@ -160,3 +160,22 @@ def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monk
         assert worker.grade(bob) == alice[1]  # Bob's message, its submission done: the next in line
         assert worker.grade(bob) is None and order == [b"b0", b"a1"]
         assert [len(store.scorecards(i)) for i in (alice[1], bob)] == [1, 1]
+
+
+def test_a_worker_refuses_sqlite_and_waits_longer_each_time_for_a_broker_it_never_reached(tmp_path, database):
+    from grader.cli import main
+
+    assert main(["worker", "--broker", "redis://127.0.0.1:9/0", "--db", str(tmp_path / "class.db")]) == 2
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = start_worker("redis://127.0.0.1:9/0", database, log)  # nothing listens on the discard port
+        try:
+            wait_until(lambda: log_path.read_text().count("cannot reach the broker") >= 3, 60,
+                       "three attempts to reach the broker")
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+    said = log_path.read_text()
+    assert "lost the broker" not in said, said  # it never had one to lose
+    waits = [float(w) for w in re.findall(r"cannot reach the broker at redis://127\.0\.0\.1:9/0 .*; trying again in ([\d.]+) s", said)]
+    assert waits[:3] == [1, 2, 4], said

@@ -226,3 +226,14 @@ def test_concurrent_claims_never_give_one_student_more_than_their_share(location
         # Without a share (the broker's graders), each takes one: none is taken twice.
         more = [jobs.claim_next(store, lease_s=60) for _ in range(6)]
         assert len({m[0] for m in more if m}) == 5 and more[-1] is None
+
+
+def test_a_postgres_url_in_either_spelling_reaches_psycopg_and_a_malformed_one_is_named():
+    from grader.db.engine import make_engine, sqlite_path
+
+    for url in ("postgres://grader@127.0.0.1:9/course", "postgresql://grader@127.0.0.1:9/course"):
+        engine = make_engine(url)  # connects lazily: nothing listens there, and nothing is asked yet
+        assert engine.url.drivername == "postgresql+psycopg" and engine.url.database == "course"
+        engine.dispose()
+    with pytest.raises(StoreError, match="not a database URL"):
+        sqlite_path("://nowhere")

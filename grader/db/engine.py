@@ -12,6 +12,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from grader.errors import StoreError
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
@@ -25,7 +28,10 @@ def sqlite_path(location: str | Path) -> Path | None:
     """The file of an SQLite store, None for another database."""
     if not is_url(location):
         return Path(location)
-    url = make_url(str(location))
+    try:
+        url = make_url(str(location))
+    except ArgumentError:
+        raise StoreError(f"{location}: not a database URL (sqlite:///PATH or postgresql://USER@HOST/NAME)") from None
     return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
 
 
@@ -62,7 +68,9 @@ def make_engine(location: str | Path) -> Engine:
     path = sqlite_path(location)
     if path is None:
         url = make_url(str(location))
-        if url.drivername == "postgresql":  # psycopg 3 is the driver this project installs
+        # psycopg 3 is the driver this project installs; postgres:// is the spelling Heroku, Render and
+        # libpq's own tools use for the same URL.
+        if url.drivername in ("postgresql", "postgres"):
             url = url.set(drivername="postgresql+psycopg")
         return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     create_private_file(path)

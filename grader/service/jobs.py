@@ -11,6 +11,7 @@ many graders die, restart or receive the same job twice.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import threading
 import time
@@ -24,10 +25,12 @@ from sqlalchemy import and_, func, select, update
 
 import grader
 from grader.db import schema
-from grader.exercise import Exercise, load_exercise
+from grader.exercise import Exercise, ExerciseError, load_exercise
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard, utc_now
 from grader.store import Store
+
+log = logging.getLogger("grader.jobs")
 
 DEFAULT_LEASE_S = 60.0
 MAX_ATTEMPTS = 3  # gradings lost to dead graders before the submission gets an error scorecard
@@ -48,13 +51,8 @@ def submit(store: Store, student: str, exercise: str, tier: str, filename: str, 
     `store.TooSoon`, however many are sent at once."""
     sha = hashlib.sha256(content).hexdigest()
     submitted_at = (moment or datetime.now(timezone.utc)).isoformat(timespec="seconds")
-    submission_id, new = store.add_submission(student, exercise, tier, sha, filename, content, state="queued",
-                                              submitted_at=submitted_at, interval_s=interval_s)
-    if new:
-        with store.transaction() as db:
-            db.execute(update(schema.submissions).where(schema.submissions.c.id == submission_id)
-                       .values(queued_at=time.time(), attempts=0))
-    return submission_id, new
+    return store.add_submission(student, exercise, tier, sha, filename, content, state="queued",
+                                submitted_at=submitted_at, interval_s=interval_s, queued_at=time.time())
 
 
 def requeue(store: Store, submission_ids: list[int]) -> list[int]:
@@ -188,7 +186,15 @@ def recover(store: Store) -> list[int]:
     did); one whose gradings died too often gets an error scorecard instead. Returns the ids requeued."""
     s = schema.submissions
     moment = time.time()
-    back = []
+    back: list[int] = []
+    with store.transaction() as db:
+        # A queued row without its queue time (written by an older grader in two transactions, one of
+        # which a crash cut off) takes its place in line now, and is sent again.
+        placeless = db.execute(select(s.c.id).where(and_(s.c.state == "queued", s.c.queued_at.is_(None)))).scalars().all()
+        if placeless:
+            db.execute(update(s).where(and_(s.c.id.in_(placeless), s.c.queued_at.is_(None)))
+                       .values(queued_at=moment, attempts=0))
+            back.extend(placeless)
     with store.reading() as db:
         stale = db.execute(select(s.c.id, s.c.claim, s.c.attempts).where(and_(
             s.c.state == "grading", s.c.lease_until < moment))).all()
@@ -249,15 +255,34 @@ def grade_next(store: Store, backend: tuple[Backend, str], lease_s: float = DEFA
     return taken[0]
 
 
+def release(store: Store, submission_id: int, token: str) -> bool:
+    """Give a claimed submission back to the queue, in its place in line, for another grader."""
+    s = schema.submissions
+    with store.transaction() as db:
+        moved = db.execute(update(s).where(and_(s.c.id == submission_id, s.c.claim == token, s.c.state == "grading"))
+                           .values(state="queued", claim=None, lease_until=None))
+    return moved.rowcount == 1
+
+
 def grade_claimed(store: Store, submission_id: int, token: str, backend: tuple[Backend, str], lease_s: float,
                   exercises: Callable[[str], Exercise]) -> bool:
+    sub = store.submission(submission_id)
+    assert sub is not None
+    try:
+        exercise = exercises(sub.exercise)
+    except ExerciseError as exc:
+        # This grader's project lacks the exercise (or has a broken copy): no fault of the student's. The
+        # submission goes back in line for a grader that has it, and whoever runs this one is told why.
+        log.warning("submission %s left queued: this grader cannot load exercise %r (%s)", submission_id,
+                    sub.exercise, exc)
+        release(store, submission_id, token)
+        return False
     lease = Lease(store, submission_id, token, lease_s)
     try:
-        sub = store.submission(submission_id)
         content = store.content(submission_id)
-        assert sub is not None and content is not None
+        assert content is not None
         try:
-            card = grade_bytes(content, exercises(sub.exercise), sub.tier, *backend)
+            card = grade_bytes(content, exercise, sub.tier, *backend)
         except Exception as exc:  # fail closed: the grader could not vouch for a result
             card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
     finally:

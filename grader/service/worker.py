@@ -13,6 +13,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from grader.db.engine import sqlite_path
+from grader.errors import StoreError
 from grader.sandbox.choose import choose_backend
 from grader.sandbox.local import LocalBackend
 from grader.service import jobs
@@ -31,7 +33,8 @@ class WorkerConfig:
 
 
 _config: WorkerConfig | None = None
-RECONNECT_S = 1.0  # between attempts to reach a broker that went away
+RECONNECT_S = 1.0  # the first wait before trying a broker that did not answer again
+RECONNECT_MAX_S = 30.0  # the longest: the wait doubles up to it while the broker stays away
 
 
 def grade(submission_id: int) -> int | None:
@@ -60,6 +63,10 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
     from rq import Queue, SimpleWorker
 
     global _config
+    if sqlite_path(db_url) is not None:
+        raise StoreError(f"--db {db_url}: grader worker grades from the store that `grader serve` and every other "
+                         "worker share: give a PostgreSQL URL (postgresql://USER@HOST/NAME). An SQLite file is one "
+                         "machine's; there `grader serve` grades by itself, without --broker")
     store = Store(db_url)
     # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once; warm, as
     # `grader serve`'s own gradings are: a sandbox made ready for the next submission while one is graded.
@@ -71,10 +78,13 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
     # This worker also watches for gradings that died elsewhere, so nothing waits for a web server.
     watcher = RQDispatcher(store, broker_url, lease_s)
     watcher.start()
+    reached, wait_s = False, RECONNECT_S
     try:
         while True:
             worker = None
             try:  # making a worker talks to the broker too
+                connection.ping()
+                reached, wait_s = True, RECONNECT_S
                 worker = SimpleWorker([Queue(QUEUE_NAME, connection=connection)], connection=connection)
                 worker.work(burst=burst, logging_level="WARNING")
                 return  # stopped by a signal, or out of work in burst mode
@@ -88,9 +98,10 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
                 # rq's handlers would only mark the old worker as stopping: a signal now ends this one.
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
-                print(f"grader worker: lost the broker ({exc}); connecting again in {RECONNECT_S:g} s",
-                      file=sys.stderr, flush=True)
-                time.sleep(RECONNECT_S)
+                what = "lost the broker" if reached else f"cannot reach the broker at {broker_url.split('@')[-1]}"
+                print(f"grader worker: {what} ({exc}); trying again in {wait_s:g} s", file=sys.stderr, flush=True)
+                time.sleep(wait_s)
+                wait_s = min(2 * wait_s, RECONNECT_MAX_S)
     finally:
         watcher.stop()
         close = getattr(backend[0], "close", None)
