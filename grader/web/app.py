@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
@@ -269,12 +271,17 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
                                          service.clock())
     except TooSoon as soon:
         return exercise_view(service, request, who, None,
-                             f"You submitted less than {service.interval(exercise):g} s ago: next submission "
-                             f"possible at {soon.ready.strftime('%H:%M:%S')} UTC.", 429,
+                             f"You submitted less than {service.interval(exercise):g} s ago: you can submit again "
+                             f"in {wait_seconds(soon.ready, service.clock())} s. Your code is still in the editor.", 429,
                              code=content.decode("utf-8", "replace"))
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def wait_seconds(ready: datetime, now: datetime) -> int:
+    """Whole seconds until `ready`, at least 1: what a student waits, in the unit they count."""
+    return max(1, math.ceil((ready - now).total_seconds()))
 
 
 def tier_for(exercise: Exercise, plan: str) -> str:
@@ -443,6 +450,21 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return page
 
 
+STORE_AWAY = ("Back in a moment", "The service cannot reach its store right now (a restart or a network "
+              "hiccup). Nothing you sent is lost and grading resumes by itself: try again in a minute.")
+RETRY_AFTER_S = 30
+
+
+async def store_unavailable(request: Request, exc: Exception) -> Response:
+    """The store is away (a PostgreSQL restart, a lost connection): every page says so, as the service's own
+    page with a 503 and when to come back, rather than a bare 500. No session is read: that needs the store."""
+    log.warning("the store is unreachable: %s %s: %s", request.method, request.url.path,
+                str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+    page = message_page(None, 503, *STORE_AWAY)
+    page.headers["retry-after"] = str(RETRY_AFTER_S)
+    return page
+
+
 def create_app(service: Service) -> Guard:
     routes = [
         Route("/favicon.ico", favicon),
@@ -464,6 +486,7 @@ def create_app(service: Service) -> Guard:
         route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
+                                                         InterfaceError: store_unavailable})
     app.state.service = service
     return Guard(app, service.max_request_bytes)
