@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from grader.harness import protocol
 from grader.harness.clock import Earliest, OwnDeadline, process_charge
@@ -247,7 +247,7 @@ class WorkerClient:
     def _kill(self) -> None:
         self.process.kill()
 
-    def _violation(self, where: str, detail: str) -> None:
+    def _violation(self, where: str, detail: str) -> NoReturn:
         self._kill()
         self.dead_reason = f"the worker broke the grader's protocol during {where}"
         raise ProtocolViolation(f"{self.dead_reason} ({detail}); did your code write to file descriptors it does not own?")
@@ -882,7 +882,7 @@ class Scenario:
     def read_columns(self, targets: list[Any] | Slot, *names: str) -> Slot:
         """The attributes `names` of each of `targets` (a list, or a `group`) in one operation, as a dict
         of lists: name -> the values of the targets in order, None where one has no such attribute."""
-        wire = self._target(targets) if type(targets) is Slot else [self._target(t) for t in targets]
+        wire = self._target(targets) if isinstance(targets, Slot) else [self._target(t) for t in targets]
         return self._add(["columns", wire, list(names)], f"reading {', '.join(names)}")
 
     def run(self) -> Observations:
@@ -902,7 +902,7 @@ class Observations:
         return None if self.error is None else len(self.values)
 
     def __getitem__(self, step: Slot | int) -> Any:
-        index = step.index if type(step) is Slot else step
+        index = step.index if isinstance(step, Slot) else step
         if index < len(self.values):
             return self.values[index]
         if self.error is not None:

@@ -220,7 +220,8 @@ class Limit(Protocol):
 class Credited(Protocol):
     """What a deadline needs of a charge: the credit so far, and a reading now."""
 
-    credit: float
+    @property
+    def credit(self) -> float: ...
 
     def recheck(self) -> float: ...
 
@@ -248,9 +249,8 @@ class OwnDeadline:
     def left(self) -> float:
         """The seconds left; when the wall clock says none, the processes' waits are read first."""
         left = self._left()
-        if left <= 0 and self.charges:
-            if sum(charge.recheck() for charge in self.charges) > 0:
-                left = self._left()
+        if left <= 0 and self.charges and sum(charge.recheck() for charge in self.charges) > 0:
+            left = self._left()
         return left
 
 

@@ -124,6 +124,10 @@ class ChildWatch:
         signal.set_wakeup_fd(self._write)
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
+    def fileno(self) -> int:
+        """For `select`: the watch itself is waited on beside the sockets."""
+        return self.fd
+
     def ended(self) -> Iterator[tuple[int, int]]:
         """(pid, exit code as `Popen.returncode`) of each child that has ended since, reaped."""
         os.read(self.fd, 4096)

@@ -75,7 +75,7 @@ def _now(value: Any) -> Any:
     return value
 
 
-class _Group(list):  # type: ignore[type-arg]
+class _Group(list):
     """A scenario's `group`: its observation is None, as the worker's."""
 
 
@@ -134,7 +134,7 @@ class LocalScenario:
         return LocalObservations(values, None)
 
 
-class LocalNamespace(dict):  # type: ignore[type-arg]
+class LocalNamespace(dict):
     def scenario(self) -> LocalScenario:
         return LocalScenario(self)
 

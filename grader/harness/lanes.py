@@ -85,10 +85,12 @@ def send(harness: HarnessState) -> None:
     """In a helper, at the end of its session: its records and problems to the first lane, then leave."""
     document = {"problems": harness.problems, "tests": [vars(r) for r in harness.records.values()]}
     data = json.dumps(document).encode()
+    pipe = harness.lane_results
+    assert pipe is not None, "only a helper lane sends, and it has its pipe"
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(harness.lane_results, view):]
+            view = view[os.write(pipe, view):]
     finally:
         os._exit(0)
 

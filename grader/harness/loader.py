@@ -185,10 +185,11 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
     # What the import made lives as long as every worker: out of the collector's sight, as in the zygote.
     gc.freeze()
     own = ChildWatch()
+    watched: list[socket.socket | ChildWatch] = [sock, own]
     loader = os.getpid()
     while True:
-        ready, _, _ = select.select([sock, own.fd], [], [])
-        if own.fd in ready:
+        ready, _, _ = select.select(watched, [], [])
+        if own in ready:
             for pid, status in own.ended():
                 sock.send(json.dumps({"exit": pid, "code": status}).encode())
         if sock in ready:

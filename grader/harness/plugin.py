@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -516,7 +516,7 @@ def assertion_message(exc: AssertionError, details: bool) -> str:
     text = str(exc)
     # pytest's rewriting appends "assert <expression>" to the author's message; the author's words
     # are what a student should read. The expression of a suite without details is not shown at all.
-    head, sep, explanation = text.partition("\nassert ")
+    head, _sep, explanation = text.partition("\nassert ")
     if text.startswith("assert "):
         head, explanation = "", text[len("assert "):]
     if head.strip():
@@ -613,7 +613,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     harness = state()

@@ -104,7 +104,7 @@ Until = float | Limit  # a `time.monotonic()` instant, or a deadline that says h
 
 
 def left_of(deadline: Until) -> float:
-    return deadline - time.monotonic() if type(deadline) is float else deadline.left()  # type: ignore[operator, union-attr]
+    return deadline - time.monotonic() if type(deadline) is float else deadline.left()  # type: ignore[union-attr]
 
 
 def send(fd: int, message: Any, deadline: Until | None = None) -> None:
@@ -127,9 +127,8 @@ def write_frame(fd: int, frame: bytes, deadline: Until | None = None) -> None:
         except BlockingIOError:
             pass
         left = left_of(deadline)
-        if left <= 0 or not select.select([], [fd], [], left)[1]:
-            if left_of(deadline) <= 0:
-                raise Deadline()
+        if (left <= 0 or not select.select([], [fd], [], left)[1]) and left_of(deadline) <= 0:
+            raise Deadline()
 
 
 # A pipe holds 64 KiB: no read returns more. Asking for more would only cost a larger allocation on each

@@ -18,18 +18,19 @@ import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 # Refused to every worker (EPERM): tracing or reading another process (ptrace, process_vm_readv/writev,
 # pidfd_getfd), and System V shared memory, semaphores and message queues, whose objects outlive the
 # process that made them with no size a worker's limits bound (POSIX shared memory lives in a sized
 # /dev/shm instead). Per architecture (`uname -m`): (AUDIT_ARCH_*, numbers).
-REFUSED = {
+REFUSED: dict[str, tuple[int, tuple[int, ...]]] = {
     "x86_64": (0xC000003E, (101, 310, 311, 438, 29, 64, 68)),
     "aarch64": (0xC00000B7, (117, 270, 271, 438, 194, 190, 186)),
 }
 # Refused as well where the worker has no network namespace: io_uring (a second way into the kernel that
 # seccomp cannot see into), and socket() of any family but AF_UNIX (no TCP, UDP, raw or netlink socket).
-NO_NETWORK = {
+NO_NETWORK: dict[str, dict[str, Any]] = {
     "x86_64": {"socket": 41, "io_uring": (425, 426, 427)},
     "aarch64": {"socket": 198, "io_uring": (425, 426, 427)},
 }
@@ -45,9 +46,9 @@ def seccomp_program(machine: str | None = None, network: bool = True) -> bytes |
     or None where it has no numbers. A syscall of another architecture (32-bit calls on a 64-bit
     kernel) is refused as a whole."""
     machine = machine or platform.machine()
-    arch, refused = REFUSED.get(machine, (None, ()))
-    if arch is None or (not network and machine not in NO_NETWORK):
+    if machine not in REFUSED or (not network and machine not in NO_NETWORK):
         return None
+    arch, refused = REFUSED[machine]
     steps: list[_Step | str] = [_Step(_LOAD, _ARCH_OFFSET), _Step(_EQUAL, arch, if_not="refuse"),
                                 _Step(_LOAD, _NUMBER_OFFSET)]
     if arch == 0xC000003E:

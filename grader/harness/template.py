@@ -49,11 +49,12 @@ def serve(control_fd: int) -> Order:
     a child, with its order."""
     channel = socket.socket(fileno=control_fd)
     children = ChildWatch()
+    watched: list[socket.socket | ChildWatch] = [channel, children]
     template = os.getpid()
     forked: set[int] = set()  # as a subreaper it also reaps orphans (a killed child's bwrap): not news
     while True:
-        ready, _, _ = select.select([channel, children.fd], [], [])
-        if children.fd in ready:
+        ready, _, _ = select.select(watched, [], [])
+        if children in ready:
             for pid, code in children.ended():
                 if pid not in forked:
                     continue

@@ -141,7 +141,7 @@ def apply_limits(limits: dict[str, int]) -> None:
     if limits.get("processes"):  # absent for the zygote, which sets it in each child
         wanted[resource.RLIMIT_NPROC] = limits["processes"]
     for which, value in wanted.items():
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(which, (value, value))
@@ -331,7 +331,7 @@ class Worker:
     def handles_of(self, objects: Any) -> list[int]:
         """`handle` of each object, in order: when all have one already (a scenario reading the same
         requests step after step), in one pass instead of a call each."""
-        numbers = list(map(self.handle_of.get, map(id, objects)))
+        numbers: list[Any] = list(map(self.handle_of.get, map(id, objects)))
         if None in numbers:
             return list(map(self.handle, objects))
         self.touched.update(dict.fromkeys(numbers))
@@ -673,9 +673,8 @@ class Worker:
                 self.pending.append(text)
                 self.pending_size += len(text) + 1
                 if (self.pending_size + self.changed_bytes > protocol.SCENARIO_CHUNK_BYTES
-                        or time.monotonic() - self.last_frame >= beat):
-                    if not self.flush():
-                        return
+                        or time.monotonic() - self.last_frame >= beat) and not self.flush():
+                    return
             self.reply(ending, ("scenario", self.pending))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -780,7 +779,7 @@ def packed(items: list[Any]) -> Any:
     return {protocol.REFS: [item[protocol.REF] for item in items]}
 
 
-class Group(list):  # type: ignore[type-arg]
+class Group(list):
     """Objects a scenario gathered to read together (`columns`); a group in a group adds its members."""
 
 

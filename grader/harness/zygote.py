@@ -114,12 +114,14 @@ def serve() -> None:
             current = None
 
     while True:
-        waiting = [channel, children.fd] + ([current.sock] if current is not None else [])
+        waiting: list[socket.socket | ChildWatch] = [channel, children]
+        if current is not None:
+            waiting.append(current.sock)
         timeout = None if current is None or current.ready else max(0.0, current.deadline - time.monotonic())
         ready, _, _ = select.select(waiting, [], [], timeout)
         if current is not None and not current.ready and time.monotonic() >= current.deadline:
             drop("its import took too long")
-        if children.fd in ready:
+        if children in ready:
             for pid, status in children.ended():
                 if pid not in loaders:
                     report(pid, status)

@@ -167,7 +167,7 @@ def remove_abandoned(client: docker.DockerClient) -> list[str]:
     for container in found:
         if is_gone((container.attrs.get("Labels") or {}).get(OWNER_LABEL, "")):
             _remove(container)
-            removed.append(container.id)
+            removed.append(str(container.id))
     return removed
 
 

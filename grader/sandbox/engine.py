@@ -34,7 +34,8 @@ def engine_status(timeout: float = 5.0) -> tuple[docker.DockerClient | None, str
     client = None
     try:
         # version="auto" negotiates down to what the engine speaks (Debian's 20.10 speaks 1.41).
-        client = docker.from_env(version="auto", timeout=max(0.1, float(timeout)))
+        # The SDK hands the timeout to requests, which takes seconds as a float; its stubs say int.
+        client = docker.from_env(version="auto", timeout=max(0.1, float(timeout)))  # type: ignore[arg-type]
         if not client.ping():
             raise docker.errors.DockerException("ping did not answer OK")
     except (docker.errors.DockerException, requests.RequestException, OSError, ValueError) as exc:
@@ -44,7 +45,7 @@ def engine_status(timeout: float = 5.0) -> tuple[docker.DockerClient | None, str
             except Exception:
                 pass
         return None, _why(exc)
-    client.api.timeout = REQUEST_TIMEOUT_S
+    client.api.timeout = REQUEST_TIMEOUT_S  # type: ignore[assignment]  # a float, as above
     return client, ""
 
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
@@ -181,10 +181,11 @@ def namespaces_problem(bwrap: str | None, python: str | None, uid: int | None) -
         os.lseek(passed[-1], 0, os.SEEK_SET)
     command = bwrap_arguments(bwrap, read_code, seccomp_fd=passed[1] if refusals is not None else None) + [
         python, "-I", "-S", "-c", "pass"]
-    privileges = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    privileges: dict[str, Any] = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
     try:
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, env=dict(SANDBOX_ENV),
-                              pass_fds=tuple(passed), timeout=20, check=False, **privileges)
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, env=dict(SANDBOX_ENV),
+            pass_fds=tuple(passed), timeout=20, check=False, **privileges)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not be started ({exc})"
     finally:

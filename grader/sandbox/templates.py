@@ -181,24 +181,25 @@ class ForkedHarness:
         self.ended = False
         self.returncode: int | None = None
 
-    def _resolve(self) -> bool:
+    def _resolve(self) -> int | None:
+        """Its pidfd, asked of the template the first time; None when the template never forked it."""
         if self.pidfd is None and not self.lost:
             found = self.template.child(self.order)
             if found is None:
                 self.lost = self.ended = True
             else:
                 self.pid, self.pidfd = found
-        return self.pidfd is not None
+        return self.pidfd
 
     def poll(self) -> int | None:
         """None while it runs, else its exit code (-1 when unknown: its template is gone)."""
-        if not self.ended and self._resolve() and select.select([self.pidfd], [], [], 0)[0]:
+        if not self.ended and (pidfd := self._resolve()) is not None and select.select([pidfd], [], [], 0)[0]:
             self._ended()
         return None if not self.ended else (self.returncode if self.returncode is not None else -1)
 
     def wait(self, timeout: float | None = None) -> int | None:
-        if not self.ended and self._resolve():
-            if not select.select([self.pidfd], [], [], timeout)[0]:
+        if not self.ended and (pidfd := self._resolve()) is not None:
+            if not select.select([pidfd], [], [], timeout)[0]:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
             self._ended()
         return self.returncode
@@ -212,12 +213,11 @@ class ForkedHarness:
 
     def resolve(self) -> bool:
         """Whether the template forked this harness (waiting for its word if need be)."""
-        return self._resolve()
+        return self._resolve() is not None
 
     def kill(self) -> None:
-        if not self.ended and self._resolve():
-            assert self.pidfd is not None
-            _kill_by_pidfd(self.pidfd)
+        if not self.ended and (pidfd := self._resolve()) is not None:
+            _kill_by_pidfd(pidfd)
 
     def release(self) -> None:
         try:

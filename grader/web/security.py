@@ -1,7 +1,10 @@
-"""What every response and request goes through: a size cap on request bodies, and security headers
-(the reports' Content-Security-Policy, with forms allowed to post to this server only)."""
+"""What every response and request goes through: a size and a time cap on request bodies, and security
+headers (the reports' Content-Security-Policy, with forms allowed to post to this server only)."""
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -9,6 +12,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'self'; frame-ancestors 'none'")
 DRAIN_FACTOR = 8
+# The time a whole request body may take to arrive: a form or a 1 MiB file takes a fraction of it on any
+# link a student submits from; a client that sends part of a body and then nothing holds no memory past it.
+BODY_TIMEOUT_S = 30.0
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -19,11 +25,11 @@ HEADERS = [
 
 
 class Guard:
-    """Refuses a body over `max_bytes` (413) whether it says its length or streams it, and adds the
-    security headers to every response."""
+    """Refuses a body over `max_bytes` (413) whether it says its length or streams it, or one that has not
+    arrived whole within `body_timeout_s` (408), and adds the security headers to every response."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, body_timeout_s: float = BODY_TIMEOUT_S) -> None:
+        self.app, self.max_bytes, self.body_timeout_s = app, max_bytes, body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -40,8 +46,14 @@ class Guard:
         chunks: list[bytes] = []
         seen = 0
         more = True
+        deadline = time.monotonic() + self.body_timeout_s
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                chunks.clear()  # what came so far is let go at once
+                await self.refuse(send, 408, f"Request body not received within {self.body_timeout_s:g} s.\n")
+                return
             if message["type"] != "http.request":
                 return  # the client went away
             chunks.append(message.get("body", b""))
@@ -81,9 +93,9 @@ class Guard:
             if not message.get("more_body", False):
                 return
 
-    async def refuse(self, send: Send) -> None:
-        body = f"Request too large: at most {self.max_bytes // 1024} KiB.\n".encode()
-        await send({"type": "http.response.start", "status": 413,
+    async def refuse(self, send: Send, status: int = 413, text: str = "") -> None:
+        body = (text or f"Request too large: at most {self.max_bytes // 1024} KiB.\n").encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
                                 (b"content-length", str(len(body)).encode()), *HEADERS]})
         await send({"type": "http.response.body", "body": body})

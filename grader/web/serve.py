@@ -44,6 +44,9 @@ def load_exercises() -> dict:
     return found
 
 
+MAX_CONNECTIONS = 100
+
+
 def base_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
@@ -78,8 +81,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     print(f"grader serving {len(service.exercises)} exercise(s) at {url}/ from {store.describe()}; {how}", file=out)
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
+    # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
+    # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
     config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=5)
+                            timeout_graceful_shutdown=5, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=5)
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:

@@ -1,0 +1,94 @@
+"""What a crowd of slow or stalled uploads can hold of `grader serve`: a body must arrive whole in time,
+and the server takes a bounded number of requests at once."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from grader.web.security import Guard
+from tests.helpers import wait_until
+from tests.service import Server
+
+
+async def _stalled_upload(guard: Guard) -> list[dict]:
+    sent: list[dict] = []
+    chunks = [{"type": "http.request", "body": b"x" * 1000, "more_body": True}]
+
+    async def receive() -> dict:
+        if chunks:
+            return chunks.pop()
+        await asyncio.sleep(3600)  # the client sends nothing more and keeps the connection
+        raise AssertionError("unreachable")
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-length", b"100000")]}
+    await guard(scope, receive, send)
+    return sent
+
+
+def test_a_body_that_stops_arriving_is_refused_when_its_time_is_up():
+    async def never_called(scope, receive, send):
+        raise AssertionError("the application ran on a body that never came whole")
+
+    started = time.monotonic()
+    sent = asyncio.run(_stalled_upload(Guard(never_called, 1 << 20, body_timeout_s=0.3)))
+    assert 0.3 <= time.monotonic() - started < 5
+    assert sent[0]["status"] == 408 and b"not received within 0.3 s" in sent[1]["body"]
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+@pytest.mark.slow
+def test_many_stalled_uploads_hold_little_memory_and_the_service_answers_after(tmp_path):
+    """1,500 clients each send 1000 KiB of a declared 1 MiB, then nothing: serve's memory stays under 200 MiB,
+    the stalled ones are let go, and the service answers."""
+    server = Server.start(tmp_path / "serve.log", "--db", str(tmp_path / "class.db"), "--sandbox", "local")
+    host, port = server.url.removeprefix("http://").split(":")
+    sockets: list[socket.socket] = []
+    peak = 0.0
+    try:
+        body = b"x" * (1000 * 1024)
+        head = (f"POST /instructor/roster HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded"
+                f"\r\nContent-Length: {1 << 20}\r\n\r\n").encode()
+        for _ in range(1500):
+            client = socket.create_connection((host, int(port)))
+            client.setblocking(False)
+            try:
+                client.send(head)
+                client.send(body)
+            except (BlockingIOError, ConnectionError):
+                pass  # refused, or its buffers are full: either way it holds what the server took
+            sockets.append(client)
+            if len(sockets) % 100 == 0:
+                peak = max(peak, rss_mib(server.process.pid))
+        for _ in range(20):
+            peak = max(peak, rss_mib(server.process.pid))
+            time.sleep(0.1)
+        assert peak < 200, f"serve grew to {peak:.0f} MiB with 1,500 stalled uploads"
+        # Signed out, the home page is the sign-in prompt (401): the service's own answer, not a timeout.
+        wait_until(lambda: server.client().get("/").status_code == 401, 90, "the service answering again")
+        wait_until(lambda: all(_answered(client) for client in sockets), 90, "every stalled upload let go")
+    finally:
+        for client in sockets:
+            client.close()
+        server.stop()
+
+
+def _answered(client: socket.socket) -> bool:
+    """Whether the server has let this connection go: an answer (408, 503), an end or a reset."""
+    try:
+        client.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False  # nothing yet: the server still waits on its body
+    except OSError:
+        pass
+    return True
