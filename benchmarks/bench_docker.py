@@ -34,7 +34,8 @@ from grader.sandbox.image import ensure_image  # noqa: E402
 
 
 def gradescope_style(client, image: str, exercise, tier: str, submission: Path | None = None,
-                     seed: int | None = None, failures_allowed: bool = False) -> float:
+                     seed: int | None = None, failures_allowed: bool = False, cgroup_parent: str | None = None
+                     ) -> float:
     """One throwaway container that runs the suites in-process against the submission (the reference by
     default), no isolation inside: create, copy the files in, start, wait, remove."""
     suites = [spec for spec in exercise.suites_for(tier)]
@@ -54,7 +55,8 @@ def gradescope_style(client, image: str, exercise, tier: str, submission: Path |
     container = client.containers.create(
         image, ["python3", "-m", "pytest", "-q", "-p", "grader.harness.inprocess", "-p", "no:cacheprovider",
                 "-c", "/dev/null", "--rootdir", "/work", *[f"/work/{spec.name}" for spec in suites]],
-        network_mode="none", working_dir="/work", environment=environment)
+        network_mode="none", working_dir="/work", environment=environment,
+        **({"cgroup_parent": cgroup_parent} if cgroup_parent else {}))
     try:
         container.put_archive("/", buffer.getvalue())
         container.start()

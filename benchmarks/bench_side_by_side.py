@@ -25,37 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_batch import make_class  # noqa: E402
+from benchmarks.cpu import CpuGroup  # noqa: E402
 from grader.exercise import load_exercise  # noqa: E402
-
-CGROUPS = Path("/sys/fs/cgroup")
-
-
-class CpuGroup:
-    """A cgroup of this benchmark's own, and the CPU time its processes have used."""
-
-    def __init__(self, name: str) -> None:
-        if (CGROUPS / "cgroup.controllers").exists():  # v2: one hierarchy, usage in cpu.stat
-            self.path = CGROUPS / name
-        else:
-            self.path = CGROUPS / "cpuacct" / name
-        self.path.mkdir()
-
-    def used(self) -> float:
-        """Seconds of CPU used so far by the processes placed in this group."""
-        if (self.path / "cpuacct.usage").exists():
-            return int((self.path / "cpuacct.usage").read_text()) / 1e9
-        stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines())
-        return int(stat["usage_usec"]) / 1e6
-
-    def command(self, argv: list[str]) -> list[str]:
-        """`argv`, run by a shell that first moves itself into this group (its children follow)."""
-        return ["sh", "-c", f'echo $$ > "{self.path / "cgroup.procs"}" && exec "$@"', "sh", *argv]
-
-    def remove(self) -> None:
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
 
 
 def pair(checkouts: list[Path], folder: Path, args: argparse.Namespace, scratch: Path, number: int

@@ -71,6 +71,9 @@ class DockerBackend:
     progress: Callable[[str], None] | None = None  # where the lines of an image build go
     jobs: list[str] = field(default_factory=list)  # the label of every container this backend made
     warm: bool = False  # keep a container started and ready for the next submission of the same tier
+    # The cgroup the engine places each container under (its default when None): a benchmark gives one of
+    # its own, so that the CPU of the containers it caused is read from one place.
+    cgroup_parent: str | None = None
     _ready: WarmSlots[StartedContainer] = field(default_factory=WarmSlots, repr=False)
     _engine_cpus: int | None = field(default=None, repr=False)
 
@@ -134,6 +137,7 @@ class DockerBackend:
                 ipc_mode="private", stdin_open=True, labels={LABEL: layout.name, OWNER_LABEL: this_process()},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),
                 ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
+                **({"cgroup_parent": self.cgroup_parent} if self.cgroup_parent else {}),
             )
             attached = container.attach_socket(params={"stdin": 1, "stream": 1})
             container.start()
