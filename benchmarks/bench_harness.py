@@ -68,10 +68,10 @@ def isolated(exercise, tier: str, backend: LocalBackend | None = None) -> tuple[
 
 def confinement_start(isolation: str, uid: int | None) -> float:
     """Seconds from nothing to a first worker that imported a submission, in a fresh confinement."""
+    from grader.confined.limits import Limits
     from grader.harness.client import WorkerClient
     from grader.harness.confine import Confinement
     from grader.harness.contract import Job, worker_zip
-    from grader.harness.limits import Limits
     from grader.sandbox.layout import HARNESS_PACKAGE
     from grader.sandbox.local import bwrap_path, sandbox_python
 

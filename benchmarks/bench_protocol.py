@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.confined.limits import Limits  # noqa: E402
 from grader.harness.client import Scenario  # noqa: E402
-from grader.harness.limits import Limits  # noqa: E402
 from tests.helpers import worker_for  # noqa: E402
 
 REFERENCE = ROOT / "solutions" / "continuous_batching" / "scheduler.py"

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from grader import page_settings
-from grader.harness.contract import collection_error
-from grader.harness.limits import Limits
+from grader.harness.contract import Limits, collection_error
 from grader.page_settings import Prediction, WebSettings
 
 # A course platform's container may run Python 3.10 (Ubuntu 22.04), which has no tomllib: tomli is the same parser.

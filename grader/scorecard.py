@@ -40,7 +40,7 @@ class TestResult:
     description: str = ""
     duration_s: float = 0.0
     # Seconds by which the test's time limits were moved because its processes waited for a CPU that
-    # other work held (a busy machine): that time is not the submission's (grader/harness/clock.py).
+    # other work held (a busy machine): that time is not the submission's (grader/confined/clock.py).
     cpu_wait_s: float = 0.0
     traceback: list[str] = field(default_factory=list)
     output: str = ""

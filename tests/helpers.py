@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from grader.confined.limits import Limits
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement
 from grader.harness.contract import Job, worker_zip
-from grader.harness.limits import Limits
 from grader.sandbox.layout import HARNESS_PACKAGE
 from grader.sandbox.local import bwrap_path, isolation_problem, sandbox_python, worker_account, worker_python
 

@@ -16,9 +16,9 @@ import pytest
 
 from grader.batch import discover, run_batch
 from grader.cli import main
+from grader.confined import protocol
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.harness import protocol
 from grader.sandbox.local import run_local
 from grader.store import Store
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, exercise_copy, worker_for
@@ -318,7 +318,7 @@ def test_the_harness_limits_its_own_address_space_and_a_worker_still_gets_its_ex
     code = """
 import resource
 from grader.harness.plugin import limit_own_memory
-from grader.harness.worker import apply_limits
+from grader.confined.worker import apply_limits
 limit_own_memory(1024)
 print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)
 apply_limits({"memory_mb": 2048, "file_size_mb": 16, "open_files": 64, "cpu_s": 60})  # as a worker would

@@ -131,7 +131,7 @@ def test_a_worker_in_an_account_of_its_own_reads_nothing_of_the_machine(private_
     """Without namespaces, Landlock keeps the worker to the system's folders and a temporary folder of its
     own: the hunter finds none of the files that every account may read by their modes, in /tmp or
     where a server keeps its data; the same hunt unprotected finds them."""
-    from grader.harness.restrict import landlock_abi
+    from grader.confined.restrict import landlock_abi
 
     if not landlock_abi():
         pytest.skip("the kernel offers no Landlock: the worker reads what its account's modes allow (README)")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness.forking import stat_number
+from grader.confined.forking import stat_number
 from grader.sandbox import folders
 from grader.sandbox.docker_backend import OWNER_LABEL
 from grader.sandbox.folders import (
@@ -170,7 +170,7 @@ def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_
     jobs = temporary / f"grader-{os.geteuid()}"
     try:
         # Under way: the grading's zygote (which names its job folder) has started.
-        wait_until(lambda: any("grader.harness.zygote" in c for c in processes_naming(str(jobs))), 60,
+        wait_until(lambda: any("grader.confined.zygote" in c for c in processes_naming(str(jobs))), 60,
                  "a grading under way")
         left = [p for p in jobs.iterdir() if p.name.startswith(folders.JOB_PREFIX)]
         assert left
@@ -208,7 +208,7 @@ def test_without_namespaces_a_killed_graders_worker_stuck_in_a_loop_ends_with_it
 
     def looping() -> list[str]:
         """A worker of this grading (forked from its zygote, so named like it) with a second of CPU used."""
-        return [p for p in processes_naming(jobs) if "grader.harness.zygote" in p
+        return [p for p in processes_naming(jobs) if "grader.confined.zygote" in p
                 and (stat_number(int(p.split(":")[0]), USER_TIME_FIELD) or 0) >= os.sysconf("SC_CLK_TCK")]
 
     try:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from grader.harness import protocol
+from grader.confined import protocol
 
 
 @pytest.fixture
@@ -106,12 +106,16 @@ def test_the_worker_zip_carries_bytecode_and_a_foreign_python_compiles_the_sourc
     import sys
     import zipfile
 
-    from grader.harness.contract import WORKER_MODULES, worker_zip
+    from grader.harness.contract import worker_zip
     from grader.sandbox.layout import HARNESS_PACKAGE
 
     archive = zipfile.ZipFile(io.BytesIO(worker_zip(HARNESS_PACKAGE)))
     names = set(archive.namelist())
-    for module in WORKER_MODULES:
+    modules = ["__init__.py", *(f"confined/{path.name}" for path in (HARNESS_PACKAGE / "confined").glob("*.py"))]
+    assert "confined/worker.py" in modules and "confined/zygote.py" in modules
+    # The confined package, whole, and nothing of the harness: a worker has no use for it.
+    assert {name for name in names if name.endswith(".py")} == {f"grader/{module}" for module in modules}
+    for module in modules:
         assert {f"grader/{module}", f"grader/{module}c"} <= names
         assert archive.read(f"grader/{module}c")[:4] == importlib.util.MAGIC_NUMBER
     # Bytecode is what is loaded: with every source replaced by a syntax error, the import still works
@@ -126,7 +130,7 @@ def test_the_worker_zip_carries_bytecode_and_a_foreign_python_compiles_the_sourc
                 data = b"\x00\x00\r\n" + data[4:]
             out.writestr(name, data)
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(rebuilt)!r}); "
-                           "import grader.harness.worker"], capture_output=True, text=True)
+                           "import grader.confined.worker"], capture_output=True, text=True)
     assert (done.returncode == 0) == magic_ok, done.stderr[-500:]
     if not magic_ok:
         assert "SyntaxError" in done.stderr

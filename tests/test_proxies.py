@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from grader.harness import protocol
+from grader.confined import protocol
+from grader.confined.limits import Limits
 from grader.harness.client import (
     CallTimeout,
     ProtocolViolation,
@@ -17,7 +18,6 @@ from grader.harness.client import (
     ValueRefused,
     WorkerCrashed,
 )
-from grader.harness.limits import Limits
 from tests.helpers import worker_for
 
 PLAIN = '''
@@ -390,7 +390,7 @@ def test_forged_rows_are_a_protocol_violation(forged):
 
 
 def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
-    from grader.harness.worker import Worker
+    from grader.confined.worker import Worker
 
     class Req:
         def __init__(self, rid: int) -> None:
@@ -410,7 +410,7 @@ def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
 def test_lists_of_objects_cross_as_handles_with_every_bound_still_kept():
     from collections import deque
 
-    from grader.harness.worker import MAX_ITEMS, TooBig, Worker
+    from grader.confined.worker import MAX_ITEMS, TooBig, Worker
 
     class Req:
         def __init__(self, rid: int) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness.restrict import landlock_abi, seccomp_program
+from grader.confined.restrict import landlock_abi, seccomp_program
 from grader.sandbox.local import worker_python
 from tests.helpers import PROJECT
 
@@ -22,7 +22,7 @@ UID = 61990  # an account no real user has (as the worker accounts: grader.sandb
 PROBE = """
 import json, os, socket, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from grader.harness.restrict import confine_self
+from grader.confined.restrict import confine_self
 scratch, secret = sys.argv[2], sys.argv[3]
 confined = confine_self(read=[], write=[scratch])
 seen = {"landlock": confined.landlock_abi}

@@ -9,8 +9,8 @@ import tomllib
 
 from grader.audit import run_audit
 from grader.cli import main
+from grader.confined.limits import Limits
 from grader.exercise import TOP_LEVEL_KEYS, load_exercise
-from grader.harness.limits import Limits
 from grader.sandbox.local import LocalBackend
 from grader.seed_checks import check_seeds
 

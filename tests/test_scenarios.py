@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from grader.harness import protocol
+from grader.confined import protocol
+from grader.confined.limits import Limits
 from grader.harness.client import CallTimeout, RemoteObject, Scenario, ValueRefused, WorkerCrashed
-from grader.harness.limits import Limits
 from tests.helpers import worker_for
 from tests.test_proxies import PLAIN
 

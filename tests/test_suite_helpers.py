@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from grader.confined.limits import Limits
 from grader.harness.client import Scenario
-from grader.harness.limits import Limits
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, load_module, worker_for
 
 HIDDEN = PROJECT / "hidden_tests" / EXERCISE

@@ -19,13 +19,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from grader.confined.clock import AccountCPU, OwnDeadline, process_charge, process_cpu_s
+from grader.confined.limits import Limits
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
 from grader.harness.client import CallTimeout
-from grader.harness.clock import AccountCPU, OwnDeadline, process_charge, process_cpu_s
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
-from grader.harness.limits import Limits
 from grader.sandbox.local import run_local, worker_account, worker_python
 from grader.scorecard import Scorecard
 from tests.helpers import REFERENCE, exercise_copy, worker_for

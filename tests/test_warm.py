@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from grader.confined.forking import stat_fields
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.harness.forking import stat_fields
 from grader.sandbox.local import LocalBackend
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I
 

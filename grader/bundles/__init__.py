@@ -33,7 +33,7 @@ from pathlib import Path
 
 import grader
 from grader.exercise import Exercise
-from grader.harness.limits import Limits
+from grader.harness.contract import Limits
 from grader.seed_checks import check_seeds
 
 TARGETS = ("gradescope", "prairielearn")

@@ -1,6 +1,7 @@
-"""The trusted in-sandbox side: the pytest plugin, the worker protocol and the proxies.
+"""The trusted in-sandbox side: the pytest plugin, the proxies and the confinement of the workers.
 
-Everything under `grader.harness` runs inside the sandbox and depends only on the standard library
-and pytest (plus pytest-timeout), at the versions Debian bookworm ships. `worker.py` is the one module
-that runs next to untrusted code, in a separate process, as a separate user where possible.
+Everything under `grader.harness` runs inside the sandbox and depends only on the standard library,
+pytest and `grader.confined`, at the versions Debian bookworm ships. What runs next to untrusted code
+(the zygote, the loader, the worker) is `grader.confined`, in processes of its own, as another user
+where possible. The host imports `grader.harness.contract` alone.
 """

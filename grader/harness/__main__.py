@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.confined.forking import INPUT_CLOSED, end_with_parent
 from grader.harness import plugin
 from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
-from grader.harness.forking import INPUT_CLOSED, end_with_parent
 from grader.harness.unpack import unpack
 
 GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)

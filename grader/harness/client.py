@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from grader.harness import protocol
-from grader.harness.clock import Earliest, OwnDeadline, process_charge
+from grader.confined import protocol
+from grader.confined.clock import Earliest, OwnDeadline, process_charge
+from grader.confined.limits import Limits
 from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
-from grader.harness.limits import Limits
 
 # A test's worker's environment (its HOME is its own folder): what a program run from a terminal would
 # find, so that one that asks for its user (getpass, os.environ["USER"]) runs as it does there.

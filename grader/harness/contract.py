@@ -31,20 +31,29 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.harness.limits import Limits
+# What the host needs of the confinement's own code, named here so that this module is all the host
+# imports of the sandbox's side (tests/test_import_rules.py holds both sides to it).
+from grader.confined import restrict as restrict
+from grader.confined.bubblewrap import SANDBOX_CODE as SANDBOX_CODE
+from grader.confined.bubblewrap import SANDBOX_ENV as SANDBOX_ENV
+from grader.confined.bubblewrap import WORKER_NAME as WORKER_NAME
+from grader.confined.bubblewrap import bwrap_arguments as bwrap_arguments
+from grader.confined.clock import process_ending as process_ending
+from grader.confined.forking import INPUT_CLOSED as INPUT_CLOSED
+from grader.confined.forking import START_TIME_FIELD as START_TIME_FIELD
+from grader.confined.forking import stat_number as stat_number
+from grader.confined.limits import Limits
+from grader.confined.processes import wait_for_exit as wait_for_exit
+from grader.confined.restrict import seccomp_program as seccomp_program
 
 RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
 JOB_FILE = "secret/job.json"
 ISOLATIONS = ("namespaces", "container", "account", "none")
-# Where the worker finds its code inside a namespaced sandbox.
-SANDBOX_CODE = "/grader/worker.zip"
 FRAME = struct.Struct(">Q")
 MAX_FRAME_BYTES = 1 << 30
-# The worker side of the harness: what a worker process imports, shipped to it as one zip.
-WORKER_MODULES = ("__init__.py", "harness/__init__.py", "harness/limits.py", "harness/protocol.py",
-                  "harness/processes.py", "harness/worker.py", "harness/zygote.py", "harness/forking.py",
-                  "harness/loader.py", "harness/clock.py", "harness/restrict.py")
+# The worker side: the `grader.confined` package, whole, shipped to the worker as one zip.
+CONFINED_PACKAGE = "confined"
 
 
 def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:
@@ -79,7 +88,7 @@ class Job:
     module: str  # the module name it is imported as (the exercise's file name without .py)
     names: list[str]  # the names tests may ask `ns` for
     suites: list[Suite]
-    worker_code: str  # the zip holding the worker side of the harness (see WORKER_MODULES)
+    worker_code: str  # the zip holding the worker side (the `grader.confined` package)
     worker_python: str  # the interpreter for workers
     isolation: str  # one of ISOLATIONS
     private: str = "secret/private"  # the harness's own folder: worker output files, logs
@@ -146,8 +155,11 @@ def read_frame(stream: Any) -> bytes:
 
 
 def worker_files(package_dir: Path) -> list[tuple[str, bytes]]:
-    """The worker side of the harness as (path in the zip, bytes), from a `grader` package folder."""
-    return [(f"grader/{name}", (package_dir / name).read_bytes()) for name in WORKER_MODULES]
+    """The worker side as (path in the zip, bytes), from a `grader` package folder: its `__init__.py` and
+    every module of the confined package, nothing else."""
+    confined = sorted((package_dir / CONFINED_PACKAGE).glob("*.py"))
+    return [("grader/__init__.py", (package_dir / "__init__.py").read_bytes()),
+            *((f"grader/{CONFINED_PACKAGE}/{path.name}", path.read_bytes()) for path in confined)]
 
 
 def worker_zip(package_dir: Path) -> bytes:

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grader.harness.forking import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
+from grader.confined.forking import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
 
 if TYPE_CHECKING:
     import pytest

@@ -24,14 +24,14 @@ from typing import Any, BinaryIO
 
 import pytest
 
+from grader.confined.clock import OwnDeadline, own_charge
+from grader.confined.forking import INPUT_CLOSED, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, end_with_input, prctl
+from grader.confined.processes import children_of
 from grader.harness import lanes, template
 from grader.harness.client import GradingStop, RemoteException, Scenario, WorkerClient, WorkerUnavailable
-from grader.harness.clock import OwnDeadline, own_charge
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_frame
 from grader.harness.feedback import Feedback
-from grader.harness.forking import INPUT_CLOSED, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, end_with_input, prctl
-from grader.harness.processes import children_of
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
 # limit makes sure no submission can make it take the machine's (or the container's) memory instead.

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from grader.harness.forking import ChildWatch, die_with_parent
+from grader.confined.forking import ChildWatch, die_with_parent
 
 
 @dataclass

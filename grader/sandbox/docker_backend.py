@@ -22,8 +22,7 @@ from docker.types import LogConfig
 
 from grader.errors import GradingError
 from grader.exercise import Exercise
-from grader.harness.contract import bootstrap
-from grader.harness.forking import INPUT_CLOSED
+from grader.harness.contract import INPUT_CLOSED, bootstrap
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (
     JobLayout,
@@ -137,7 +136,7 @@ class DockerBackend:
                 ipc_mode="private", stdin_open=True, labels={LABEL: layout.name, OWNER_LABEL: this_process()},
                 log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "32m"}),
                 ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
-                **({"cgroup_parent": self.cgroup_parent} if self.cgroup_parent else {}),
+                cgroup_parent=self.cgroup_parent,
             )
             attached = container.attach_socket(params={"stdin": 1, "stream": 1})
             container.start()

@@ -9,7 +9,7 @@ Two layers, each tagged by a content hash so that a stale image is never used:
   packages shares the one base every such exercise uses.
   Bump RECIPE_VERSION to pick up new Debian point releases / security updates.
 * ``grader-harness:<hash>`` -- the base plus the in-sandbox code (``grader/__init__.py`` and
-  ``grader/harness/**/*.py``) under ``/opt/grader``, and the empty job folders of ``IMAGE_DIRS``.
+  ``grader/harness/**/*.py``, ``grader/confined/**/*.py``) under ``/opt/grader``, and the empty job folders of ``IMAGE_DIRS``.
   Built from an in-memory build context (``FROM`` a local image needs no registry). The hash covers
   the base tag, the generated Dockerfile and every path, mode and byte of the layer, so any change
   to a harness file gives a new tag.
@@ -41,7 +41,7 @@ import docker
 import requests
 
 from grader.errors import GradingError
-from grader.harness.confine import WORKER_NAME
+from grader.harness.contract import WORKER_NAME
 from grader.sandbox import layout
 from grader.sandbox.folders import owned_folder
 from grader.sandbox.local import WORKER_UIDS

@@ -69,10 +69,11 @@ class JobLayout:
 
 def harness_files(package_dir: Path | str | None = None) -> list[tuple[str, bytes]]:
     """The code that runs inside the sandbox, as (path relative to the package's parent, bytes), sorted:
-    `grader/__init__.py` and every `grader/harness/**/*.py`. `package_dir` defaults to this package."""
+    `grader/__init__.py` and every `grader/harness/**/*.py` and `grader/confined/**/*.py`. `package_dir`
+    defaults to this package."""
     package = Path(package_dir) if package_dir is not None else HARNESS_PACKAGE
     files = {f"{package.name}/__init__.py": (package / "__init__.py").read_bytes()}
-    for path in (package / "harness").rglob("*.py"):
+    for path in [*(package / "harness").rglob("*.py"), *(package / "confined").rglob("*.py")]:
         if "__pycache__" not in path.parts:
             files[f"{package.name}/{path.relative_to(package).as_posix()}"] = path.read_bytes()
     return sorted(files.items())

@@ -32,10 +32,16 @@ from typing import IO, Any
 
 from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
-from grader.harness.clock import process_ending
-from grader.harness.confine import SANDBOX_ENV, bwrap_arguments, seccomp_program
-from grader.harness.contract import bootstrap, results_from_output
-from grader.harness.processes import wait_for_exit
+from grader.harness.contract import (
+    SANDBOX_ENV,
+    bootstrap,
+    bwrap_arguments,
+    process_ending,
+    restrict,
+    results_from_output,
+    seccomp_program,
+    wait_for_exit,
+)
 from grader.sandbox.folders import make_job_folder, remove_owned_folder
 from grader.sandbox.layout import (
     HARNESS_PACKAGE,
@@ -226,8 +232,6 @@ def account_problem() -> str | None:
     if os.geteuid() != 0:
         return (f"the grader runs as uid {os.geteuid()}, not as root: without namespaces it needs root to run "
                 "each submission as an account of its own")
-    from grader.harness import restrict
-
     with worker_account() as (uid, gid):
         code = _ACCOUNT_PROBE.format(restrict=Path(restrict.__file__).read_text(encoding="utf-8"))
         try:

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.harness.forking import START_TIME_FIELD, stat_number
+from grader.harness.contract import START_TIME_FIELD, stat_number
 
 
 @functools.cache

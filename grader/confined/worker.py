@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any
 
-from grader.harness import protocol
+from grader.confined import protocol
 
 SCALARS = (type(None), bool, int, float, str)
 MAX_ITEMS = 100_000  # elements in one encoded value

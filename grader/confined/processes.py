@@ -8,7 +8,7 @@ import signal
 import subprocess
 from typing import Any
 
-from grader.harness.forking import parent_of
+from grader.confined.forking import parent_of
 
 
 def kill_group(process: Any, timeout: float = 5.0) -> None:

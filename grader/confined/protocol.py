@@ -95,7 +95,7 @@ def frame(data: bytes) -> bytes:
 
 
 class Limit(Protocol):
-    """A deadline that may move later while it is waited for (see `grader.harness.clock`)."""
+    """A deadline that may move later while it is waited for (see `grader.confined.clock`)."""
 
     def left(self) -> float: ...
 

@@ -41,8 +41,8 @@ import sys
 import time
 from typing import Any
 
-from grader.harness.clock import OwnDeadline, process_charge, process_state
-from grader.harness.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, parent_of, prctl, settle
+from grader.confined.clock import OwnDeadline, process_charge, process_state
+from grader.confined.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, parent_of, prctl, settle
 
 # A fork order is answered at once by a loader that works. One that has not answered is given up when it
 # has ended or was stopped, or when it has spent FORK_LIMIT_S of its own time on the order (its CPU and

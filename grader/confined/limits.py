@@ -17,7 +17,7 @@ MINIMUMS = {"memory_mb": 32, "open_files": 16}
 @dataclass(frozen=True)
 class Limits:
     # The time limits count the submission's own time (its CPU, and the time it chose to sleep or block),
-    # not the time its processes waited for a CPU that other work held (see grader/harness/clock.py).
+    # not the time its processes waited for a CPU that other work held (see grader/confined/clock.py).
     call_timeout_s: float = 5.0  # one call into the submission (a method or function call)
     import_timeout_s: float = 5.0  # importing the submission, once per worker
     test_timeout_s: float = 60.0  # one whole test, the harness's work on it included

@@ -46,8 +46,8 @@ import tempfile
 import time
 from typing import Any
 
-from grader.harness import loader
-from grader.harness.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, ChildWatch, become_worker, prctl
+from grader.confined import loader
+from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, ChildWatch, become_worker, prctl
 
 # Standard modules a solution commonly imports, loaded once here so that each worker inherits them
 # instead of importing them again (dataclasses alone costs about 10 ms a worker). Nothing of a
@@ -59,7 +59,7 @@ PRELOADED = ("abc", "bisect", "collections", "dataclasses", "enum", "functools",
 def serve() -> None:
     import importlib
 
-    from grader.harness import worker  # imported once here, inherited by every child
+    from grader.confined import worker  # imported once here, inherited by every child
 
     for name in PRELOADED:
         try:
@@ -189,7 +189,7 @@ def _restrict(restricted: dict[str, Any], parent: str) -> str:
     only that folder and /dev/shm; seccomp without network). What the account
     leaves there is removed with the grading. Where the restrictions cannot be put in place the zygote
     ends before it serves: the harness reports its log, and the grading is an error."""
-    from grader.harness.restrict import RestrictionFailed, confine_self
+    from grader.confined.restrict import RestrictionFailed, confine_self
 
     scratch = tempfile.mkdtemp(prefix="grader-worker-", dir=parent)
     # The machine's /tmp is shared with every other account: the workers write (and read) only their own
