@@ -70,7 +70,7 @@ class Scorecard:
     backend: str = ""
     # How the submission's processes were kept apart from the grader (`harness.contract.ISOLATIONS`):
     # "namespaces" (the local sandbox), "container" (the Docker sandbox), "account" (inside a container
-    # someone else started: an account of its own, limits, filters; see the README's security model),
+    # someone else started: an account of its own, limits, filters; see docs/security.md),
     # "none" (--unsafe-local); "" where nothing ran.
     isolation: str = ""
     graded_at: str = ""

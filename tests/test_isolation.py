@@ -134,7 +134,7 @@ def test_a_worker_in_an_account_of_its_own_reads_nothing_of_the_machine(private_
     from grader.confined.restrict import landlock_abi
 
     if not landlock_abi():
-        pytest.skip("the kernel offers no Landlock: the worker reads what its account's modes allow (README)")
+        pytest.skip("the kernel offers no Landlock: the worker reads what its account's modes allow (docs/security.md)")
     card = grade_bytes(HUNTER.read_bytes(), private_exercise, "free", account_backend, "local")
     assert card.status == "graded" and card.score == 0 and card.isolation == "account"
     assert not leaked(card), "a worker in the account isolation read files of the machine"

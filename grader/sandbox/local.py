@@ -265,7 +265,7 @@ def local_isolation() -> str:
 def account_refusal(namespaces: str, account: str) -> str:
     return (f"the local sandbox cannot isolate untrusted code in this container: {namespaces}, and {account}. "
             "Run the grader as root in the container (course platforms do), or give the container the privileges "
-            "bubblewrap needs (README: \"Platform bundles\"); --unsafe-local grades your own trusted code "
+            "bubblewrap needs (docs/platforms.md); --unsafe-local grades your own trusted code "
             "without isolation")
 
 
