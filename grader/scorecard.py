@@ -103,7 +103,7 @@ class Scorecard:
 
     def to_dict(self) -> dict[str, Any]:
         """The scorecard as plain data, as `to_json` writes it. Its values are the scorecard's own, not
-        copies (`dataclasses.asdict` deep-copied every test's artifacts, 3 ms a scorecard, for a document
+        copies (`dataclasses.asdict` deep-copied every test's artifacts, for a document
         that is only serialised)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["tests"] = [dict(vars(test)) for test in self.tests]

@@ -1,8 +1,8 @@
 """A fork server with the submission already imported, so that a test's worker skips the import.
 
 Importing a submission in every test's worker costs its module's execution (a dataclass alone compiles
-and runs generated code) and the copy-on-write faults that come with it: about 1.3 ms of CPU a worker
-for the reference, more for a larger file. Once the submission has been imported successfully in a
+and runs generated code) and the copy-on-write faults that come with it, in every worker, more for a
+larger file (docs/benchmarks.md has the figure). Once the submission has been imported successfully in a
 worker, the zygote forks a *loader*: a child that imports it once, checks that the import left nothing
 a fork would not carry over as a fresh import would, and from then on forks each test's worker in its
 place. Every test still gets a process of its own, forked from the state right after the import, with

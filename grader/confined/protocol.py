@@ -132,7 +132,7 @@ def write_frame(fd: int, frame: bytes, deadline: Until | None = None) -> None:
 
 
 # A pipe holds 64 KiB: no read returns more. Asking for more would only cost a larger allocation on each
-# read (past 128 KiB, glibc maps it and shrinks it again: 15 us a read instead of 1).
+# read (past 128 KiB, glibc maps it and shrinks it again, many times the cost of the read).
 READ_BYTES = 1 << 16
 
 

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked
-    # them again and again (about 18 ms a grading). Cycles are still collected, just less often.
+    # them again and again (docs/benchmarks.md). Cycles are still collected, just less often.
     gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
     code = pytest.main(pytest_arguments(job, base), plugins=[plugin])
     if harness.results is None:

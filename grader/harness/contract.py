@@ -165,7 +165,7 @@ def worker_files(package_dir: Path) -> list[tuple[str, bytes]]:
 def worker_zip(package_dir: Path) -> bytes:
     """One zip of the worker's code, importable from `sys.path`. Each module comes with its bytecode,
     compiled here: every grading starts a zygote from this zip, and a zip is never given a cache, so
-    without it each start compiled the worker again (about 10 ms). A worker's Python of another
+    without it each start compiled the worker again. A worker's Python of another
     version finds the bytecode's magic number wrong and compiles the source instead."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:

@@ -528,7 +528,7 @@ def assertion_message(exc: AssertionError, details: bool) -> str:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     # pytest describes every failure for its terminal report, re-parsing each frame's source file to
-    # find the statement: about 50 ms a failed test, which a failing submission paid 35 times. The
+    # find the statement, for every failed test a failing submission has (docs/benchmarks.md). The
     # record's message and traceback come from `explain`; the report only needs a line.
     item.repr_failure = _failure_line  # type: ignore[method-assign]
 

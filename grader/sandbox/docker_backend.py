@@ -124,7 +124,7 @@ class DockerBackend:
                 image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
                 # No network: an empty network namespace of the container's own, made by the runtime.
                 # `network_disabled` keeps the engine's network layer out of it altogether ("none" alone
-                # still has it create and configure a namespace: about 90 ms of CPU a container here).
+                # still has it create and configure a namespace for every container; docs/benchmarks.md).
                 user="0:0", working_dir="/tmp", environment=dict(HARNESS_ENV), network_mode="none",
                 network_disabled=True,
                 read_only=True, tmpfs={BASE: f"rw,size={limits.disk_mb}m,mode=0711",
