@@ -1,4 +1,5 @@
-"""The service in-process (Starlette's TestClient on a SQLite store), in the fast loop: the dashboard flags
+"""The service in-process (Starlette's TestClient on a SQLite store), in the fast loop: sign-in links,
+roles, CSRF, body limits, the pace of submissions, whose submission is whose; the dashboard flags
 scorecards of another grader; a store outage is the service's own 503 page."""
 
 from __future__ import annotations
@@ -89,3 +90,111 @@ def test_a_store_outage_is_the_services_own_503_page_on_every_route(tmp_path):
         assert "Back in a moment" in response.text and "grading resumes by itself" in response.text
         assert response.headers["retry-after"] == "30" and "<html" in response.text.lower()
     store.close()
+
+
+# Routes and rules, in-process: sign-in links, roles, CSRF, body limits, the pace of submissions, and
+# whose submission is whose. The real-server tests (tests/test_web.py) add grading and the queue.
+
+PAGE = f"/exercises/{EXERCISE}"
+
+
+@pytest.fixture
+def site(tmp_path):
+    """(service, a client factory, a sign-in helper, the store), on a store with two students."""
+    from tests.service import csrf_of
+
+    exercise = load_exercise(EXERCISE)
+    store = Store(tmp_path / "grader.db")
+    store.migrate()
+    recorded = Recorded()
+    service = Service(store=store, dispatcher=recorded, exercises={exercise.slug: exercise},
+                      base_url="http://testserver", max_request_bytes=64 * 1024, submission_interval_s=60)
+    app = create_app(service)
+    for student in ("ada", "bob"):
+        accounts.add_student(store, student)
+
+    def client() -> TestClient:
+        return TestClient(app, raise_server_exceptions=False)
+
+    def sign_in(role: str, student: str | None = None) -> tuple[TestClient, str]:
+        browser = client()
+        link = f"/signin/{accounts.new_link(store, role, student)}"
+        page = browser.get(link)
+        if f'action="{link}"' in page.text:
+            page = browser.post(link)  # a one-time link signs in with its button
+        assert page.status_code == 200, page.text[:500]
+        if student is not None:  # the prediction comes before the editor
+            answer = browser.post(f"{PAGE}/prediction", data={"csrf": csrf_of(page), "choice": "2"})
+            assert answer.status_code == 200, answer.text[:500]
+        return browser, csrf_of(page)
+
+    yield service, client, sign_in, store, recorded
+    store.close()
+
+
+def test_signed_out_every_page_asks_for_a_sign_in(site):
+    _, client, _, _, _ = site
+    for path in ("/history", PAGE, "/submissions/1", "/submissions/1/report", "/instructor"):
+        assert client().get(path).status_code == 401, path
+    assert client().post(f"{PAGE}/submit", data={"code": "x = 1\n"}).status_code == 401
+
+
+def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
+    _, client, _, store, _ = site
+    assert client().get("/signin/not-a-token", follow_redirects=False).status_code == 403
+    token = accounts.new_link(store, "instructor")
+    browser = client()
+    opened = browser.get(f"/signin/{token}", follow_redirects=False)
+    assert opened.status_code == 200 and COOKIE not in opened.cookies  # opening it uses nothing
+    used = browser.post(f"/signin/{token}", follow_redirects=False)
+    assert used.status_code == 303 and COOKIE in used.cookies
+    assert client().post(f"/signin/{token}", follow_redirects=False).status_code == 403
+
+
+def test_a_student_is_kept_off_the_instructors_pages(site):
+    _, _, sign_in, _, _ = site
+    browser, csrf = sign_in("student", "ada")
+    for path in ("/instructor", "/instructor/students/bob"):
+        assert browser.get(path).status_code == 403, path
+    assert browser.post("/instructor/roster", data={"csrf": csrf, "csv": "id\neve\n"}).status_code == 403
+
+
+def test_a_form_without_the_sessions_token_is_refused_and_stores_nothing(site):
+    _, _, sign_in, store, recorded = site
+    browser, _ = sign_in("student", "ada")
+    _, other = sign_in("student", "bob")
+    for data in ({"code": "x = 1\n"}, {"code": "x = 1\n", "csrf": "forged"}, {"code": "x = 1\n", "csrf": other}):
+        refused = browser.post(f"{PAGE}/submit", data=data)
+        assert refused.status_code == 403 and "Form expired" in refused.text
+    assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
+
+
+def test_a_body_over_the_limit_is_refused_with_413(site):
+    _, _, sign_in, _, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    refused = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x" * (80 * 1024)})
+    assert refused.status_code == 413 and recorded.queued == []
+
+
+def test_a_submission_is_queued_and_a_second_too_soon_says_how_long_to_wait(site):
+    _, _, sign_in, _, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    first = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1\n"}, follow_redirects=False)
+    assert first.status_code == 303 and re.fullmatch(r"/submissions/\d+", first.headers["location"])
+    assert len(recorded.queued) == 1
+    again = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 2\n# mine\n"})
+    assert again.status_code == 429
+    wait = re.search(r"you can submit again in (\d+) s\b", again.text)
+    assert wait and 1 <= int(wait.group(1)) <= 60
+    assert "# mine" in again.text and len(recorded.queued) == 1  # the code typed stays in the editor
+
+
+def test_a_student_never_reaches_another_students_submission(site):
+    _, _, sign_in, _, _ = site
+    owner, csrf = sign_in("student", "ada")
+    mine = owner.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1\n"}, follow_redirects=False)
+    path = mine.headers["location"]
+    assert owner.get(path).status_code == 200
+    other, _ = sign_in("student", "bob")
+    for where in (path, f"{path}/report"):
+        assert other.get(where).status_code == 404, where
