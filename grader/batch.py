@@ -226,7 +226,5 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             for future in [f for f in pending if f.done() and not f.cancelled()]:
                 settle(future)  # gradings that were under way when the interrupt came are kept too
     for backend in backends:
-        close = getattr(backend, "close", None)
-        if close is not None:
-            close()  # the sandboxes still waiting for a submission
+        backend.close()  # the sandboxes still waiting for a submission
     return summary

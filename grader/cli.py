@@ -151,7 +151,7 @@ def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, st
     backend, name, why = choice.backend, choice.name, choice.why
     if args.sandbox == "auto":
         console.print(Text(f"sandbox: {name} ({why})", style="dim"))
-    if getattr(backend, "unsafe", False):
+    if choice.unsafe:
         PipedConsole(stderr=True).print(Text(f"warning: {UNSAFE_WARNING}", style="red bold"))
     return backend, name
 

@@ -10,7 +10,8 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import grader
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
@@ -21,7 +22,29 @@ from grader.seeding import seed_for_source
 from grader.text import valid_data, valid_tail, valid_text
 from grader.validate import Rejected, validate
 
-Backend = Callable[[Exercise, bytes, str], RawRun]
+
+class Backend(Protocol):
+    """A sandbox: runs a tier's suites against one submission and hands back what its harness printed.
+    `close` ends what it keeps ready between gradings (a warm sandbox, a harness template); a backend
+    keeping nothing closes at once."""
+
+    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PlainBackend:
+    """A backend made of a function (a test's, a wrapper's): it keeps nothing, so closing it does nothing."""
+
+    run: Callable[[Exercise, bytes, str], RawRun]
+
+    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
+        return self.run(exercise, source, tier)
+
+    def close(self) -> None:
+        pass
+
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 

@@ -14,6 +14,7 @@ from grader.batch import discover, run_batch
 from grader.cli import main
 from grader.exercise import load_exercise
 from grader.gradebook import pick
+from grader.grading import PlainBackend
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from grader.store import SCHEMA_VERSION, Store, StoreError
@@ -76,7 +77,7 @@ def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
             if len(calls) == 3:
                 raise KeyboardInterrupt  # as if Ctrl-C arrived while this one was grading
             return run_local(ex, source, tier)
-        return backend, "local"
+        return PlainBackend(backend), "local"
 
     with Store(tmp_path / "class.db") as store:
         summary = run_batch(store, exercise, "free", interrupting_backend, discover(folder, exercise), jobs=1)
@@ -150,7 +151,7 @@ def test_a_batch_grades_again_when_the_exercise_changes_and_everything_with_regr
         def backend(ex, source, tier):
             graded.append(tier)
             return run_local(ex, source, tier)
-        return backend, "local"
+        return PlainBackend(backend), "local"
 
     def batch(**options):
         graded.clear()
@@ -178,7 +179,7 @@ def timing_out_backend():
         if b"TIME_ME_OUT" in source:
             return RawRun(output=b"", nonce="", exit_status=None, timed_out=True, duration_s=1.0)
         return run_local(exercise, source, tier)
-    return backend, "local"
+    return PlainBackend(backend), "local"
 
 
 def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_path, capsys, monkeypatch):
@@ -216,7 +217,7 @@ def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, c
     def slow_backend(exercise, source, tier):
         time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
         return run_local(exercise, source, tier)
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: (slow_backend, "local"))
+    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: (PlainBackend(slow_backend), "local"))
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
                  "--db", str(tmp_path / "class.db"), "--gradebook", "-"]) == 0

@@ -19,6 +19,7 @@ class Choice:
     backend: Backend
     name: str  # "docker" or "local"
     why: str  # what made `auto` pick it, for the user
+    unsafe: bool = False  # the local sandbox without namespaces: for one's own trusted code only
 
 
 def choose_backend(name: str, progress: Callable[[str], None] | None = None, *,
@@ -39,7 +40,7 @@ def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_l
     if name == "local":
         backend = LocalBackend(unsafe=unsafe_local, warm=warm)
         backend.check()
-        return Choice(backend, "local", "asked for")
+        return Choice(backend, "local", "asked for", unsafe=unsafe_local)
     from grader.sandbox.engine import engine_status
 
     client, why_not = engine_status()
@@ -50,7 +51,7 @@ def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_l
     if name == "docker":
         raise SandboxUnavailable(f"--sandbox docker: {why_not}")
     if unsafe_local:
-        return Choice(LocalBackend(unsafe=True, warm=warm), "local", f"{why_not}; --unsafe-local")
+        return Choice(LocalBackend(unsafe=True, warm=warm), "local", f"{why_not}; --unsafe-local", unsafe=True)
     try:
         isolation = local_isolation()
     except SandboxUnavailable as refused:

@@ -71,9 +71,7 @@ class ThreadDispatcher:
                         log.exception("grading a submission failed")
                         break
         finally:
-            close = getattr(backend[0], "close", None)
-            if close is not None:
-                close()  # the sandbox waiting for the next submission
+            backend[0].close()  # the sandbox waiting for the next submission
 
     def watch(self) -> None:
         while not self.stopping.wait(max(1.0, self.lease_s / 3)):

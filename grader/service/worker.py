@@ -104,7 +104,5 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
                 wait_s = min(2 * wait_s, RECONNECT_MAX_S)
     finally:
         watcher.stop()
-        close = getattr(backend[0], "close", None)
-        if close is not None:
-            close()
+        backend[0].close()
         store.close()
