@@ -569,6 +569,18 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+def command_instructor_link(args: argparse.Namespace, console: Console) -> int:
+    """A new one-time instructor sign-in link, without restarting `grader serve`."""
+    from grader.service.accounts import new_link
+    from grader.web.serve import base_url
+
+    with open_store(args) as store:
+        token = new_link(store, "instructor")
+    url = args.base_url or base_url("127.0.0.1", 8000)
+    console.print(Text(f"instructor sign-in (works once): {url.rstrip('/')}/signin/{token}"), soft_wrap=True)
+    return OK
+
+
 def command_package(args: argparse.Namespace, console: Console) -> int:
     from grader.bundles import BundleError, package
 
@@ -679,7 +691,8 @@ EXAMPLES: dict[str, list[str]] = {
     "serve": ["grader serve --port 8000 --workers 2",
               "grader serve --db postgresql://grader@db/grader --broker redis://localhost:6379/0"],
     "worker": ["grader worker --broker redis://localhost:6379/0 --db postgresql://grader@db/grader"],
-    "roster": ["grader roster import roster.csv --base-url https://grader.example.edu"],
+    "roster": ["grader roster import roster.csv --base-url https://grader.example.edu",
+               "grader roster instructor-link --db postgresql://grader@db/course --base-url https://grader.example.edu"],
     "roster import": ["grader roster import roster.csv --base-url https://grader.example.edu"],
     "audit": ["grader audit continuous_batching", "grader audit exercises/continuous_batching --sandbox local"],
     "new": ["grader new running_max", "grader new word_count --file counter --project ~/course"],
@@ -834,6 +847,11 @@ def build_parser() -> argparse.ArgumentParser:
     roster_import.add_argument("--base-url", metavar="URL", help="the address of `grader serve` "
                                                                   "(default http://127.0.0.1:8000)")
     roster_import.set_defaults(run=command_roster_import)
+    instructor = roster_commands.add_parser("instructor-link", help="print a new one-time instructor sign-in link")
+    instructor.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
+    instructor.add_argument("--base-url", metavar="URL", help="the address of `grader serve` "
+                                                               "(default http://127.0.0.1:8000)")
+    instructor.set_defaults(run=command_instructor_link)
 
     bundle = commands.add_parser("package", help="a bundle that grades on Gradescope or PrairieLearn as they are")
     bundle.add_argument("--target", required=True, choices=TARGETS, help="the platform the bundle is for")

@@ -198,3 +198,36 @@ def test_a_student_never_reaches_another_students_submission(site):
     other, _ = sign_in("student", "bob")
     for where in (path, f"{path}/report"):
         assert other.get(where).status_code == 404, where
+
+
+def test_a_refused_roster_keeps_the_text_pasted_and_names_its_line(site):
+    _, _, sign_in, _, _ = site
+    browser, csrf = sign_in("instructor")
+    pasted = 'id,name\nzed,"Z\n'
+    refused = browser.post("/instructor/roster", data={"csrf": csrf, "csv": pasted})
+    assert refused.status_code == 400 and "roster line 2" in refused.text
+    kept = re.search(r'<textarea name="csv"[^>]*>([^<]*)</textarea>', refused.text)
+    assert kept and kept.group(1) == 'id,name\nzed,&#34;Z\n'
+
+
+def test_an_instructor_makes_a_new_instructor_link_that_signs_in_once(site):
+    _, client, sign_in, _, _ = site
+    browser, csrf = sign_in("instructor")
+    page = browser.post("/instructor/link", data={"csrf": csrf})
+    assert page.status_code == 200
+    link = re.search(r'<td class="link">http://testserver(/signin/[^<]+)</td>', page.text)
+    assert link, page.text[:2000]
+    other = client()
+    assert other.post(link.group(1), follow_redirects=False).status_code == 303
+    assert client().post(link.group(1), follow_redirects=False).status_code == 403
+    student, student_csrf = sign_in("student", "ada")
+    assert student.post("/instructor/link", data={"csrf": student_csrf}).status_code == 403
+
+
+def test_the_command_line_prints_a_working_instructor_link(site, capsys):
+    from grader.cli import main
+
+    _, client, _, store, _ = site
+    assert main(["roster", "instructor-link", "--db", str(store.location), "--base-url", "http://testserver"]) == 0
+    link = re.search(r"http://testserver(/signin/\S+)", capsys.readouterr().out)
+    assert link and client().post(link.group(1), follow_redirects=False).status_code == 303

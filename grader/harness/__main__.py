@@ -47,8 +47,8 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
         # Capture at the level of sys.stdout only: a template's child points descriptors 1 and 2 at its
         # own output, which descriptor-level capture (holding copies of the template's) would undo.
         "--capture=sys",
-        # Its session-end check runs full garbage collections over everything the run made (about
-        # 0.4 s after a large scenario) to report exceptions no test would see; the results don't use it.
+        # Its session-end check runs full garbage collections over everything the run made, a cost that
+        # grows with a scenario's size, to report exceptions no test would see; the results don't use it.
         "-p", "no:unraisableexception",
     ]
 

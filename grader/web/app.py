@@ -340,14 +340,16 @@ def history(service: Service, request: Request, who: accounts.Session | None, fo
 # -- instructors ----------------------------------------------------------------------------------------
 
 def dashboard(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
-              new_links: list[tuple[str, str]] | None = None, notice: str = "") -> Response:
+              new_links: list[tuple[str, str]] | None = None, notice: str = "", status: int = 200,
+              roster_text: str = "", problem: str = "") -> Response:
     subs = service.store.submissions()
     counts: dict[str, int] = {}
     for sub in subs:
         counts[sub.state] = counts.get(sub.state, 0) + 1
-    return render("instructor.html.j2", who=who, students=accounts.students(service.store),
+    return render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
                   exercises=list(service.exercises.values()), counts=counts, total=len(subs),
-                  stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice)
+                  stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
+                  roster_text=roster_text, problem=problem)
 
 
 def stale_scorecards(service: Service, subs: list[StoredSubmission]) -> dict[str, int]:
@@ -364,9 +366,15 @@ def stale_scorecards(service: Service, subs: list[StoredSubmission]) -> dict[str
 def roster(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert form is not None
     upload = form.get("file")
-    text = accounts.decode_roster(upload.file.read()) if isinstance(upload, UploadFile) and upload.filename \
-        else str(form.get("csv", ""))
-    made = accounts.import_roster(service.store, text)
+    pasted = str(form.get("csv", ""))
+    try:
+        text = accounts.decode_roster(upload.file.read()) if isinstance(upload, UploadFile) and upload.filename \
+            else pasted
+        made = accounts.import_roster(service.store, text)
+    except StoreError as refused:
+        # The roster is refused whole: the text pasted stays in the form, to be corrected where it is wrong.
+        return dashboard(service, request, who, form, status=400, roster_text=pasted,
+                         problem=f"Roster not imported: {refused}")
     links = [(sid, service.link(token)) for sid, token in made if token]
     return dashboard(service, request, who, form, links, f"{len(made)} student(s) imported.")
 
@@ -389,6 +397,13 @@ def student_action(service: Service, request: Request, who: accounts.Session | N
         count = accounts.revoke_links(service.store, student_id)
         return dashboard(service, request, who, form, notice=f"{count} link(s) of {student_id} revoked.")
     raise Page(404, "No such action", "Unknown action.")
+
+
+def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """A new one-time sign-in link for another instructor (or this one on another device)."""
+    token = accounts.new_link(service.store, "instructor")
+    return dashboard(service, request, who, form, [("instructor", service.link(token))],
+                     "A new instructor sign-in link: it works once.")
 
 
 def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -484,6 +499,7 @@ def create_app(service: Service) -> Guard:
         route("/instructor/students/{student}", role="instructor")(student_history),
         route("/instructor/students/{student}/{action}", ("POST",), role="instructor")(student_action),
         route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
+        route("/instructor/link", ("POST",), role="instructor")(instructor_link),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
