@@ -231,3 +231,19 @@ def test_the_command_line_prints_a_working_instructor_link(site, capsys):
     assert main(["roster", "instructor-link", "--db", str(store.location), "--base-url", "http://testserver"]) == 0
     link = re.search(r"http://testserver(/signin/\S+)", capsys.readouterr().out)
     assert link and client().post(link.group(1), follow_redirects=False).status_code == 303
+
+
+def test_the_editor_opens_with_the_latest_submission_and_its_page_shows_the_code_graded(site):
+    _, _, sign_in, _, _ = site
+    browser, csrf = sign_in("student", "ada")
+    editor = re.compile(r'<textarea id="code"[^>]*>(.*?)</textarea>', re.S)
+    assert "class Scheduler" in editor.search(browser.get(PAGE).text).group(1)  # the stub, before anything
+    code = "x = 1  # mine </textarea><script>alert(1)</script>\n"
+    sent = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}, follow_redirects=False)
+    path = sent.headers["location"]
+    held = editor.search(browser.get(PAGE).text).group(1)
+    assert "x = 1  # mine" in held and "<script>" not in held and "&lt;script&gt;" in held
+    for reader in (browser, sign_in("instructor")[0]):
+        page = reader.get(path)
+        assert page.status_code == 200 and 'id="code-graded"' in page.text
+        assert "x = 1  # mine &lt;/textarea&gt;&lt;script&gt;" in page.text and "<script>alert" not in page.text

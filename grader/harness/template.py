@@ -1,8 +1,8 @@
 """A harness template: one harness that has started, loaded the reference and collected the tests of
 an exercise's tier, and forks a fresh harness for each grading.
 
-Starting a harness costs about 0.2 s of CPU (Python, pytest and the suites' imports, the collection
-of the tests), the same for every submission of a batch. A warm local backend starts one template per
+Starting a harness costs CPU (Python, pytest and the suites' imports, the collection of the tests),
+the same for every submission of a batch. A warm local backend starts one template per
 exercise and tier; the template stops where a harness would wait for its submission (the tests
 collected) and from then on only forks. Each child becomes an ordinary harness for one grading: its
 own session, folder, output, worker account and worker confinement (the confinement is started after

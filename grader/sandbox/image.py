@@ -325,8 +325,8 @@ def _import_rootfs(client: docker.DockerClient, tarball: Path, tag: str, extra: 
 
 
 def build_base(client: docker.DockerClient, progress: Progress = None, extra: Iterable[str] = ()) -> str:
-    """Build and import ``grader-base:<hash>`` (about 30 s with a fast mirror), with an exercise's
-    extra packages. Returns the tag."""
+    """Build and import ``grader-base:<hash>`` (a Debian bootstrap: the slow step of a first build), with
+    an exercise's extra packages. Returns the tag."""
     extra = tuple(extra)
     tag, packages = base_tag(extra), all_packages(extra)
     started = time.monotonic()

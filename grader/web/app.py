@@ -214,10 +214,14 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     answered = accounts.prediction(service.store, who.student, exercise.slug) if who.student else None
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     web = exercise.web
+    if code is None:
+        # The editor holds what the student handed in last, to go on from; the stub only before that.
+        latest = service.store.content(mine[-1].id) if mine else None
+        code = exercise.stub.read_text(encoding="utf-8") if latest is None else latest.decode("utf-8", "replace")
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   answered=answered, statement=exercise_page.statement_html(exercise),
                   visible=exercise_page.visible_tests(exercise),
-                  stub=exercise.stub.read_text(encoding="utf-8") if code is None else code,
+                  stub=code,
                   history=list(reversed(mine)), problem=problem,
                   solution_rule=exercise_page.solution_rule_text(web.solution),
                   solution_open=solution_allowed(service, who, exercise, mine),
@@ -317,7 +321,10 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     assert who is not None
     sub = submission_for(service, who, request.path_params["id"])
     state = jobs.status(service.store, sub.id)
+    content = service.store.content(sub.id)
+    code = None if content is None else content.decode("utf-8", "replace")
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
+                  code=code,
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
 
 
