@@ -247,3 +247,23 @@ def test_the_editor_opens_with_the_latest_submission_and_its_page_shows_the_code
         page = reader.get(path)
         assert page.status_code == 200 and 'id="code-graded"' in page.text
         assert "x = 1  # mine &lt;/textarea&gt;&lt;script&gt;" in page.text and "<script>alert" not in page.text
+
+
+def test_a_free_tier_score_says_its_tier_and_is_never_shown_as_the_exercises_full_marks(site):
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    assert exercise.top_tier != "free"
+    browser, _ = sign_in("student", "ada")
+    for tier in ("free", exercise.top_tier):
+        submission_id, _ = store.add_submission("ada", EXERCISE, tier, tier * 8, exercise.submission_file,
+                                                f"# {tier}\n".encode(), state="graded")
+        card = dataclasses.replace(new_scorecard(exercise, tier, "local"), score=10, max_score=10)
+        store.save_scorecard(submission_id, card)
+        page = browser.get(f"/submissions/{submission_id}").text
+        score = re.search(r'<span class="(\w+)" id="score">([^<]*)</span>', page)
+        assert score and score.group(2) == f"10/10 points on the {tier} tier"
+        if tier == "free":
+            assert score.group(1) != "good" and 'id="tier-note"' in page
+        else:
+            assert score.group(1) == "good" and 'id="tier-note"' not in page
+    assert re.search(r"10/10 <span class=\"muted\">free</span>", browser.get("/history").text)

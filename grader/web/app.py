@@ -323,8 +323,11 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     state = jobs.status(service.store, sub.id)
     content = service.store.content(sub.id)
     code = None if content is None else content.decode("utf-8", "replace")
+    exercise = service.exercises.get(sub.exercise)
+    # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
+    top = exercise.top_tier if exercise is not None else sub.tier
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
-                  code=code,
+                  code=code, top_tier=top,
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
 
 
