@@ -267,3 +267,15 @@ def test_a_free_tier_score_says_its_tier_and_is_never_shown_as_the_exercises_ful
         else:
             assert score.group(1) == "good" and 'id="tier-note"' not in page
     assert re.search(r"10/10 <span class=\"muted\">free</span>", browser.get("/history").text)
+
+
+def test_a_locked_solution_says_why_in_the_words_that_fit_the_student(site):
+    _, _, sign_in, store, _ = site
+    free, _ = sign_in("student", "ada")
+    refused = free.get(f"{PAGE}/solution")
+    assert refused.status_code == 403 and "part of Premium" in refused.text
+    accounts.set_tier(store, "bob", "premium")
+    premium, _ = sign_in("student", "bob")
+    locked = premium.get(f"{PAGE}/solution")  # nothing submitted yet: the exercise's rule keeps it closed
+    assert locked.status_code == 403 and "Not open yet" in locked.text
+    assert "part of Premium" not in locked.text and "Premium</h1>" not in locked.text

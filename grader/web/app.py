@@ -311,8 +311,10 @@ def solution(service: Service, request: Request, who: accounts.Session | None, f
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     if not solution_allowed(service, who, exercise, mine):
         rule = exercise_page.solution_rule_text(exercise.web.solution)
-        raise Page(403, "Premium", "The reference solution is part of Premium" +
-                   (f"; it {rule}." if who.tier == "premium" else "."))
+        # A premium student is told when the solution opens, not that it is premium (they have premium).
+        if who.tier == "premium":
+            raise Page(403, "Not open yet", f"The reference solution {rule}.")
+        raise Page(403, "Premium", "The reference solution is part of Premium.")
     return render("solution.html.j2", who=who, exercise=exercise,
                   source=exercise.reference.read_text(encoding="utf-8"))
 
