@@ -279,3 +279,15 @@ def test_a_locked_solution_says_why_in_the_words_that_fit_the_student(site):
     locked = premium.get(f"{PAGE}/solution")  # nothing submitted yet: the exercise's rule keeps it closed
     assert locked.status_code == 403 and "Not open yet" in locked.text
     assert "part of Premium" not in locked.text and "Premium</h1>" not in locked.text
+
+
+def test_the_report_page_leads_back_to_its_submission(site):
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    browser, _ = sign_in("student", "ada")
+    submission_id, _ = store.add_submission("ada", EXERCISE, "free", "r" * 8, exercise.submission_file, b"x = 1\n",
+                                            state="graded")
+    store.save_scorecard(submission_id, new_scorecard(exercise, "free", "local"))
+    page = browser.get(f"/submissions/{submission_id}/report")
+    assert page.status_code == 200
+    assert f'<p class="back"><a href="/submissions/{submission_id}">' in page.text

@@ -53,13 +53,14 @@ def environment() -> Environment:
     return _environment(str(templates_folder()))
 
 
-def _render(name: str, card: Scorecard) -> str:
-    return environment().get_template(name).render(r=report_view(card))
+def _render(name: str, card: Scorecard, **context: Any) -> str:
+    return environment().get_template(name).render(r=report_view(card), **context)
 
 
-def render_html(card: Scorecard) -> str:
-    """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched."""
-    return _render("report.html.j2", card)
+def render_html(card: Scorecard, back: tuple[str, str] | None = None) -> str:
+    """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched. `back`: (address,
+    words) of a link back to where the report was opened from (the service's submission page)."""
+    return _render("report.html.j2", card, back=back)
 
 
 def render_markdown(card: Scorecard) -> str:

@@ -340,7 +340,7 @@ def report(service: Service, request: Request, who: accounts.Session | None, for
     sub = submission_for(service, who, request.path_params["id"])
     if sub.card is None:
         return RedirectResponse(f"/submissions/{sub.id}", status_code=303)
-    return HTMLResponse(render_html(sub.card))
+    return HTMLResponse(render_html(sub.card, back=(f"/submissions/{sub.id}", f"← Submission {sub.id}")))
 
 
 def history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
