@@ -431,8 +431,8 @@ def _cache_file(digest: str) -> Path:
 
 @functools.lru_cache(maxsize=64)
 def _collect(folder: str, digest: str) -> tuple[str, ...]:
-    """pytest's collection of `folder`, kept on disk by the suite's content (a collection costs about
-    half a second: a pytest start), so that every grading of an unchanged suite reuses it."""
+    """pytest's collection of `folder`, kept on disk by the suite's content (a collection costs a whole
+    pytest start), so that every grading of an unchanged suite reuses it."""
     cache = _cache_file(digest)
     try:
         names = json.loads(cache.read_text(encoding="utf-8"))

@@ -112,8 +112,8 @@ class Scorecard:
         return data
 
     def to_json(self, compact: bool = False) -> str:
-        """The scorecard as JSON: indented for a reader, or `compact` (for the store: json's C encoder
-        takes a tenth of the time of the indenting one, which is pure Python)."""
+        """The scorecard as JSON: indented for a reader, or `compact` (for the store: json's C encoder, where
+        the indenting one is pure Python and far slower)."""
         # Text from a submission is made valid where results enter the host (grading.result_from); this
         # is the last guard before a file or the store, so one stray surrogate can never stop a write.
         text = json.dumps(self.to_dict(), indent=None if compact else 2, ensure_ascii=False,

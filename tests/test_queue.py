@@ -86,7 +86,7 @@ def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submissio
         assert full == len([n for n in range(STUDENTS) if n % 3 == 0])
         # The surviving worker says what it graded, one line a grading.
         logs[1].flush()
-        said = re.findall(r"grader worker: submission (\d+): graded (\d+)/(\d+) in [\d.]+ s",
+        said = re.findall(r"grader worker: graded submission=(\d+) outcome=graded score=(\d+)/(\d+) seconds=[\d.]+",
                           (tmp_path / "worker-1.log").read_text())
         assert said and all(scores[int(sid)] == (int(score), int(top)) for sid, score, top in said), said
     finally:

@@ -291,3 +291,32 @@ def test_the_report_page_leads_back_to_its_submission(site):
     page = browser.get(f"/submissions/{submission_id}/report")
     assert page.status_code == 200
     assert f'<p class="back"><a href="/submissions/{submission_id}">' in page.text
+
+
+def test_each_request_is_logged_once_with_its_status_and_never_a_sign_in_token(site, caplog):
+    import logging
+
+    _, client, _, store, _ = site
+    token = accounts.new_link(store, "instructor")
+    with caplog.at_level(logging.INFO, logger="grader.web.requests"):
+        client().get(f"/signin/{token}")
+        client().get("/history")
+    lines = [record.getMessage() for record in caplog.records if record.name == "grader.web.requests"]
+    assert len(lines) == 2, lines
+    assert re.fullmatch(r"request method=GET path=/signin/<token> status=200 ms=\d+", lines[0]), lines
+    assert re.fullmatch(r"request method=GET path=/history status=401 ms=\d+", lines[1]), lines
+    assert token not in caplog.text
+
+
+def test_a_grading_is_one_key_value_line(site):
+    service, _, _, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    submission_id, _ = store.add_submission("ada", EXERCISE, "free", "g" * 8, exercise.submission_file, b"x = 1\n",
+                                            state="graded")
+    from grader.service import jobs
+
+    assert jobs.grading_line(store, submission_id, 1.234) == f"submission={submission_id} outcome=none seconds=1.23"
+    store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"), score=7,
+                                                            max_score=10, status="graded"))
+    assert jobs.grading_line(store, submission_id, 0.5) == \
+        f"submission={submission_id} outcome=graded score=7/10 seconds=0.50"

@@ -65,8 +65,11 @@ class ThreadDispatcher:
                 # looks again here; a wake-up that finds nothing to take costs one query.
                 while not self.stopping.is_set():
                     try:
-                        if jobs.grade_next(self.store, backend, self.lease_s, self.share) is None:
+                        started = time.monotonic()
+                        graded = jobs.grade_next(self.store, backend, self.lease_s, self.share)
+                        if graded is None:
                             break
+                        log.info("graded %s", jobs.grading_line(self.store, graded, time.monotonic() - started))
                     except Exception:  # the store was unreachable: the lease runs out and the watcher requeues it
                         log.exception("grading a submission failed")
                         break

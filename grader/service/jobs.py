@@ -255,6 +255,14 @@ def grade_next(store: Store, backend: tuple[Backend, str], lease_s: float = DEFA
     return taken[0]
 
 
+def grading_line(store: Store, submission_id: int, seconds: float) -> str:
+    """One line of a finished grading for a log: `submission=N outcome=S score=X/Y seconds=T`, key=value
+    so a log reader can take it apart."""
+    card = store.scorecard(submission_id)
+    outcome = f"outcome={card.status} score={card.score:g}/{card.max_score:g}" if card else "outcome=none"
+    return f"submission={submission_id} {outcome} seconds={seconds:.2f}"
+
+
 def release(store: Store, submission_id: int, token: str) -> bool:
     """Give a claimed submission back to the queue, in its place in line, for another grader."""
     s = schema.submissions

@@ -50,9 +50,7 @@ def grade(submission_id: int) -> int | None:
     started = time.monotonic()
     graded = jobs.grade_next(_config.store, _config.backend, _config.lease_s)
     if graded is not None:  # one line a grading, for whoever runs the worker
-        card = _config.store.scorecard(graded)
-        outcome = f"{card.status} {card.score}/{card.max_score}" if card else "no scorecard"
-        print(f"grader worker: submission {graded}: {outcome} in {time.monotonic() - started:.1f} s",
+        print(f"grader worker: graded {jobs.grading_line(_config.store, graded, time.monotonic() - started)}",
               file=sys.stderr, flush=True)
     return graded
 

@@ -34,6 +34,7 @@ from grader.exercise import Exercise, exercise_fingerprint
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.web import exercise_page
+from grader.web.access_log import AccessLog
 from grader.web.security import Guard
 
 log = logging.getLogger("grader.web")
@@ -492,7 +493,7 @@ async def store_unavailable(request: Request, exc: Exception) -> Response:
     return page
 
 
-def create_app(service: Service) -> Guard:
+def create_app(service: Service) -> AccessLog:
     routes = [
         Route("/favicon.ico", favicon),
         route("/")(home),
@@ -517,4 +518,4 @@ def create_app(service: Service) -> Guard:
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
                                                          InterfaceError: store_unavailable})
     app.state.service = service
-    return Guard(app, service.max_request_bytes)
+    return AccessLog(Guard(app, service.max_request_bytes))

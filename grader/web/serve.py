@@ -52,11 +52,23 @@ def base_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def log_to_stderr() -> None:
+    """The service's own lines (a request, a grading, a problem) on standard error with their time, unless
+    whoever embeds it set up logging already."""
+    logger = logging.getLogger("grader")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     import uvicorn
 
     from grader.service.dispatch import RQDispatcher, ThreadDispatcher
 
+    log_to_stderr()
     store = Store(options.db)
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
