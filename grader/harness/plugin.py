@@ -494,7 +494,10 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
     remote: RemoteException | None = getattr(exc, "remote", None)
     if remote is not None:
         if remote.type_name == "NotImplementedError":
-            message = f"{remote.where} is not implemented yet ({remote.type_name}: {remote.message})"
+            # A stub's own words usually say just this ("schedule() is not implemented yet"): said once.
+            said = remote.message.strip()
+            same = said.rstrip(". ").lower().endswith("not implemented yet") and remote.where.split("(")[0] in said
+            message = f"{remote.where} is not implemented yet" + ("" if not said or same else f" ({said})")
         else:
             message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
         return "failed", message, remote.traceback
