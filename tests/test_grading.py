@@ -174,3 +174,15 @@ def test_the_visible_tests_say_what_the_submission_did(exercise, mutant, expecte
     source = Path(__file__).resolve().parent.parent / "solutions" / EXERCISE / "mutants" / f"{mutant}.py"
     card = grade_bytes(source.read_bytes(), exercise, "free", run_local, "local")
     assert any(expected in t.message for t in card.tests), [t.message for t in card.tests]
+
+
+def test_a_documented_attribute_the_submission_lacks_is_named_as_missing(exercise):
+    """Correct code under another name for `reserved`: every test that reads it says it is missing, in the
+    statement's words, never that it is None."""
+    source = REFERENCE.read_text().replace("self.reserved", "self.kv_in_use")
+    card = grade(exercise, source.encode())
+    said = [t.message for t in card.tests if "reserved" in t.message]
+    assert said and card.score < card.max_score
+    assert all("NoneType" not in m for m in said)
+    assert any("has no attribute reserved" in m and "the KV tokens reserved by the running requests" in m
+               for m in said), said

@@ -127,6 +127,18 @@ def test_a_queue_holding_anything_but_the_added_requests_is_named(helpers):
         "running holds something else than the Req objects passed to add()"
 
 
+def test_a_missing_attribute_is_named_as_missing_with_the_statements_words_not_as_none(helpers):
+    a = object()
+    ids = {id(a): 7}
+    said = helpers._plain_state({"waiting": [a], "running": []}, ids)  # no `reserved` at all
+    assert said == ("the scheduler has no attribute reserved (the statement: `reserved`, the KV tokens reserved "
+                    "by the running requests)")
+    assert "NoneType" not in said
+    # One that is there but None is still told apart: it is the wrong kind, not missing.
+    assert helpers._plain_state({"waiting": [a], "running": [], "reserved": None}, ids) == \
+        "reserved must be an int, but it is a NoneType"
+
+
 @pytest.mark.parametrize("generated, expected", [
     ({0: 6, 1: 2}, "1 of 2 requests emitted more than their max_new tokens (complete() reported them after "
                    "their last token, or they stayed running): r0 (6 of 5)"),

@@ -368,11 +368,21 @@ STATE_RULES = {
 
 
 STATE_NAMES = ("waiting", "running", "reserved")
+# What the statement says of each, for a submission that has no such attribute at all.
+STATE_STATEMENT = {
+    "waiting": "a deque of requests that have not started yet, first come first served",
+    "running": "a list of the requests that have been admitted, oldest first",
+    "reserved": "the KV tokens reserved by the running requests",
+}
 
 
 def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
     """The submission's waiting, running and reserved (as one read of the scenario observed them) as
     plain data, or a sentence saying what is wrong."""
+    missing = [name for name in STATE_NAMES if name not in found]  # `read` leaves a missing attribute out
+    if missing:
+        return (f"the scheduler has no attribute {missing[0]} (the statement: `{missing[0]}`, "
+                f"{STATE_STATEMENT[missing[0]]})")
     lists = []
     for name in ("waiting", "running"):
         raw = found.get(name)
