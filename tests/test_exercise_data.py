@@ -62,7 +62,9 @@ def test_details_follow_each_suite_flag(exercise):
     assert by_name["test_spread_of_three_values"].status == "failed"
     assert by_name["test_spread_of_three_values"].message == "assert 5 == 8"
     assert by_name["test_spread_of_a_random_list"].status == "failed"
-    assert by_name["test_spread_of_a_random_list"].message == "a check of this test failed"
+    # Held back, the values are not shown, but the rule the test checks is.
+    assert by_name["test_spread_of_a_random_list"].message == \
+        "a check of this test failed: spread() of a random list matches the reference."
     assert card.score == card.max_score - 3 - 2  # [points] gives the random test 2 points
 
 
@@ -274,3 +276,16 @@ def test_every_tier_grades_the_same_in_docker(exercise, docker_client, grading_i
         assert card.score == card.max_score > 0 and {t.suite for t in card.tests} == set(exercise.tiers[tier])
     card = grade_bytes(MUTANT.read_bytes(), exercise, "exam_only", backend, "docker")
     assert [t.name for t in card.tests if t.status != "passed"] == ["test_spread_of_a_random_list"]
+
+
+def test_an_asserts_own_message_comes_with_the_values_compared_where_details_are_shown():
+    from grader.harness.plugin import assertion_message
+
+    rewritten = AssertionError("step 10: keys()\nassert [1, 2] == [1, 3]\n  At index 1 diff: 2 != 3")
+    assert assertion_message(rewritten, True) == "step 10: keys()\nassert [1, 2] == [1, 3]\n  At index 1 diff: 2 != 3"
+    assert assertion_message(rewritten, False, "keys() lists the live blocks") == "step 10: keys()"
+    bare = AssertionError("assert 5 == 8")
+    assert assertion_message(bare, True) == "assert 5 == 8"
+    assert assertion_message(bare, False, "spread() is max - min") == "a check of this test failed: spread() is max - min"
+    assert assertion_message(bare, False) == "a check of this test failed"
+    assert assertion_message(AssertionError("the plan is empty"), True) == "the plan is empty"

@@ -481,7 +481,8 @@ CLOCK = pytest.StashKey[OwnDeadline]()
 
 # -- turning outcomes into results -------------------------------------------------------------------
 
-def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[str, str, list[str]]:
+def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
+            ) -> tuple[str, str, list[str]]:
     """(status, message, the student's traceback lines) for a test that raised."""
     exc = excinfo.value
     if isinstance(exc, GradingStop):
@@ -502,7 +503,7 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str) -> tuple[s
             message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
         return "failed", message, remote.traceback
     if isinstance(exc, AssertionError):
-        return "failed", assertion_message(exc, state().details(suite)), []
+        return "failed", assertion_message(exc, state().details(suite), description), []
     if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
         return "failed", str(exc), []
     return "failed", f"{type(exc).__name__}: {exc}", []
@@ -515,18 +516,23 @@ def cut_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
 
 
-def assertion_message(exc: AssertionError, details: bool) -> str:
+def assertion_message(exc: AssertionError, details: bool, description: str = "") -> str:
+    """What a student reads of a failed assert. pytest's rewriting appends "assert <expression>" (the values
+    compared) to the author's message: with details, both, the author's words first; without, the
+    author's words alone, or, for a bare assert, the rule the test checks (its description), so that a
+    held-back failure still says what to fix."""
     text = str(exc)
-    # pytest's rewriting appends "assert <expression>" to the author's message; the author's words
-    # are what a student should read. The expression of a suite without details is not shown at all.
     head, _sep, explanation = text.partition("\nassert ")
     if text.startswith("assert "):
         head, explanation = "", text[len("assert "):]
-    if head.strip():
-        return head.strip()
+    head, values = head.strip(), f"assert {explanation}".strip() if explanation.strip() else ""
     if not details:
-        return "a check of this test failed"
-    return f"assert {explanation}".strip()
+        if head:
+            return head
+        return f"a check of this test failed: {description}" if description else "a check of this test failed"
+    if head and values:
+        return f"{head}\n{values}"
+    return head or values
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -630,7 +636,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if problem not in harness.problems:
             harness.problems.append(problem)
     if call.excinfo is not None and record.status == "passed":
-        status, message, trace = explain(call.excinfo, record.suite)
+        status, message, trace = explain(call.excinfo, record.suite, record.description)
         if call.when != "call" and status == "failed":
             status = "error"
         record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
