@@ -186,3 +186,12 @@ def test_a_documented_attribute_the_submission_lacks_is_named_as_missing(exercis
     assert all("NoneType" not in m for m in said)
     assert any("has no attribute reserved" in m and "the KV tokens reserved by the running requests" in m
                for m in said), said
+
+
+def test_a_prompt_left_out_of_the_plan_is_said_to_be_missing_not_to_have_got_a_decodes_token(exercise):
+    source = REFERENCE.read_text() + (
+        "\n_schedule = Scheduler.schedule\n"
+        "Scheduler.schedule = lambda self: [(r, n) for r, n in _schedule(self) if r.rid != 999]\n")
+    card = grade_bytes(source.encode(), exercise, "free", run_local, "local")
+    message = {t.name: t.message for t in card.tests}["test_decodes_run_before_the_prompt"]
+    assert "the plan holds none of it" in message and "got 1" not in message, message

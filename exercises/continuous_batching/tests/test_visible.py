@@ -17,7 +17,12 @@ def test_decodes_run_before_the_prompt(ns):
     kinds = [n for _, n in plan]
     assert kinds[:64] == [1] * 64, (f"the 64 decodes must be scheduled first, one token each; the plan begins with "
                                     f"{kinds[:64].count(1)} one-token entries ({len(plan)} entries in all)")
-    assert plan[-1][0].rid == 999 and plan[-1][1] == 448, f"512 - 64 = 448 prompt tokens fit; got {plan[-1][1]}"
+    prompt = [n for r, n in plan if r.rid == 999]
+    # Say what the plan held of the prompt: nothing at all, or a chunk of the wrong size.
+    assert prompt, "the new prompt (rid 999) must get the 512 - 64 = 448 tokens left, but the plan holds none of it"
+    assert plan[-1][0].rid == 999 and plan[-1][1] == 448, (
+        f"512 - 64 = 448 prompt tokens fit; the plan gives the prompt {prompt[0]} "
+        f"{'as its last entry' if plan[-1][0].rid == 999 else 'before other entries'}")
 
 
 def test_a_long_prompt_takes_19_chunks_ending_with_128(ns):
