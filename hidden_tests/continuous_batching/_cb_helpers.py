@@ -351,7 +351,7 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
 def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> list[int]:
     if type(raw) is list and set(map(type, raw)) <= {int}:  # the usual answer, in one pass over its types
         return sorted(raw)
-    if isinstance(raw, (list, tuple, set, frozenset)) and all(_is_int(x) for x in raw):
+    if isinstance(raw, (list, tuple, set, frozenset, collections.deque)) and all(_is_int(x) for x in raw):
         return sorted(raw)
     raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
                            f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
