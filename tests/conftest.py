@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import Browser, find_chromium
+# The Playwright fixtures (chromium_browser, new_page, page) live in tests/browser.py.
+from tests.browser import Browser, chromium_browser, find_chromium, new_page, page  # noqa: F401
 from tests.helpers import PROJECT
 
 
@@ -66,7 +67,7 @@ def chromium_session(chromium: str, tmp_path_factory):
 
 @pytest.fixture
 def browser(chromium_session: Browser) -> Browser:
-    """The shared Chromium, with the events (requests, console messages) of earlier tests forgotten."""
+    """The DevTools driver, for tests/test_publish.py (the other browser tests use Playwright's `page`): the shared Chromium, with the events (requests, console messages) of earlier tests forgotten."""
     chromium_session.events.clear()
     return chromium_session
 

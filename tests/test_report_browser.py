@@ -1,7 +1,5 @@
-"""The HTML report in a real browser: headless Chromium, driven over the DevTools protocol.
+"""The HTML report in a real browser: the system's headless Chromium, driven with Playwright (tests/browser.py).
 
-The protocol runs over a pipe (`--remote-debugging-pipe`: commands in on fd 3, replies out on fd 4,
-each a JSON message ended by a NUL byte), so the test needs no extra package and opens no port.
 It loads the report of a failing mutant, checks that nothing is fetched and nothing is logged as an
 error, that the page fits a phone's width, that printing unfolds every test, and saves screenshots.
 
@@ -12,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -22,12 +21,11 @@ from grader.grading import grade_bytes
 from grader.report import render_html, report_view
 from grader.sandbox.local import run_local
 from grader.scorecard import Scorecard
-from tests.browser import Browser
+from tests.browser import Page, expect, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / "grader-report-screenshots"))
-DESKTOP = (1280, 900)
 PHONE = (390, 844)
 
 
@@ -57,48 +55,48 @@ def described_report_file(card: Scorecard, tmp_path_factory: pytest.TempPathFact
     return path
 
 
-def test_the_report_loads_with_no_request_and_no_error(browser: Browser, report_file: Path, card: Scorecard):
-    browser.viewport(*DESKTOP)
+def test_the_report_loads_with_no_request_and_no_error(page: Page, report_file: Path, card: Scorecard):
     url = report_file.as_uri()
-    browser.open(url)
-    assert browser.requests() == [url], "the page must fetch nothing but itself"
-    assert browser.problems() == []
-    assert browser.evaluate("document.scripts.length") == 0
-    assert browser.evaluate("document.title").startswith("One step of a continuous-batching scheduler")
+    page.goto(url)
+    assert requests(page) == [url], "the page must fetch nothing but itself"
+    assert problems(page) == []
+    expect(page.locator("script")).to_have_count(0)
+    expect(page).to_have_title(re.compile(r"^One step of a continuous-batching scheduler"))
     # The first failed test of each cause is open, passed ones and repeats of a cause folded; the
     # failing trace is drawn with its first difference.
     groups = report_view(card)["groups"]
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed[open]').length") == len(groups)
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed:not([open])').length") == sum(
-        g["count"] - 1 for g in groups)
-    assert browser.evaluate("document.querySelectorAll('details.test.s-passed[open]').length") == 0
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed[open] .timeline .diff-band').length") >= 1
-    assert browser.evaluate("document.querySelectorAll('tr.first[data-first-difference]').length") >= 1
-    shot = browser.screenshot(SHOTS / "report-desktop.png")
+    expect(page.locator("details.test.s-failed[open]")).to_have_count(len(groups))
+    expect(page.locator("details.test.s-failed:not([open])")).to_have_count(sum(g["count"] - 1 for g in groups))
+    expect(page.locator("details.test.s-passed[open]")).to_have_count(0)
+    expect(page.locator("details.test.s-failed[open] .timeline .diff-band").first).to_be_attached()
+    expect(page.locator("tr.first[data-first-difference]").first).to_be_attached()
+    shot = screenshot(page, SHOTS / "report-desktop.png")
     print(f"\nscreenshot: {shot}")
-    assert browser.problems() == [] and browser.requests() == [url]
+    assert problems(page) == [] and requests(page) == [url]
 
 
-def test_the_report_fits_a_phone(browser: Browser, report_file: Path):
-    browser.viewport(*PHONE, mobile=True)
-    browser.open(report_file.as_uri())
+def test_the_report_fits_a_phone(new_page, report_file: Path):
+    page = new_page(*PHONE, mobile=True)
+    page.goto(report_file.as_uri())
     # Nothing makes the page itself scroll sideways: wide charts and tables scroll in their own box.
-    assert browser.evaluate("document.documentElement.scrollWidth") <= PHONE[0]
-    shot = browser.screenshot(SHOTS / "report-phone.png")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE[0]
+    shot = screenshot(page, SHOTS / "report-phone.png")
     print(f"\nscreenshot: {shot}")
-    assert browser.problems() == []
+    assert problems(page) == []
 
 
-def test_printing_unfolds_every_test(browser: Browser, described_report_file: Path):
-    browser.viewport(*DESKTOP)
-    browser.open(described_report_file.as_uri())
-    folded = "[...document.querySelectorAll('details.test:not([open]) .tbody')]"
-    assert browser.evaluate(f"{folded}.length") > 0
-    assert browser.evaluate(f"{folded}.every(e => !e.checkVisibility())")
-    browser.page("Emulation.setEmulatedMedia", media="print")
-    try:
-        assert browser.evaluate(f"{folded}.every(e => e.checkVisibility() && e.getBoundingClientRect().height > 0)")
-        shot = browser.screenshot(SHOTS / "report-print.png")
-        print(f"\nscreenshot: {shot}")
-    finally:
-        browser.page("Emulation.setEmulatedMedia", media="")
+def test_printing_unfolds_every_test(page: Page, described_report_file: Path):
+    page.goto(described_report_file.as_uri())
+    folded = page.locator("details.test:not([open]) .tbody")
+    count = folded.count()
+    assert count > 0
+    for body in folded.all():
+        expect(body).to_be_hidden()
+    page.emulate_media(media="print")
+    expect(folded).to_have_count(count)
+    for body in folded.all():
+        expect(body).to_be_visible()  # a box of some width and height, shown
+        box = body.bounding_box()
+        assert box is not None and box["height"] > 0
+    shot = screenshot(page, SHOTS / "report-print.png")
+    print(f"\nscreenshot: {shot}")

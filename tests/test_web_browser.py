@@ -1,6 +1,7 @@
 """The service in headless Chromium, as a student uses it: sign in with the link, answer the
 prediction, submit a wrong scheduler, read the report, submit the reference, see full marks. At
-desktop and phone widths, with no console error and nothing requested from anywhere else.
+desktop and phone widths, with no console error and nothing requested from anywhere else. Driven with
+Playwright on the system's Chromium (tests/browser.py).
 
 Screenshots go to $GRADER_SCREENSHOTS (default: a folder in the temporary directory)."""
 
@@ -9,12 +10,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.browser import Browser
+from tests.browser import Page, expect, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
 from tests.service import import_roster, local_server, signed_in
 
@@ -39,107 +39,96 @@ def instructor(server):
     return signed_in(server, server.instructor_link)
 
 
-def go(browser: Browser, script: str) -> None:
-    """Run `script` (a click, a form submission) and wait for the page it leads to."""
-    browser.events[:] = [e for e in browser.events if e.get("method") != "Page.loadEventFired"]
-    browser.evaluate(script)
-    browser.wait_for("Page.loadEventFired")
+def go(page: Page, target) -> None:
+    """Click `target` (a button, a link) and wait for the page it leads to."""
+    with page.expect_navigation():
+        target.click()
 
 
-def state(browser: Browser) -> str | None:
-    try:
-        return browser.evaluate("(document.querySelector('[data-state]') || {dataset: {}}).dataset.state || null")
-    except RuntimeError:  # the page was reloading (it refreshes itself while queued)
-        return None
+def wait_graded(page: Page, wait_s: float = 240) -> None:
+    """The status page refreshes itself while queued or grading: wait for the graded one."""
+    expect(page.locator('[data-state="graded"]')).to_be_visible(timeout=wait_s * 1000)
 
 
-def wait_graded(browser: Browser, wait_s: float = 240) -> None:
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if state(browser) == "graded":
-            return
-        time.sleep(0.5)
-    raise AssertionError("the submission was not graded in time")
+def submit_source(page: Page, source: str) -> None:
+    page.get_by_role("textbox", name=re.compile(r"^Edit ")).fill(source)
+    go(page, page.get_by_role("button", name="Submit for grading"))
+    expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
 
 
-def submit_source(browser: Browser, source: str) -> None:
-    browser.evaluate(f"document.getElementById('code').value = {source!r}")
-    go(browser, "document.querySelector('form[action$=\"/submit\"]').requestSubmit()")
-    assert re.search(r"/submissions/\d+$", browser.evaluate("location.pathname"))
-
-
-def fits(browser: Browser, width: int) -> bool:
-    return browser.evaluate("document.documentElement.scrollWidth") <= width
+def fits(page: Page, width: int) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
-def test_a_student_predicts_submits_a_wrong_scheduler_then_the_reference(browser, server, instructor, width):
+def test_a_student_predicts_submits_a_wrong_scheduler_then_the_reference(new_page, server, instructor, width):
     w, h, mobile = WIDTHS[width]
     client, csrf = instructor
     student = f"student-{width}"
     link = import_roster(server, client, csrf, f"id,name,tier\n{student},Ada {width},premium\n")[student]
-    browser.viewport(w, h, mobile=mobile)
-    browser.open(link)
-    assert browser.evaluate("location.pathname") == "/"
-    browser.open(f"{server.url}/exercises/{EXERCISE}")
+    page = new_page(w, h, mobile=mobile)
+    page.goto(link)
+    expect(page).to_have_url(f"{server.url}/")
+    page.goto(f"{server.url}/exercises/{EXERCISE}")
     # The editor opens only after the prediction is answered.
-    assert browser.evaluate("document.getElementById('code')") is None
-    assert fits(browser, w)
-    browser.screenshot(SHOTS / f"exercise-before-{width}.png")
-    browser.evaluate("document.querySelector('input[name=choice][value=\"2\"]').click()")
-    go(browser, "document.querySelector('#prediction form').requestSubmit()")
-    assert "right" in browser.evaluate("document.getElementById('prediction').innerText")
-    assert browser.evaluate("document.getElementById('code').value").startswith(
-        (PROJECT / "exercises" / EXERCISE / "scheduler.py").read_text()[:40])
-    assert fits(browser, w)
-    browser.screenshot(SHOTS / f"exercise-editor-{width}.png")
+    expect(page.locator("#code")).to_have_count(0)
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"exercise-before-{width}.png")
+    prediction = page.locator("#prediction")
+    prediction.locator('input[name=choice][value="2"]').check()
+    go(page, prediction.get_by_role("button", name="Answer, then open the editor"))
+    expect(prediction).to_contain_text("right")
+    stub = (PROJECT / "exercises" / EXERCISE / "scheduler.py").read_text()[:40]
+    expect(page.get_by_role("textbox", name=re.compile(r"^Edit "))).to_have_value(re.compile("^" + re.escape(stub)))
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"exercise-editor-{width}.png")
 
-    submit_source(browser, MUTANT.read_text())
-    assert state(browser) in ("queued", "grading", "graded")
-    browser.screenshot(SHOTS / f"status-{width}.png")
-    wait_graded(browser)
-    score = browser.evaluate("document.getElementById('score').innerText")
+    submit_source(page, MUTANT.read_text())
+    expect(page.locator("[data-state]")).to_have_attribute("data-state", re.compile(r"^(queued|grading|graded)$"))
+    screenshot(page, SHOTS / f"status-{width}.png")
+    wait_graded(page)
+    score = page.locator("#score").inner_text()
     got, top = map(int, re.match(r"(\d+)/(\d+) points", score).groups())
     assert got < top
-    go(browser, "document.querySelector('a.button[href$=\"/report\"]').click()")
-    assert browser.evaluate("document.scripts.length") == 0
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed').length") >= 1
-    assert fits(browser, w)
-    browser.screenshot(SHOTS / f"report-mutant-{width}.png")
+    go(page, page.get_by_role("link", name="Read the report"))
+    expect(page).to_have_url(re.compile(r"/submissions/\d+/report$"))
+    expect(page.locator("script")).to_have_count(0)
+    expect(page.locator("details.test.s-failed").first).to_be_attached()
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"report-mutant-{width}.png")
 
-    browser.open(f"{server.url}/exercises/{EXERCISE}")
-    submit_source(browser, REFERENCE.read_text())
-    wait_graded(browser)
-    assert browser.evaluate("document.getElementById('score').innerText").startswith(f"{top}/{top} points on the ")
-    browser.screenshot(SHOTS / f"status-graded-{width}.png")
-    go(browser, "document.querySelector('a.button[href$=\"/report\"]').click()")
-    assert browser.evaluate("document.querySelectorAll('details.test.s-failed').length") == 0
-    browser.open(f"{server.url}/history")
-    assert browser.evaluate("document.querySelectorAll('a[href$=\"/report\"]').length") == 2
-    browser.screenshot(SHOTS / f"history-{width}.png")
+    page.goto(f"{server.url}/exercises/{EXERCISE}")
+    submit_source(page, REFERENCE.read_text())
+    wait_graded(page)
+    expect(page.locator("#score")).to_have_text(re.compile(rf"^{top}/{top} points on the "))
+    screenshot(page, SHOTS / f"status-graded-{width}.png")
+    go(page, page.get_by_role("link", name="Read the report"))
+    expect(page).to_have_url(re.compile(r"/submissions/\d+/report$"))
+    expect(page.locator("details.test.s-failed")).to_have_count(0)
+    page.goto(f"{server.url}/history")
+    expect(page.locator('a[href$="/report"]')).to_have_count(2)
+    screenshot(page, SHOTS / f"history-{width}.png")
 
-    assert browser.problems() == []
-    outside = [u for u in browser.requests() if not u.startswith(server.url + "/")]
+    assert problems(page) == []
+    outside = [u for u in requests(page) if not u.startswith(server.url + "/")]
     assert outside == [], "nothing is fetched from anywhere else"
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
-def test_the_instructor_dashboard_and_overview_load_clean(browser, server, instructor, width):
+def test_the_instructor_dashboard_and_overview_load_clean(new_page, server, instructor, width):
     w, h, mobile = WIDTHS[width]
     client, _ = instructor
-    browser.viewport(w, h, mobile=mobile)
-    browser.page("Network.clearBrowserCookies")
-    browser.page("Network.setCookie", name="grader_session", value=client.cookies["grader_session"],
-                 url=server.url + "/", httpOnly=True, sameSite="Lax")
-    browser.open(f"{server.url}/instructor")
-    assert browser.evaluate("document.querySelector('h1').innerText") == "Dashboard"
-    assert browser.evaluate("document.querySelectorAll('form input[name=csrf]').length") >= 3
-    assert fits(browser, w)
-    browser.screenshot(SHOTS / f"instructor-{width}.png")
-    browser.open(f"{server.url}/instructor/site/index.html")
-    assert browser.evaluate("document.title") == "Class overview"
-    assert fits(browser, w)
-    browser.screenshot(SHOTS / f"overview-{width}.png")
-    assert browser.problems() == []
-    assert [u for u in browser.requests() if not u.startswith(server.url + "/")] == []
-    browser.page("Network.clearBrowserCookies")
+    page = new_page(w, h, mobile=mobile)  # a fresh context: no cookie but the instructor's session
+    page.context.add_cookies([{"name": "grader_session", "value": client.cookies["grader_session"],
+                               "url": server.url + "/", "httpOnly": True, "sameSite": "Lax"}])
+    page.goto(f"{server.url}/instructor")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Dashboard")
+    assert page.locator("form input[name=csrf]").count() >= 3
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"instructor-{width}.png")
+    page.goto(f"{server.url}/instructor/site/index.html")
+    expect(page).to_have_title("Class overview")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"overview-{width}.png")
+    assert problems(page) == []
+    assert [u for u in requests(page) if not u.startswith(server.url + "/")] == []

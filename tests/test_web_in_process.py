@@ -320,3 +320,94 @@ def test_a_grading_is_one_key_value_line(site):
                                                             max_score=10, status="graded"))
     assert jobs.grading_line(store, submission_id, 0.5) == \
         f"submission={submission_id} outcome=graded score=7/10 seconds=0.50"
+
+
+def test_signing_out_ends_the_session_and_needs_the_sessions_own_token(site):
+    _, client, sign_in, _, _ = site
+    browser, csrf = sign_in("student", "ada")
+    _, instructor_csrf = sign_in("instructor")
+    cookie = browser.cookies[COOKIE]
+    for data in ({}, {"csrf": "forged"}, {"csrf": instructor_csrf}):
+        refused = browser.post("/signout", data=data, follow_redirects=False)
+        assert refused.status_code == 403 and "Form expired" in refused.text
+    assert browser.get("/history").status_code == 200  # still signed in
+    out = browser.post("/signout", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/"
+    assert COOKIE in out.headers["set-cookie"] and "max-age=0" in out.headers["set-cookie"].lower()
+    stale = client()
+    stale.cookies.set(COOKIE, cookie)
+    assert stale.get("/history").status_code == 401, "the session outlived its sign-out"
+    assert client().post("/signout", data={"csrf": csrf}).status_code == 401  # signed out: nobody to sign out
+
+
+def test_a_student_link_signs_in_at_once_again_and_again_with_a_cookie_scripts_cannot_read(site):
+    _, client, _, store, _ = site
+    link = f"/signin/{accounts.new_link(store, 'student', 'ada')}"
+    for _ in range(2):
+        opened = client().get(link, follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "/"
+        cookie = opened.headers["set-cookie"].lower()
+        assert cookie.startswith(f"{COOKIE}=") and "httponly" in cookie and "samesite=lax" in cookie
+
+
+def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error(site):
+    from tests.service import csrf_of
+
+    _, client, _, store, _ = site
+    browser = client()  # a student who has not answered yet: the prediction's form is still open to her
+    csrf = csrf_of(browser.get(f"/signin/{accounts.new_link(store, 'student', 'bob')}"))
+    # "²" and "٣" are digits to str.isdigit, and int() takes the one and not the other.
+    for choice in ("²", "٣", "-1", "1.0", "", "9" * 5000):
+        answer = browser.post(f"{PAGE}/prediction", data={"csrf": csrf, "choice": choice})
+        assert answer.status_code == 400 and "Pick an answer" in answer.text, choice
+    for number in ("²", "٣", "1²", "0x1"):
+        for path in (f"/submissions/{number}", f"/submissions/{number}/report"):
+            answer = browser.get(path)
+            assert answer.status_code == 404 and "No such submission" in answer.text, path
+
+
+def test_starlettes_own_refusals_are_the_services_pages(site):
+    _, _, sign_in, _, _ = site
+    browser, csrf = sign_in("student", "ada")
+    for answer, status, title in (
+            (browser.get("/nowhere"), 404, "No such page"),
+            (browser.put(PAGE), 405, "Not possible"),
+            (browser.post(f"{PAGE}/submit", data={"csrf": csrf},
+                          files=[("upload", (f"f{n}.py", b"x = 1\n")) for n in range(3)]), 400, "Too many files")):
+        assert answer.status_code == status and title in answer.text, (status, answer.text[:200])
+        assert answer.headers["content-type"].startswith("text/html") and "ada" in answer.text  # signed in
+        assert "content-security-policy" in answer.headers
+
+
+def test_a_code_field_sent_as_a_file_is_refused_not_graded_as_its_description(site):
+    _, _, sign_in, store, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    sent = browser.post(f"{PAGE}/submit", data={"csrf": csrf}, files={"code": ("code.py", b"y = 2\n")})
+    assert sent.status_code == 400 and "Not a submission" in sent.text
+    assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
+
+
+def test_no_request_steers_a_path_on_disk(site):
+    _, _, sign_in, _, _ = site
+    browser, _ = sign_in("instructor")
+    for path in ("/instructor/site/../../etc/passwd", "/instructor/site/%2e%2e/%2e%2e/etc/passwd",
+                 "/instructor/site/students/../../grader.db", "/exercises/..%2f..%2fetc", "/exercises/../solutions"):
+        answer = browser.get(path)
+        assert answer.status_code == 404 and "root:" not in answer.text, path
+    assert browser.get("/instructor/site/index.html").status_code == 200
+
+
+def test_a_revoked_link_signs_nobody_in_and_ends_its_sessions(site):
+    _, client, sign_in, store, _ = site
+    instructor, csrf = sign_in("instructor")
+    link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
+    session = client()
+    assert session.get(link).status_code == 200 and session.get("/history").status_code == 200
+    done = instructor.post("/instructor/students/bob/revoke", data={"csrf": csrf})
+    assert done.status_code == 200 and "revoked" in done.text
+    assert session.get("/history").status_code == 401
+    assert client().get(link).status_code == 403
+    fresh = instructor.post("/instructor/students/bob/link", data={"csrf": csrf})
+    new_link = re.search(r'class="link">http://testserver(/signin/[^<]+)<', fresh.text).group(1)
+    again = client()
+    assert again.get(new_link).status_code == 200 and again.get("/history").status_code == 200
