@@ -694,6 +694,8 @@ EXAMPLES: dict[str, list[str]] = {
     "roster": ["grader roster import roster.csv --base-url https://grader.example.edu",
                "grader roster instructor-link --db postgresql://grader@db/course --base-url https://grader.example.edu"],
     "roster import": ["grader roster import roster.csv --base-url https://grader.example.edu"],
+    "roster instructor-link": ["grader roster instructor-link --db postgresql://grader@db/course "
+                               "--base-url https://grader.example.edu"],
     "audit": ["grader audit continuous_batching", "grader audit exercises/continuous_batching --sandbox local"],
     "new": ["grader new running_max", "grader new word_count --file counter --project ~/course"],
 }
