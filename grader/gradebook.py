@@ -32,7 +32,9 @@ def pick(submissions: Iterable[StoredSubmission], policy: str) -> dict[tuple[str
 
 
 def _merit(card: Scorecard) -> tuple[bool, float]:
-    return card.status != "error", card.score / card.max_score if card.max_score else 0.0
+    # A share of the whole exercise: a tier that ran fewer tests does not beat one that ran them all.
+    whole = card.exercise_max_score
+    return card.status != "error", card.score / whole if whole else 0.0
 
 
 def test_columns(cards: Iterable[Scorecard]) -> list[str]:

@@ -75,7 +75,8 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     # The statistics are over results the grader vouches for: an error (a run stopped at the time limit)
     # is no 0, and is shown in the students' list with its status only.
     judged = [c for c in cards if c.status != "error"]
-    scores = [(c.score, c.max_score) for c in judged]
+    # Out of the whole exercise's points: a tier that left tests out (free) is never counted as full marks.
+    scores = [(c.score, c.exercise_max_score) for c in judged]
     percents = [100 * s / m if m else 0 for s, m in scores]
     tests: dict[str, dict[str, Any]] = {}
     for card in judged:

@@ -86,6 +86,12 @@ class Scorecard:
     exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (exercise.py)
     schema_version: int = SCHEMA_VERSION
 
+    @property
+    def exercise_max_score(self) -> int:
+        """The points of the whole exercise: this tier's and those of the tests it did not run (`locked`).
+        A free tier's 10/10 is 10 of these, never the exercise's full marks."""
+        return self.max_score + sum(test.max_score for test in self.locked)
+
     def suite_label(self, suite: str) -> str:
         return self.suite_labels.get(suite) or f"{suite} tests"
 

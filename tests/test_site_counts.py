@@ -26,3 +26,26 @@ def test_the_pass_rates_say_that_rejected_files_ran_no_test(tmp_path):
     note = re.search(rf'id="rates-count-{EXERCISE}">([^<]*)<', index)
     assert note and "over the students whose file ran that test" in note.group(1)
     assert "2 rejected files ran no test" in note.group(1)
+
+
+def test_a_free_tier_full_score_is_a_share_of_the_whole_exercise_not_full_marks():
+    """A free 10/10 ran 10 of the exercise's 76 points: the class view counts it as 13%, and the 'best'
+    policy prefers a premium 70/76 to it."""
+    from grader.gradebook import pick
+    from grader.publish import exercise_view
+    from grader.scorecard import LockedTest, Scorecard
+    from grader.store import StoredSubmission
+
+    def card(tier: str, score: int, top: int, locked: int) -> Scorecard:
+        return Scorecard(exercise="x", tier=tier, submission_sha256="0" * 64, status="graded", score=score,
+                         max_score=top, locked=[LockedTest("test_hidden", "hidden", locked)] if locked else [])
+
+    free = StoredSubmission(1, "ada", "x", "free", "a" * 64, "x.py", "2026-12-01T00:00:00+00:00", card("free", 10, 10, 66))
+    premium = StoredSubmission(2, "bob", "x", "premium", "b" * 64, "x.py", "2026-12-01T00:00:01+00:00",
+                               card("premium", 76, 76, 0))
+    view = exercise_view("x", [("ada", free), ("bob", premium)], {"ada": 1, "bob": 1}, "best")
+    assert view["full_marks"] == 1
+    assert view["mean"] == round((100 * 10 / 76 + 100) / 2, 1)
+    later = StoredSubmission(3, "ada", "x", "premium", "c" * 64, "x.py", "2026-12-01T00:00:02+00:00",
+                             card("premium", 70, 76, 0))
+    assert pick([free, later], "best")[("ada", "x")].id == 3  # 70 of 76 beats 10 of 76
