@@ -14,6 +14,7 @@ so that `grader grade x.py --exercise e --json - | jq .score` reads a clean docu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import math
 import os
@@ -41,6 +42,7 @@ from grader.validate import read_capped
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by the commands that use it
     from grader.batch import BatchSummary
+    from grader.similarity import Report
     from grader.store import Store
 
 OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4
@@ -470,6 +472,77 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+def command_similarity(args: argparse.Namespace, console: Console) -> int:
+    """The pairs of students whose files are most alike: in the terminal, and as --out's pages or --json."""
+    from grader.publish import pseudonym
+    from grader.similarity import compare, sources
+    from grader.similarity.view import to_json, write_folder
+
+    exercise = load_exercise(args.exercise)
+    if args.top < 1:
+        raise UsageError(f"--top {args.top}: give how many pairs to keep, 1 or more")
+    if args.folder is not None and not Path(args.folder).is_dir():
+        raise UsageError(f"{args.folder}: not a folder of submissions")
+    # A class folder is read alone, unless --db (its scorecards) or --pseudonymous (the store's key) is given.
+    use_store = args.folder is None or args.db is not None or args.pseudonymous
+    key = ""
+    with existing_store(args) if use_store else contextlib.nullcontext() as store:
+        if args.folder is not None:
+            documents = sources.from_folder(Path(args.folder), exercise)
+        if store is not None:
+            if args.folder is not None:
+                sources.attach_scorecards(documents, store, exercise.slug)
+            else:
+                documents = sources.from_store(store, exercise.slug, args.policy)
+            if args.pseudonymous:
+                key = store.setting("pseudonym_key")
+    for source in args.against or []:
+        documents += sources.earlier(source, exercise, args.policy)
+    if not args.no_reference:
+        documents += sources.reference(exercise)
+    if key:
+        for document in documents:
+            prefix, _, student = document.label.rpartition("/") if document.kind == "earlier" else ("", "", document.label)
+            if document.kind != "reference":
+                document.label = f"{prefix}/{pseudonym(key, student)}" if prefix else pseudonym(key, student)
+    students = sum(1 for d in documents if d.kind == "student")
+    if students == 0:
+        where = args.folder or store_location(args.db)
+        raise UsageError(f"no submission of {exercise.slug} in {where}: nothing to compare")
+    report = compare(documents, sources.given_code(exercise), exercise.slug, limit=args.top)
+    if args.json:
+        text = to_json(report, "" if args.folder else args.policy)
+        if args.json == STDOUT:
+            sys.stdout.write(text)
+        else:
+            from grader.db.engine import write_private
+            write_private(Path(args.json), text)
+    if args.out:
+        index = write_folder(report, Path(args.out), "" if args.folder else args.policy, bool(key))
+        console.print(Text(f"similarity report (owner-only, for instructors): open {index}", style="dim"))
+    print_similarity(report, console)
+    return OK
+
+
+def print_similarity(report: Report, console: Console, rows: int = 15) -> None:
+    from grader.terminal import escaped
+
+    console.print(Text(f"{report.students} students of {report.exercise} compared; "
+                       f"{report.pairs_found} pair(s) share code beyond what the exercise gave them"))
+    if not report.pairs:
+        return
+    table = Table(header_style="bold", box=None)
+    for column in ("#", "first", "second", "score", "shares", "their results"):
+        table.add_column(column, justify="right" if column in ("#", "score") else "left")
+    for rank, pair in enumerate(report.pairs[:rows], start=1):
+        table.add_row(str(rank), escaped(pair.a.label), escaped(pair.b.label), f"{pair.score:.0%}",
+                      f"{pair.a_share:.0%} · {pair.b_share:.0%}", pair.behaviour.summary(),
+                      style="red" if pair.behaviour.strong or pair.score >= 0.6 else None)
+    console.print(table)
+    for cluster in report.clusters:
+        console.print(Text(f"cluster: {', '.join(escaped(label) for label in cluster)}", style="yellow"))
+
+
 def write_pseudonym_map(store: Store, path: Path) -> None:
     """pseudonym,student as CSV, readable by its owner only: the one file that undoes the pseudonyms."""
     import csv
@@ -686,6 +759,9 @@ EXAMPLES: dict[str, list[str]] = {
               "grader batch submissions/ --exercise continuous_batching --regrade --gradebook - > gradebook.csv"],
     "publish": ["grader publish --out site/ --policy best",
                 "grader publish --out site/ --pseudonymous --pseudonym-map pseudonyms.csv"],
+    "similarity": ["grader similarity --exercise continuous_batching --out similarity/",
+                   "grader similarity submissions/ --exercise continuous_batching --json - | jq '.pairs[0]'",
+                   "grader similarity --exercise continuous_batching --against last-term.db --pseudonymous"],
     "image": ["grader image build"],
     "image build": ["grader image build", "grader image build --exercise continuous_batching --force"],
     "serve": ["grader serve --port 8000 --workers 2",
@@ -805,6 +881,25 @@ def build_parser() -> argparse.ArgumentParser:
                               "(owner-only; refused inside --out)")
     publish.add_argument("--db", metavar="PATH", help=DB_HELP)
     publish.set_defaults(run=command_publish)
+
+    similarity = commands.add_parser("similarity", help="which students' files are most alike, the given code left out")
+    similarity.add_argument("folder", nargs="?", help="a class folder as batch reads it (default: the store's "
+                                                      "submissions)")
+    similarity.add_argument("--exercise", required=True, help=EXERCISE_HELP)
+    similarity.add_argument("--policy", choices=("latest", "best"), default="latest",
+                            help="which submission of each student is compared (from the store)")
+    similarity.add_argument("--against", action="append", metavar="FOLDER|STORE",
+                            help="also compare with an earlier term's submissions: a class folder or another "
+                                 "store (repeatable)")
+    similarity.add_argument("--no-reference", action="store_true",
+                            help="do not compare with the exercise's reference solution")
+    similarity.add_argument("--top", type=int, default=200, metavar="N", help="the most alike pairs to keep")
+    similarity.add_argument("--out", metavar="DIR", help="write the report's pages here (owner-only)")
+    similarity.add_argument("--json", metavar="FILE", help="write the report as JSON here ('-': standard output)")
+    similarity.add_argument("--pseudonymous", action="store_true",
+                            help="show students under the pseudonyms `publish --pseudonymous` gives them")
+    similarity.add_argument("--db", metavar="PATH", help=DB_HELP)
+    similarity.set_defaults(run=command_similarity)
 
     image = commands.add_parser("image", help="the Docker grading image")
     image_commands = image.add_subparsers(dest="image_command", required=True, metavar="COMMAND", help=COMMAND_HELP)

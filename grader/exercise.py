@@ -40,9 +40,9 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 # What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
 TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
-                  "tiers", "points", "sandbox", "prediction", "web")
+                  "tiers", "points", "sandbox", "prediction", "web", "similarity")
 TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why"),
-              "web": ("solution", "submission_interval_s")}
+              "web": ("solution", "submission_interval_s"), "similarity": ("given",)}
 
 
 class ExerciseError(Exception):
@@ -76,6 +76,9 @@ class Exercise:
     packages: tuple[str, ...] = ()  # extra Debian packages the sandbox image needs
     prediction: Prediction | None = None  # the web page's "Before you code" question
     web: WebSettings = field(default_factory=WebSettings)
+    # Files students were given besides the stub (exercise.toml's [similarity] given, relative to the
+    # exercise's folder): code in them never makes two students look alike.
+    given_code: tuple[Path, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -241,12 +244,26 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
         names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
         packages=tuple(sorted(set(packages))), prediction=prediction, web=web,
+        given_code=_given_code(_table(config, "similarity", source), root / "exercises" / slug, source),
     )
     needing = [name for name, suite in suites.items() if suite.reference]
     if needing and not exercise.reference.is_file():
         raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
                             f"there is no {exercise.reference}")
     return exercise
+
+
+def _given_code(table: dict, folder: Path, source: Path) -> tuple[Path, ...]:
+    given = table.get("given", [])
+    if not isinstance(given, list) or not all(isinstance(name, str) and name for name in given):
+        raise ExerciseError(f"{source}: [similarity] given must be a list of file names in {folder}")
+    paths = []
+    for name in given:
+        path = folder / name
+        if not path.resolve().is_relative_to(folder.resolve()) or not path.is_file():
+            raise ExerciseError(f"{source}: [similarity] given lists {name!r}, which is no file of {folder}")
+        paths.append(path)
+    return tuple(paths)
 
 
 def _known_keys(table: dict, known: tuple[str, ...], where: str, source: Path) -> None:

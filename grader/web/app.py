@@ -458,6 +458,27 @@ def site_file(service: Service, request: Request, who: accounts.Session | None, 
     return Response(files[name], media_type=MEDIA.get(kind, "text/plain"), headers=headers)
 
 
+def similarity(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """The similarity report of an exercise (grader.similarity), for instructors: the ranked pairs, or
+    one pair side by side. Made from the store on each visit, so it follows new submissions."""
+    from grader.similarity import compare, sources
+    from grader.similarity.view import render_index, render_pair
+
+    exercise = exercise_of(service, request.path_params["slug"])
+    policy = "best" if request.query_params.get("policy") == "best" else "latest"
+    documents = sources.from_store(service.store, exercise.slug, policy) + sources.reference(exercise)
+    report = compare(documents, sources.given_code(exercise), exercise.slug)
+    query = f"?policy={policy}"
+    base = f"/instructor/similarity/{exercise.slug}"
+    raw_rank = request.path_params.get("rank")
+    if raw_rank is None:
+        return HTMLResponse(render_index(report, f"{base}/{{rank}}{query}", policy, back=("/instructor", "Dashboard")))
+    rank = whole_number(raw_rank, 6)
+    if rank is None or not 1 <= rank <= len(report.pairs):
+        raise Page(404, "No such pair", f"The similarity report of {exercise.slug} has no pair {raw_rank} now.")
+    return HTMLResponse(render_pair(report, rank, base + query))
+
+
 async def favicon(request: Request) -> Response:
     return Response(status_code=204)  # browsers ask for one; there is none, and that is no error
 
@@ -514,6 +535,8 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
+        route("/instructor/similarity/{slug}", role="instructor")(similarity),
+        route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
                                                          InterfaceError: store_unavailable})
