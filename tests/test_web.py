@@ -227,6 +227,8 @@ def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(serve
     assert "Graded" in graded.text
     with Store(server.log.parent / "class.db") as store:  # the earlier scorecard is kept; the newest counts
         assert len(store.scorecards(int(number.group(1)))) == 2
+    summary = client.get(f"/instructor/regrade/{EXERCISE}")
+    assert "0 score(s) changed, 1 unchanged" in summary.text, summary.text  # the same file, the same suites
 
 
 def test_the_address_given_is_on_loopback(server):

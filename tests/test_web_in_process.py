@@ -411,3 +411,46 @@ def test_a_revoked_link_signs_nobody_in_and_ends_its_sessions(site):
     new_link = re.search(r'class="link">http://testserver(/signin/[^<]+)<', fresh.text).group(1)
     again = client()
     assert again.get(new_link).status_code == 200 and again.get("/history").status_code == 200
+
+
+def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
+    exercise = load_exercise(EXERCISE)
+    store = Store(tmp_path / "grader.db")
+    store.migrate()
+    dispatcher = Recorded()
+    service = Service(store=store, dispatcher=dispatcher, exercises={exercise.slug: exercise},
+                      base_url="http://testserver")
+    client = TestClient(create_app(service))
+    signed_in = client.post(f"/signin/{accounts.new_link(store, 'instructor')}", follow_redirects=False)
+    client.cookies.set(COOKIE, signed_in.cookies[COOKIE])
+    ids = {}
+    for student, score in (("ada", 50), ("bob", 70)):
+        ids[student], _ = store.add_submission(student, exercise.slug, "premium", student * 8,
+                                               exercise.submission_file, b"pass\n", state="graded")
+        store.save_scorecard(ids[student], dataclasses.replace(new_scorecard(exercise, "premium", "local"),
+                                                               score=score, max_score=76, status="graded"))
+    dashboard_page = client.get("/instructor").text
+    assert f'href="/instructor/regrade/{exercise.slug}"' in dashboard_page
+    assert f'action="/instructor/regrade/{exercise.slug}"' not in dashboard_page, "one click regrades the class"
+    asked = client.get(f"/instructor/regrade/{exercise.slug}")
+    assert asked.status_code == 200 and "2 submission(s) of 2 student(s)" in asked.text
+    assert "0 score(s) changed, 0 unchanged, 2 graded once only" in asked.text
+    assert dispatcher.queued == [], "showing the page queued a regrade"
+    csrf = re.search(r'name="csrf" value="([^"]+)"', asked.text).group(1)  # type: ignore[union-attr]
+    done = client.post(f"/instructor/regrade/{exercise.slug}", data={"csrf": csrf}, follow_redirects=False)
+    assert done.status_code == 303 and sorted(dispatcher.queued) == sorted(ids.values())
+    following = client.get(done.headers["location"])
+    assert "2 submission(s) queued for regrading" in following.text and "2 waiting to be graded" in following.text
+    for student, score in (("ada", 52), ("bob", 70)):  # the regrade's gradings end
+        store.save_scorecard(ids[student], dataclasses.replace(new_scorecard(exercise, "premium", "local"),
+                                                               score=score, max_score=76, status="graded"))
+        with store.transaction() as db:
+            from grader.db import schema
+            db.execute(schema.submissions.update().where(schema.submissions.c.id == ids[student])
+                       .values(state="graded"))
+    summary = client.get(f"/instructor/regrade/{exercise.slug}").text
+    assert "1 score(s) changed, 1 unchanged" in summary
+    row = re.search(r"<td><a href=\"/instructor/students/ada\">ada</a></td>.*?</tr>", summary, re.S)
+    assert row and "50/76" in row.group() and "52/76" in row.group(), summary
+    assert "/instructor/students/bob" not in summary
+    store.close()

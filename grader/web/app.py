@@ -428,14 +428,24 @@ def student_history(service: Service, request: Request, who: accounts.Session | 
 
 
 def regrade(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """GET: what a regrade of the exercise would grade again, and what the newest gradings changed. POST
+    (the page's button): queue them all, then back to this page, which follows the regrade as it goes."""
+    from grader.service.regrade import regrade_summary
+
     exercise = exercise_of(service, request.path_params["slug"])
+    if form is None:
+        done = request.query_params.get("queued")
+        notice = ""
+        if done is not None and (count := whole_number(done, 7)) is not None:
+            notice = (f"{count} submission(s) queued for regrading; this page shows each changed score as its "
+                      "grading ends (reload it).")
+        return render("regrade.html.j2", who=who, exercise=exercise, notice=notice,
+                      summary=regrade_summary(service.store, exercise.slug))
     ids = [s.id for s in service.store.submissions(exercise.slug)]
     queued = jobs.requeue(service.store, ids)
     for submission_id in queued:
         enqueue(service, submission_id)
-    waiting = f" ({len(ids) - len(queued)} were waiting in the queue already)" if len(queued) < len(ids) else ""
-    return dashboard(service, request, who, form, notice=f"{len(queued)} submission(s) of {exercise.slug} queued "
-                                                         f"for regrading{waiting}; earlier scorecards are kept.")
+    return RedirectResponse(f"/instructor/regrade/{exercise.slug}?queued={len(queued)}", status_code=303)
 
 
 BEST = "best/"  # the overview of the best submissions, beside that of the latest
@@ -532,7 +542,7 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/roster", ("POST",), role="instructor")(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),
         route("/instructor/students/{student}/{action}", ("POST",), role="instructor")(student_action),
-        route("/instructor/regrade/{slug}", ("POST",), role="instructor")(regrade),
+        route("/instructor/regrade/{slug}", ("GET", "POST"), role="instructor")(regrade),
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
         route("/instructor/similarity/{slug}", role="instructor")(similarity),
