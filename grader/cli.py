@@ -391,9 +391,11 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     if args.gradebook:
         # The folder's students on this tier: their latest submission of it, of this run or an earlier one.
         students = {c.student for c in candidates if not c.ignored}
-        chosen = pick([sub for sub in store_submissions(args, exercise.slug)
-                       if sub.tier == args.tier and sub.student in students], "latest")
-        entries = [Entry(student, sub.card, sub.submitted_at) for (student, _), sub in chosen.items() if sub.card]
+        with open_store(args) as store:
+            stored, names = store.submissions(exercise.slug), store.student_names()
+        chosen = pick([sub for sub in stored if sub.tier == args.tier and sub.student in students], "latest")
+        entries = [Entry(student, sub.card, sub.submitted_at, names.get(student, ""))
+                   for (student, _), sub in chosen.items() if sub.card]
         where = write_output(args.gradebook, to_csv(entries), private=True)  # names and scores: owner-only
         console.print(Text(f"gradebook: {where}", style="dim"))
     if summary.interrupted:
@@ -442,11 +444,6 @@ def print_batch_summary(summary: BatchSummary, console: Console) -> None:
     if summary.ignored:
         console.print(Text(f"ignored (no student's file): {', '.join(name for name, _ in summary.ignored)}",
                            style="dim"))
-
-
-def store_submissions(args: argparse.Namespace, exercise: str | None = None) -> list:
-    with open_store(args) as store:
-        return store.submissions(exercise)
 
 
 def command_publish(args: argparse.Namespace, console: Console) -> int:

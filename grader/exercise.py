@@ -41,7 +41,7 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 # What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
 TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
                   "tiers", "points", "sandbox", "prediction", "web", "similarity")
-TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why"),
+TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why", "hides"),
               "web": ("solution", "submission_interval_s"), "similarity": ("given",)}
 
 

@@ -51,12 +51,13 @@ class Entry:
     student: str
     card: Scorecard
     submitted_at: str = ""
+    name: str = ""  # the roster's name; left empty where students are shown under pseudonyms
 
 
 Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
-# The columns before the tests'. status: graded, rejected or error; reason: why, when not graded; score:
-# empty (null in JSON) for an error.
-FIXED_COLUMNS = ["student", "score", "max_score", "status", "reason", "submitted_at", "graded_at"]
+# The columns before the tests'. tier: the tier the counted submission was graded on; status: graded,
+# rejected or error; reason: why, when not graded; score: empty (null in JSON) for an error.
+FIXED_COLUMNS = ["student", "name", "tier", "score", "max_score", "status", "reason", "submitted_at", "graded_at"]
 
 
 def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
@@ -70,7 +71,8 @@ def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
         # No score where the grader cannot vouch for one (an error, a run stopped at the time limit): a 0
         # there would read as a judgement. The status and reason say what happened.
         score = None if card.status == "error" else card.score
-        row: dict[str, object] = {"student": entry.student, "score": score, "max_score": card.max_score,
+        row: dict[str, object] = {"student": entry.student, "name": entry.name, "tier": card.tier,
+                                  "score": score, "max_score": card.max_score,
                                   "status": card.status, "reason": " ".join(card.reason.split()),
                                   "submitted_at": entry.submitted_at, "graded_at": card.graded_at}
         earned = {t.name: t.score for t in card.tests}

@@ -13,6 +13,8 @@ from datetime import date
 from typing import Any
 
 SOLUTION_RULES = ("never", "after_first_graded", "after_full_marks")
+# The parts of the exercise's page a [prediction] may keep back until the student has answered.
+HIDEABLE = ("statement", "visible_tests")
 
 
 class SettingError(ValueError):
@@ -25,6 +27,7 @@ class Prediction:
     choices: tuple[str, ...]
     answer: int  # index into choices
     why: str
+    hides: tuple[str, ...] = ()  # parts of the page (HIDEABLE) shown only once the student has answered
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,11 @@ def prediction(table: dict[str, Any]) -> Prediction | None:
                            f"not {answer!r}")
     if why is not None and not isinstance(why, str):
         raise SettingError(f"[prediction] why must be text (shown once answered), not {why!r}")
-    return Prediction(question, tuple(choices), answer - 1, why or "")
+    hides = table.get("hides", [])
+    if not isinstance(hides, list) or not all(isinstance(h, str) and h in HIDEABLE for h in hides):
+        raise SettingError(f"[prediction] hides must list parts of the page to keep back until the answer, "
+                           f"of {', '.join(HIDEABLE)}; not {hides!r}")
+    return Prediction(question, tuple(choices), answer - 1, why or "", tuple(hides))
 
 
 def web(table: dict[str, Any]) -> WebSettings:

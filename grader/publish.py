@@ -111,6 +111,7 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     submissions = [s for s in store.submissions() if s.card is not None]
     key = store.setting("pseudonym_key")
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
+    names = {} if pseudonymous else store.student_names()
     chosen = pick(submissions, policy)
     attempts: dict[tuple[str, str], int] = defaultdict(int)
     history: dict[str, list[StoredSubmission]] = defaultdict(list)
@@ -130,7 +131,9 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
     for exercise, counted in sorted(by_exercise.items()):
         view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
         views.append(view)
-        entries = [Entry(n, s.card, s.submitted_at) for n, s in counted if s.card is not None]
+        # Under pseudonyms the gradebook names nobody: the roster's names are left out with the ids.
+        entries = [Entry(n, s.card, s.submitted_at, "" if pseudonymous else names.get(n, ""))
+                   for n, s in counted if s.card is not None]
         files[view["csv"]] = to_csv(entries)
         files[view["json"]] = to_json(entries)
     files["index.html"] = env.get_template("site_index.html.j2").render(exercises=views, **common)

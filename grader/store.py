@@ -313,6 +313,12 @@ class Store:
             rows = db.execute(query.order_by(s.c.submitted_at, s.c.id)).all()
         return [StoredSubmission(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _card(r[7]), r[8]) for r in rows]
 
+    def student_names(self) -> dict[str, str]:
+        """{student id: name} for the students the store knows a name of (a roster gives names)."""
+        with self.reading() as db:
+            rows = db.execute(select(schema.students.c.id, schema.students.c.name)).all()
+        return {student: name for student, name in rows if name}
+
     def submission(self, submission_id: int) -> StoredSubmission | None:
         found = self.submissions(ids=[submission_id])
         return found[0] if found else None

@@ -60,7 +60,8 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
     for student in ("bob", "dave", "eve", "frank", "mallory"):
         assert rows[student]["score"] == "0", student
     header = next(csv.reader(gradebook.open()))
-    assert header[:3] == ["student", "score", "max_score"] and "test_decodes_run_before_the_prompt" in header
+    assert header[:5] == ["student", "name", "tier", "score", "max_score"] and "test_decodes_run_before_the_prompt" in header
+    assert rows["alice"]["tier"] == "free" and rows["alice"]["name"] == ""  # no roster gave names
     with Store(db) as store:
         statuses = {s.student: s.card.status for s in store.submissions(EXERCISE)}
     assert statuses["dave"] == "rejected" and statuses["alice"] == "graded"

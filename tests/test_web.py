@@ -211,7 +211,7 @@ def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(serve
     overview = client.get("/instructor/site/index.html")
     assert overview.status_code == 200 and "Class overview" in overview.text
     gradebook = client.get(f"/instructor/site/gradebook-{EXERCISE}.csv")
-    assert gradebook.status_code == 200 and gradebook.text.startswith("student,score,max_score")
+    assert gradebook.status_code == 200 and gradebook.text.startswith("student,name,tier,score,max_score")
     assert "frank" in gradebook.text
     assert client.get(f"/instructor/site/gradebook-{EXERCISE}.json").json()["columns"][0] == "student"
     # The best submissions' overview keeps its policy through its relative links.

@@ -4,7 +4,9 @@ scorecards of another grader; a store outage is the service's own 503 page."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import re
 
 import pytest
@@ -454,3 +456,59 @@ def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
     assert row and "50/76" in row.group() and "52/76" in row.group(), summary
     assert "/instructor/students/bob" not in summary
     store.close()
+
+
+def test_the_prediction_comes_before_what_gives_its_answer_away(site):
+    """The statement's order of a step and the visible tests say what runs first: they open once the
+    student has answered, as the exercise's [prediction] hides says. Instructors see the whole page."""
+    from tests.service import csrf_of
+
+    _, client, sign_in, store, _ = site
+    answer_words = "64 running decodes"  # the visible test's own words (its docstring)
+    browser = client()
+    page = browser.get(f"/signin/{accounts.new_link(store, 'student', 'bob')}")
+    before = browser.get(PAGE).text
+    assert 'id="prediction"' in before and 'id="held-back"' in before
+    assert 'id="statement"' not in before and 'id="visible-tests"' not in before and answer_words not in before
+    browser.post(f"{PAGE}/prediction", data={"csrf": csrf_of(page), "choice": "0"})
+    after = browser.get(PAGE).text
+    assert 'id="statement"' in after and 'id="visible-tests"' in after and 'id="held-back"' not in after
+    instructor, _ = sign_in("instructor")
+    assert 'id="visible-tests"' in instructor.get(PAGE).text
+
+
+def test_instructors_see_the_answers_counted_per_choice_and_each_students_name_tier_and_answer(site):
+    service, _, sign_in, store, _ = site
+    accounts.import_roster(store, "id,name,tier\nada,Ada Lovelace,premium\nbob,Bob Byte,free\n")
+    sign_in("student", "ada")  # answers choice 3, the right one
+    question = service.exercises[EXERCISE].prediction
+    accounts.record_prediction(store, "bob", EXERCISE, question.choices[0], False)
+    instructor, _ = sign_in("instructor")
+    tally = re.search(rf'<details class="predictions" id="predictions-{EXERCISE}">(.*?)</details>',
+                      instructor.get("/instructor").text, re.S)
+    assert tally and "2 answer(s), 1 right" in tally.group(1)
+    counts = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td></tr>", tally.group(1))
+    assert [int(n) for _, n in counts] == [1, 0, 1, 0] and "(the answer)" in counts[2][0]
+    history = instructor.get("/instructor/students/ada").text
+    assert "Ada Lovelace · premium tier" in history
+    assert re.search(r"<b>The 64 decodes \(one token each\) and the first 448 tokens of the prompt</b> — "
+                     r'<span class="good">right</span>', history), history
+    assert "not right" in instructor.get("/instructor/students/bob").text
+
+
+def test_gradebooks_name_each_student_and_tier_and_a_pseudonymous_site_names_nobody(site):
+    from grader.publish import build_site
+
+    _, _, sign_in, store, _ = site
+    accounts.import_roster(store, "id,name,tier\nada,Ada Lovelace,premium\n")
+    exercise = load_exercise(EXERCISE)
+    submission_id, _ = store.add_submission("ada", EXERCISE, "premium", "a" * 64, exercise.submission_file,
+                                            b"pass\n", state="graded")
+    store.save_scorecard(submission_id, new_scorecard(exercise, "premium", "local"))
+    instructor, _ = sign_in("instructor")
+    rows = list(csv.DictReader(io.StringIO(instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text)))
+    assert [(r["student"], r["name"], r["tier"]) for r in rows] == [("ada", "Ada Lovelace", "premium")]
+    hidden = build_site(store, pseudonymous=True)
+    assert "Lovelace" not in "".join(hidden.values())
+    rows = list(csv.DictReader(io.StringIO(hidden[f"gradebook-{EXERCISE}.csv"])))
+    assert rows[0]["student"].startswith("student-") and rows[0]["name"] == "" and rows[0]["tier"] == "premium"

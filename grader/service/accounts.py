@@ -15,7 +15,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, delete, func, insert, select, update
 
 from grader.db import schema
 from grader.store import Store, StoreError, now, validate_student_id
@@ -245,3 +245,19 @@ def prediction(store: Store, student_id: str, exercise: str) -> tuple[str, bool]
         row = db.execute(select(pr.c.choice, pr.c.correct).where(and_(
             pr.c.student_id == student_id, pr.c.exercise == exercise))).first()
     return (row[0], bool(row[1])) if row else None
+
+
+def predictions_of(store: Store, student_id: str) -> dict[str, tuple[str, bool]]:
+    """{exercise: (the choice, whether right)} for every question the student answered."""
+    pr = schema.predictions
+    with store.reading() as db:
+        rows = db.execute(select(pr.c.exercise, pr.c.choice, pr.c.correct).where(pr.c.student_id == student_id))
+        return {exercise: (choice, bool(correct)) for exercise, choice, correct in rows}
+
+
+def prediction_counts(store: Store, exercise: str) -> dict[str, int]:
+    """{choice: how many students answered it} for the exercise's question."""
+    pr = schema.predictions
+    with store.reading() as db:
+        rows = db.execute(select(pr.c.choice, func.count()).where(pr.c.exercise == exercise).group_by(pr.c.choice))
+        return {choice: count for choice, count in rows}

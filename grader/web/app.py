@@ -346,7 +346,7 @@ def report(service: Service, request: Request, who: accounts.Session | None, for
 
 def history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and who.student
-    return render("history.html.j2", who=who, student=who.student,
+    return render("history.html.j2", who=who, student=who.student, known=None, answers=[],
                   history=list(reversed(service.store.submissions(student=who.student))))
 
 
@@ -359,10 +359,26 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
     counts: dict[str, int] = {}
     for sub in subs:
         counts[sub.state] = counts.get(sub.state, 0) + 1
+    predictions = {slug: prediction_tally(exercise, accounts.prediction_counts(service.store, slug))
+                   for slug, exercise in service.exercises.items() if exercise.prediction is not None}
     return render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
                   exercises=list(service.exercises.values()), counts=counts, total=len(subs),
+                  predictions=predictions,
                   stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                   roster_text=roster_text, problem=problem)
+
+
+def prediction_tally(exercise: Exercise, counts: dict[str, int]) -> dict[str, Any]:
+    """The answers to the exercise's question: each choice, in its order, with how many chose it and
+    whether it is the right one (an answer stored under a choice since reworded is counted apart)."""
+    assert exercise.prediction is not None
+    choices = exercise.prediction.choices
+    rows = [{"choice": c, "count": counts.get(c, 0), "right": i == exercise.prediction.answer, "reworded": False}
+            for i, c in enumerate(choices)]
+    rows += [{"choice": c, "count": n, "right": False, "reworded": True} for c, n in counts.items() if c not in choices]
+    total = sum(counts.values())
+    return {"rows": rows, "total": total,
+            "right": sum(r["count"] for r in rows if r["right"])}
 
 
 def stale_scorecards(service: Service, subs: list[StoredSubmission]) -> dict[str, int]:
@@ -421,9 +437,13 @@ def instructor_link(service: Service, request: Request, who: accounts.Session | 
 
 def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     student_id = request.path_params["student"]
-    if accounts.student(service.store, student_id) is None:
+    known = accounts.student(service.store, student_id)
+    if known is None:
         raise Page(404, "No such student", "There is no student with that id.")
-    return render("history.html.j2", who=who, student=student_id,
+    answers = accounts.predictions_of(service.store, student_id)
+    return render("history.html.j2", who=who, student=student_id, known=known,
+                  answers=[(service.exercises[slug], choice, right) for slug, (choice, right) in sorted(answers.items())
+                           if slug in service.exercises],
                   history=list(reversed(service.store.submissions(student=student_id))))
 
 
