@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # The Playwright fixtures (chromium_browser, new_page, page) live in tests/browser.py.
-from tests.browser import Browser, chromium_browser, find_chromium, new_page, page  # noqa: F401
+from tests.browser import chromium_browser, find_chromium, new_page, page  # noqa: F401
 from tests.helpers import PROJECT
 
 
@@ -53,23 +53,6 @@ def chromium() -> str:
             pytest.fail(f"CI=true but {message}", pytrace=False)
         pytest.skip(message)
     return path
-
-
-@pytest.fixture(scope="session")
-def chromium_session(chromium: str, tmp_path_factory):
-    """One headless Chromium for the whole run (it takes a second to start)."""
-    instance = Browser(chromium, str(tmp_path_factory.mktemp("chromium-profile")))
-    try:
-        yield instance
-    finally:
-        instance.close()
-
-
-@pytest.fixture
-def browser(chromium_session: Browser) -> Browser:
-    """The DevTools driver, for tests/test_publish.py (the other browser tests use Playwright's `page`): the shared Chromium, with the events (requests, console messages) of earlier tests forgotten."""
-    chromium_session.events.clear()
-    return chromium_session
 
 
 def _required(message: str) -> None:

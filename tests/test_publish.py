@@ -14,7 +14,7 @@ import pytest
 from grader.cli import main
 from grader.publish import publish
 from grader.store import Store
-from tests.browser import Browser
+from tests.browser import Page, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -48,7 +48,7 @@ def test_the_latest_and_best_policies_count_different_submissions(store_path, tm
     assert gradebook(tmp_path / "latest")["bob"]["score"] != full  # reference first, mutant last
     assert gradebook(tmp_path / "best")["bob"]["score"] == full
     data = json.loads((tmp_path / "best" / f"gradebook-{EXERCISE}.json").read_text())
-    assert data["columns"][:3] == ["student", "score", "max_score"] and len(data["rows"]) == 3
+    assert data["columns"][:5] == ["student", "name", "tier", "score", "max_score"] and len(data["rows"]) == 3
     index = (tmp_path / "latest" / "index.html").read_text()
     assert "students/alice.html" in index and "Pass rate per test" in index
     student = (tmp_path / "latest" / "students" / "bob.html").read_text()
@@ -175,39 +175,39 @@ def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, t
     assert (tmp_path / "site" / "index.html").is_file()
 
 
-def links_of(browser: Browser) -> list[str]:
-    return browser.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+def links_of(page: Page) -> list[str]:
+    """Every link's target as the browser resolves it (absolute, with its fragment)."""
+    return page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
 
 
-def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(store_path, tmp_path, browser):
+def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(store_path, tmp_path, new_page):
     with Store(store_path) as store:
         site = publish(store, tmp_path / "site", policy="latest")
     SHOTS.mkdir(parents=True, exist_ok=True)
     visited: set[Path] = set()
-    for page in site.pages:
-        browser.events.clear()
-        browser.viewport(1280, 900)
-        browser.open(page.as_uri())
-        assert browser.problems() == [], (page, browser.problems())
-        assert browser.requests() == [page.as_uri()], (page, browser.requests())
-        for link in links_of(browser):
+    for path in site.pages:
+        page = new_page(1280, 900)  # a fresh context: only this page's requests and messages
+        page.goto(path.as_uri())
+        assert problems(page) == [], (path, problems(page))
+        assert requests(page) == [path.as_uri()], (path, requests(page))
+        for link in links_of(page):
             parsed = urlparse(link)
-            assert parsed.scheme == "file", f"{page.name} links outside the site: {link}"
+            assert parsed.scheme == "file", f"{path.name} links outside the site: {link}"
             target = Path(unquote(parsed.path))
-            assert target.is_file(), f"{page.name} has a dead link: {link}"
+            assert target.is_file(), f"{path.name} has a dead link: {link}"
             if parsed.fragment:
-                assert f'id="{parsed.fragment}"' in target.read_text(), f"{page.name}: no #{parsed.fragment}"
-        visited.add(page)
+                assert f'id="{parsed.fragment}"' in target.read_text(), f"{path.name}: no #{parsed.fragment}"
+        visited.add(path)
     assert len(visited) == 4  # the overview and three students
-    browser.viewport(1280, 900)
-    browser.open((site.out / "index.html").as_uri())
-    print("overview:", browser.screenshot(SHOTS / "overview.png"))
-    browser.open((site.out / "students" / "bob.html").as_uri())
-    print("student page:", browser.screenshot(SHOTS / "student.png"))
-    browser.viewport(390, 844, mobile=True)
-    browser.open((site.out / "index.html").as_uri())
-    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
-    print("overview on a phone:", browser.screenshot(SHOTS / "overview-phone.png"))
+    page = new_page(1280, 900)
+    page.goto((site.out / "index.html").as_uri())
+    print("overview:", screenshot(page, SHOTS / "overview.png"))
+    page.goto((site.out / "students" / "bob.html").as_uri())
+    print("student page:", screenshot(page, SHOTS / "student.png"))
+    phone = new_page(390, 844, mobile=True)
+    phone.goto((site.out / "index.html").as_uri())
+    assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    print("overview on a phone:", screenshot(phone, SHOTS / "overview-phone.png"))
 
 
 def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_never_beats_a_result(tmp_path):
