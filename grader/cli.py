@@ -447,6 +447,7 @@ def print_batch_summary(summary: BatchSummary, console: Console) -> None:
 
 
 def command_publish(args: argparse.Namespace, console: Console) -> int:
+    from grader.deadlines import of_project
     from grader.publish import SiteError, publish
 
     map_file = Path(args.pseudonym_map) if args.pseudonym_map else None
@@ -458,7 +459,9 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
             raise UsageError(f"{map_file}: the pseudonym map must be outside --out (the site is for others)")
     with existing_store(args) as store:
         try:
-            site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous)
+            deadlines = of_project(store, (s.exercise for s in store.submissions()))
+            site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous,
+                           deadlines=deadlines)
         except SiteError as exc:
             raise UsageError(str(exc)) from None
         if map_file is not None:
@@ -870,8 +873,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     publish = commands.add_parser("publish", help="a static site of the store: overview, student pages, gradebooks")
     publish.add_argument("--out", required=True, metavar="DIR", help="the folder to write the site into")
-    publish.add_argument("--policy", choices=("latest", "best"), default="latest",
-                         help="which submission of each student counts")
+    publish.add_argument("--policy", choices=("latest", "best", "on-time"), default="latest",
+                         help="which submission of each student counts (on-time: the latest before the "
+                              "student's due date)")
     publish.add_argument("--pseudonymous", action="store_true", help="show students under stable pseudonyms")
     publish.add_argument("--pseudonym-map", metavar="FILE",
                          help="with --pseudonymous: also write the pseudonym,student CSV here for the instructor "

@@ -5,28 +5,35 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from grader.scorecard import Scorecard
 from grader.store import StoredSubmission
 
-POLICIES = ("latest", "best")
+POLICIES = ("latest", "best", "on-time")
+Late = Callable[[StoredSubmission], bool]
 
 
-def pick(submissions: Iterable[StoredSubmission], policy: str) -> dict[tuple[str, str], StoredSubmission]:
-    """Per (student, exercise), the graded submission that counts: the latest, or the best (ties: latest).
-    The best is the highest share of its points (a student graded on two tiers has two maximums), and
-    a result the grader vouches for beats an error."""
+def pick(submissions: Iterable[StoredSubmission], policy: str,
+         late: Late | None = None) -> dict[tuple[str, str], StoredSubmission]:
+    """Per (student, exercise), the graded submission that counts: the latest, the best (ties: latest), or
+    the latest on time (`late` says which came after the student's due date; a student with none on
+    time keeps their latest, which the gradebook marks late). The best is the highest share of its
+    points (a student graded on two tiers has two maximums), and a result the grader vouches for beats
+    an error."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choose {' or '.join(POLICIES)}")
+        raise ValueError(f"unknown policy {policy!r}; choose {', '.join(POLICIES)}")
     chosen: dict[tuple[str, str], StoredSubmission] = {}
     for sub in submissions:  # in submission order
         if sub.card is None:
             continue
         key = (sub.student, sub.exercise)
         current = chosen.get(key)
-        if current is None or policy == "latest" or _merit(sub.card) >= _merit(current.card):  # type: ignore[arg-type]
+        if policy == "on-time" and late is not None:
+            if current is None or not late(sub) or late(current):
+                chosen[key] = sub
+        elif current is None or policy != "best" or _merit(sub.card) >= _merit(current.card):  # type: ignore[arg-type]
             chosen[key] = sub
     return chosen
 
@@ -52,12 +59,14 @@ class Entry:
     card: Scorecard
     submitted_at: str = ""
     name: str = ""  # the roster's name; left empty where students are shown under pseudonyms
+    late: bool = False  # handed in after the student's due date
 
 
 Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
 # The columns before the tests'. tier: the tier the counted submission was graded on; status: graded,
 # rejected or error; reason: why, when not graded; score: empty (null in JSON) for an error.
-FIXED_COLUMNS = ["student", "name", "tier", "score", "max_score", "status", "reason", "submitted_at", "graded_at"]
+FIXED_COLUMNS = ["student", "name", "tier", "score", "max_score", "status", "reason", "submitted_at", "late",
+                 "graded_at"]
 
 
 def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
@@ -74,7 +83,7 @@ def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
         row: dict[str, object] = {"student": entry.student, "name": entry.name, "tier": card.tier,
                                   "score": score, "max_score": card.max_score,
                                   "status": card.status, "reason": " ".join(card.reason.split()),
-                                  "submitted_at": entry.submitted_at, "graded_at": card.graded_at}
+                                  "submitted_at": entry.submitted_at, "late": entry.late, "graded_at": card.graded_at}
         earned = {t.name: t.score for t in card.tests}
         row.update({name: earned.get(name, "") for name in tests})
         table.append(row)

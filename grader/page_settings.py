@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 SOLUTION_RULES = ("never", "after_first_graded", "after_full_marks")
@@ -34,6 +34,8 @@ class Prediction:
 class WebSettings:
     solution: str = "never"  # one of SOLUTION_RULES, or an ISO date
     submission_interval_s: float | None = None  # None: the server's setting
+    due: datetime | None = None      # submissions after it are late (a student's extension moves it)
+    closes: datetime | None = None   # after it the exercise takes no submission (but under an extension)
 
 
 def prediction(table: dict[str, Any]) -> Prediction | None:
@@ -69,7 +71,30 @@ def web(table: dict[str, Any]) -> WebSettings:
     interval = table.get("submission_interval_s")
     if interval is not None and (type(interval) not in (int, float) or not math.isfinite(interval) or interval < 0):
         raise SettingError(f"[web] submission_interval_s must be a number of seconds, 0 or more, not {interval!r}")
-    return WebSettings(rule, None if interval is None else float(interval))
+    due, closes = _moment(table, "due"), _moment(table, "closes")
+    if closes is not None and due is not None and closes < due:
+        raise SettingError(f"[web] closes ({closes.isoformat()}) must not come before due ({due.isoformat()})")
+    return WebSettings(rule, None if interval is None else float(interval), due, closes)
+
+
+def _moment(table: dict[str, Any], key: str) -> datetime | None:
+    """A moment with its time zone: a TOML date-time (2026-12-20T23:59:00+01:00) or the same as text. A
+    time without a zone is refused: the server's zone, a student's and the author's may all differ."""
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            value = None
+    if type(value) is not datetime:
+        raise SettingError(f"[web] {key} must be a date and time with its zone, such as 2026-12-20T23:59:00+01:00 "
+                           f"or 2026-12-20T22:59:00Z, not {table.get(key)!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise SettingError(f"[web] {key} {value.isoformat()} has no time zone: write it with one, such as "
+                           f"{value.isoformat()}+01:00 or {value.isoformat()}Z")
+    return value
 
 
 def _is_date(text: str) -> bool:

@@ -23,13 +23,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grader
 from grader.gradebook import Entry, pick, to_csv, to_json
 from grader.report import report_view
 from grader.report.render import environment
 from grader.store import Store, StoredSubmission
+
+if TYPE_CHECKING:
+    from grader.deadlines import Deadlines
 
 HISTOGRAM_BINS = 10
 
@@ -105,14 +108,16 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     }
 
 
-def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False) -> dict[str, str]:
+def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
+               deadlines: Deadlines | None = None) -> dict[str, str]:
     """Every file of the site, by its relative path (`index.html`, `students/<name>.html`, gradebooks):
     what `publish` writes to disk and what `grader serve` shows its instructors."""
     submissions = [s for s in store.submissions() if s.card is not None]
     key = store.setting("pseudonym_key")
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
     names = {} if pseudonymous else store.student_names()
-    chosen = pick(submissions, policy)
+    late = deadlines.is_late if deadlines is not None else (lambda sub: False)
+    chosen = pick(submissions, policy, late)
     attempts: dict[tuple[str, str], int] = defaultdict(int)
     history: dict[str, list[StoredSubmission]] = defaultdict(list)
     for sub in submissions:
@@ -132,7 +137,7 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False)
         view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
         views.append(view)
         # Under pseudonyms the gradebook names nobody: the roster's names are left out with the ids.
-        entries = [Entry(n, s.card, s.submitted_at, "" if pseudonymous else names.get(n, ""))
+        entries = [Entry(n, s.card, s.submitted_at, "" if pseudonymous else names.get(n, ""), late(s))
                    for n, s in counted if s.card is not None]
         files[view["csv"]] = to_csv(entries)
         files[view["json"]] = to_json(entries)
@@ -158,14 +163,15 @@ class SiteError(Exception):
     """The site cannot go where it was asked to (a folder of other files, a link)."""
 
 
-def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False) -> Site:
+def publish(store: Store, out: Path, policy: str = "latest", pseudonymous: bool = False,
+            deadlines: Deadlines | None = None) -> Site:
     """Write the site into `out`. Published there before, the files of the earlier publication that
     this one has not (a student page under a real name before a pseudonymous publication, a student
     since deleted) are removed, and nothing else is touched (a `.git`, a `CNAME` stay). A folder that
     holds files and no earlier publication is refused. Each file is replaced whole (written beside,
     then renamed), so a reader never sees half a page and a link in the folder is replaced, not
     followed."""
-    files = build_site(store, policy, pseudonymous)
+    files = build_site(store, policy, pseudonymous, deadlines)
     out = Path(os.path.abspath(out))  # `.` is a folder with a name and a parent
     earlier = _earlier_files(out)
     out.mkdir(parents=True, exist_ok=True)

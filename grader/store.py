@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Connection, and_, func, insert, select, text, update
+from sqlalchemy import Connection, and_, delete, func, insert, select, text, update
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from grader.db import schema
@@ -318,6 +318,22 @@ class Store:
         with self.reading() as db:
             rows = db.execute(select(schema.students.c.id, schema.students.c.name)).all()
         return {student: name for student, name in rows if name}
+
+    def extensions(self) -> dict[tuple[str, str], datetime]:
+        """{(student, exercise): the student's own due date}."""
+        e = schema.extensions
+        with self.reading() as db:
+            rows = db.execute(select(e.c.student_id, e.c.exercise, e.c.due)).all()
+        return {(student, exercise): datetime.fromisoformat(due) for student, exercise, due in rows}
+
+    def set_extension(self, student: str, exercise: str, due: datetime | None) -> None:
+        """Give the student their own due date for the exercise, or (None) take it back."""
+        e = schema.extensions
+        with self.transaction() as db:
+            db.execute(delete(e).where(and_(e.c.student_id == student, e.c.exercise == exercise)))
+            if due is not None:
+                db.execute(insert(e).values(student_id=student, exercise=exercise, due=due.isoformat(),
+                                            granted_at=now()))
 
     def submission(self, submission_id: int) -> StoredSubmission | None:
         found = self.submissions(ids=[submission_id])

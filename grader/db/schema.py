@@ -98,3 +98,13 @@ predictions = Table(
     Column("correct", Boolean, nullable=False),
     Column("answered_at", Text, nullable=False),
 )
+
+# A student's own due date for an exercise (an extension): it replaces the exercise's `[web] due`, and
+# lets the student submit after `[web] closes` until it.
+extensions = Table(
+    "extensions", metadata,
+    Column("student_id", String(64), ForeignKey("students.id"), primary_key=True),
+    Column("exercise", String(64), primary_key=True),
+    Column("due", Text, nullable=False),
+    Column("granted_at", Text, nullable=False),
+)

@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 import grader
+from grader.deadlines import Deadlines
 from grader.exercise import Exercise, exercise_fingerprint
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
@@ -202,7 +203,7 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
         return RedirectResponse("/instructor", status_code=303)
     history = service.store.submissions(student=who.student)
     return render("home.html.j2", who=who, exercises=list(service.exercises.values()),
-                  history=list(reversed(history)))
+                  history=list(reversed(history)), late=late_ids(deadlines_of(service), history))
 
 
 def exercise_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
@@ -215,18 +216,26 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     answered = accounts.prediction(service.store, who.student, exercise.slug) if who.student else None
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     web = exercise.web
+    refused_code = code  # a refused submission's code, kept on the page whether or not the editor is open
     if code is None:
         # The editor holds what the student handed in last, to go on from; the stub only before that.
         latest = service.store.content(mine[-1].id) if mine else None
         code = exercise.stub.read_text(encoding="utf-8") if latest is None else latest.decode("utf-8", "replace")
+    deadlines = deadlines_of(service)
+    student = who.student or ""
+    deadline = exercise_page.deadline_view(deadlines.due_for(student, exercise.slug),
+                                           deadlines.closes_for(student, exercise.slug),
+                                           (student, exercise.slug) in deadlines.extensions, service.clock())
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
+                  deadline=deadline, late=late_ids(deadlines, mine), refused_code=refused_code,
                   answered=answered, statement=exercise_page.statement_html(exercise),
                   visible=exercise_page.visible_tests(exercise),
                   stub=code,
                   history=list(reversed(mine)), problem=problem,
                   solution_rule=exercise_page.solution_rule_text(web.solution),
                   solution_open=solution_allowed(service, who, exercise, mine),
-                  editor_open=who.student is not None and (question is None or answered is not None),
+                  editor_open=who.student is not None and (question is None or answered is not None)
+                  and (deadline is None or deadline["open"]),
                   max_kb=exercise.max_submission_bytes // 1024)
 
 
@@ -270,6 +279,14 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
         raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
     if not content.strip():
         return exercise_view(service, request, who, None, "The submission is empty: paste your code or choose a file.", 400)
+    deadlines = deadlines_of(service)
+    if not deadlines.is_open(who.student, exercise.slug, service.clock()):
+        closes = deadlines.closes_for(who.student, exercise.slug)
+        assert closes is not None
+        return exercise_view(service, request, who, None,
+                             f"This exercise closed at {exercise_page.moment_text(closes)}: it takes no more "
+                             "submissions. Your instructor can give you an extension.", 403,
+                             code=content.decode("utf-8", "replace"))
     try:
         submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
                                          exercise.submission_file, content, service.interval(exercise),
@@ -282,6 +299,25 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def deadlines_of(service: Service) -> Deadlines:
+    return Deadlines.of(service.exercises.values(), service.store)
+
+
+def late_ids(deadlines: Deadlines, subs: list[StoredSubmission]) -> set[int]:
+    """The ids of the submissions that came in after their student's due date."""
+    return {sub.id for sub in subs if deadlines.is_late(sub)}
+
+
+def extension_row(deadlines: Deadlines, student: str, exercise: Exercise) -> dict[str, Any]:
+    """An exercise with dates, as the instructor's page of a student shows it: the student's due date,
+    whether it is their own, and the value the form's date field starts from (in the due date's zone)."""
+    due = deadlines.due_for(student, exercise.slug)
+    return {"exercise": exercise, "due": exercise_page.moment_text(due) if due else "",
+            "own": (student, exercise.slug) in deadlines.extensions,
+            "value": due.strftime("%Y-%m-%dT%H:%M") if due else "",
+            "zone": exercise_page.moment_text(due).rsplit(" ", 1)[-1] if due else "UTC"}
 
 
 def wait_seconds(ready: datetime, now: datetime) -> int:
@@ -346,8 +382,9 @@ def report(service: Service, request: Request, who: accounts.Session | None, for
 
 def history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and who.student
-    return render("history.html.j2", who=who, student=who.student, known=None, answers=[],
-                  history=list(reversed(service.store.submissions(student=who.student))))
+    mine = service.store.submissions(student=who.student)
+    return render("history.html.j2", who=who, student=who.student, known=None, answers=[], extensions=[],
+                  history=list(reversed(mine)), late=late_ids(deadlines_of(service), mine))
 
 
 # -- instructors ----------------------------------------------------------------------------------------
@@ -422,10 +459,30 @@ def student_action(service: Service, request: Request, who: accounts.Session | N
         token = accounts.new_link(service.store, "student", student_id)
         return dashboard(service, request, who, form, [(student_id, service.link(token))],
                          f"New sign-in link for {student_id}; the old one no longer works.")
+    if action == "extension":
+        return give_extension(service, request, who, form, student_id)
     if action == "revoke":
         count = accounts.revoke_links(service.store, student_id)
         return dashboard(service, request, who, form, notice=f"{count} link(s) of {student_id} revoked.")
     raise Page(404, "No such action", "Unknown action.")
+
+
+def give_extension(service: Service, request: Request, who: accounts.Session | None, form: FormData,
+                   student_id: str) -> Response:
+    """The student's own due date for an exercise, from the form's date and time (read in the zone of the
+    exercise's due date, as the form shows it); an empty date takes the extension back."""
+    exercise = exercise_of(service, str(form.get("exercise", "")))
+    typed = str(form.get("due", "")).strip()
+    if not typed:
+        service.store.set_extension(student_id, exercise.slug, None)
+        return RedirectResponse(f"/instructor/students/{student_id}?extension=removed", status_code=303)
+    zone = (exercise.web.due or exercise.web.closes or datetime.now(timezone.utc)).tzinfo
+    try:
+        due = datetime.strptime(typed, "%Y-%m-%dT%H:%M").replace(tzinfo=zone)
+    except ValueError:
+        raise Page(400, "Not a date", f"{typed[:40]!r} is not a date and time such as 2026-12-21T23:59.") from None
+    service.store.set_extension(student_id, exercise.slug, due)
+    return RedirectResponse(f"/instructor/students/{student_id}?extension=given", status_code=303)
 
 
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -441,10 +498,14 @@ def student_history(service: Service, request: Request, who: accounts.Session | 
     if known is None:
         raise Page(404, "No such student", "There is no student with that id.")
     answers = accounts.predictions_of(service.store, student_id)
+    theirs = service.store.submissions(student=student_id)
+    deadlines = deadlines_of(service)
+    dated = [e for e in service.exercises.values() if e.web.due is not None or e.web.closes is not None]
     return render("history.html.j2", who=who, student=student_id, known=known,
                   answers=[(service.exercises[slug], choice, right) for slug, (choice, right) in sorted(answers.items())
                            if slug in service.exercises],
-                  history=list(reversed(service.store.submissions(student=student_id))))
+                  extensions=[extension_row(deadlines, student_id, e) for e in dated],
+                  history=list(reversed(theirs)), late=late_ids(deadlines, theirs))
 
 
 def regrade(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -468,19 +529,22 @@ def regrade(service: Service, request: Request, who: accounts.Session | None, fo
     return RedirectResponse(f"/instructor/regrade/{exercise.slug}?queued={len(queued)}", status_code=303)
 
 
-BEST = "best/"  # the overview of the best submissions, beside that of the latest
+# The overviews of the other policies, beside that of the latest: under their own folder, so that the
+# site's relative links keep the policy.
+POLICY_FOLDERS = ("best", "on-time")
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    from grader.deadlines import Deadlines
     from grader.publish import build_site
 
     name = request.path_params["name"]
-    if request.query_params.get("policy") == "best" and not name.startswith(BEST):
-        # The site's links are relative: under best/ every page it links to keeps the policy.
-        return RedirectResponse(f"/instructor/site/{BEST}{name}", status_code=303)
-    policy = "best" if name.startswith(BEST) else "latest"
-    name = name.removeprefix(BEST)
-    files = build_site(service.store, policy)
+    asked = request.query_params.get("policy")
+    if asked in POLICY_FOLDERS and not name.startswith(f"{asked}/"):
+        return RedirectResponse(f"/instructor/site/{asked}/{name}", status_code=303)
+    folder, _, rest = name.partition("/")
+    policy, name = (folder, rest) if folder in POLICY_FOLDERS else ("latest", name)
+    files = build_site(service.store, policy, deadlines=Deadlines.of(service.exercises.values(), service.store))
     if name not in files:  # a name in the site built in memory, never a path on disk
         raise Page(404, "No such page", "The class overview has no such page.")
     kind = name.rsplit(".", 1)[-1]

@@ -42,3 +42,39 @@ def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
     folder, which students read anyway): free for every student to read."""
     public = [s for s in exercise.suites.values() if s.path.resolve().is_relative_to(exercise.folder.resolve())]
     return [(p.name, p.read_text(encoding="utf-8")) for suite in public for p in sorted(suite.path.glob("test_*.py"))]
+
+
+def moment_text(moment: datetime) -> str:
+    """A moment as the exercise's author wrote its zone: 2026-12-20 23:59 UTC+01:00."""
+    offset = moment.utcoffset()
+    if offset is None or not offset:
+        zone = "UTC"
+    else:
+        minutes = int(offset.total_seconds() // 60)
+        zone = f"UTC{'+' if minutes >= 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return f"{moment.strftime('%Y-%m-%d %H:%M')} {zone}"
+
+
+def how_long(seconds: float) -> str:
+    """A duration in the two largest units a person counts in: "2 days 3 hours", "5 minutes"."""
+    seconds = abs(int(seconds))
+    parts = []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+    return " ".join(parts[:2]) or "less than a minute"
+
+
+def deadline_view(due: datetime | None, closes: datetime | None, extended: bool, now: datetime) -> dict | None:
+    """What the exercise page says of its dates to one student; None when the exercise has none."""
+    if due is None and closes is None:
+        return None
+    view: dict = {"extended": extended, "open": closes is None or now <= closes, "late": False}
+    if due is not None:
+        left = (due - now).total_seconds()
+        view.update(due=moment_text(due), late=left < 0,
+                    when=f"in {how_long(left)}" if left >= 0 else f"{how_long(left)} ago")
+    if closes is not None:
+        view["closes"] = moment_text(closes)
+    return view

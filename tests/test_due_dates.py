@@ -1,0 +1,183 @@
+"""Due dates ([web] due and closes, and a student's extension): late submissions are marked, the
+on-time policy counts the latest before the student's own due date, and an exercise closes."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from starlette.testclient import TestClient
+
+from grader.deadlines import Deadlines
+from grader.exercise import ExerciseError, load_exercise
+from grader.gradebook import pick
+from grader.grading import new_scorecard
+from grader.page_settings import SettingError, web
+from grader.service import accounts
+from grader.store import Store
+from grader.web.app import Service, create_app
+from tests.helpers import EXERCISE
+from tests.service import csrf_of
+
+ZONE = timezone(timedelta(hours=1))
+DUE = datetime(2026, 12, 20, 23, 59, tzinfo=ZONE)
+CLOSES = DUE + timedelta(days=2)
+PAGE = f"/exercises/{EXERCISE}"
+
+
+def test_a_due_date_needs_its_time_zone_and_closes_comes_after_it():
+    import tomllib
+
+    settings = web(tomllib.loads("due = 2026-12-20T23:59:00+01:00\ncloses = '2026-12-22T23:59:00Z'\n"))
+    assert settings.due == DUE and settings.closes == datetime(2026, 12, 22, 23, 59, tzinfo=timezone.utc)
+    for table, said in (({"due": "2026-12-20T23:59"}, "has no time zone"),
+                        ({"due": "Friday"}, "must be a date and time with its zone"),
+                        (tomllib.loads("due = 2026-12-20"), "must be a date and time with its zone"),
+                        ({"due": "2026-12-20T23:59Z", "closes": "2026-12-19T00:00Z"}, "must not come before due")):
+        with pytest.raises(SettingError, match=said):
+            web(table)
+
+
+def test_an_exercise_with_a_due_date_without_a_zone_is_refused_at_load(tmp_path):
+    import shutil
+
+    project = tmp_path / "project"
+    for folder in ("exercises", "solutions", "hidden_tests"):
+        shutil.copytree(load_exercise(EXERCISE).root / folder / EXERCISE, project / folder / EXERCISE)
+    toml = project / "exercises" / EXERCISE / "exercise.toml"
+    toml.write_text(toml.read_text().replace("[web]\n", '[web]\ndue = "2026-12-20T23:59"\n'))
+    with pytest.raises(ExerciseError, match=r"\[web\] due 2026-12-20T23:59:00 has no time zone"):
+        load_exercise(str(project / "exercises" / EXERCISE))
+
+
+@pytest.fixture
+def course(tmp_path):
+    exercise = load_exercise(EXERCISE)
+    dated = dataclasses.replace(exercise, web=dataclasses.replace(exercise.web, due=DUE, closes=CLOSES,
+                                                                  submission_interval_s=0))
+    store = Store(tmp_path / "grader.db")
+    store.migrate()
+    now = [DUE - timedelta(days=1)]
+
+    class Queue:
+        def enqueue(self, submission_id: int) -> None:
+            pass
+
+    service = Service(store=store, dispatcher=Queue(), exercises={EXERCISE: dated},
+                      base_url="http://testserver", clock=lambda: now[0])
+    app = create_app(service)
+    for student in ("ada", "bob"):
+        accounts.add_student(store, student)
+
+    def sign_in(role: str, student: str | None = None) -> tuple[TestClient, str]:
+        client = TestClient(app)
+        link = f"/signin/{accounts.new_link(store, role, student)}"
+        page = client.get(link)
+        if f'action="{link}"' in page.text:
+            page = client.post(link)
+        if student is not None:
+            question = dated.prediction
+            assert question is not None
+            accounts.record_prediction(store, student, EXERCISE, question.choices[0], False)
+        return client, csrf_of(page)
+
+    yield dated, store, now, sign_in
+    store.close()
+
+
+def submit(client: TestClient, csrf: str, code: str):
+    return client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}, follow_redirects=False)
+
+
+def test_late_submissions_are_marked_and_a_closed_exercise_takes_none_but_under_an_extension(course):
+    exercise, store, now, sign_in = course
+    ada, csrf = sign_in("student", "ada")
+    page = ada.get(PAGE).text
+    assert "Due 2026-12-20 23:59 UTC+01:00 (in 1 day)" in page and "Closes 2026-12-22 23:59 UTC+01:00" in page
+    assert submit(ada, csrf, "x = 1\n").status_code == 303  # on time
+    now[0] = DUE + timedelta(hours=3)
+    page = ada.get(PAGE).text
+    assert "(3 hours ago)" in page and "A submission now is marked late" in page
+    assert submit(ada, csrf, "x = 2\n").status_code == 303  # late, still taken
+    history = ada.get("/history").text
+    assert history.count('<span class="pill late">late</span>') == 1
+    now[0] = CLOSES + timedelta(minutes=1)
+    page = ada.get(PAGE).text
+    assert "Closed since 2026-12-22 23:59 UTC+01:00" in page and 'id="code"' not in page
+    refused = submit(ada, csrf, "x = 3\n")
+    assert refused.status_code == 403 and "This exercise closed at 2026-12-22 23:59 UTC+01:00" in refused.text
+    assert "x = 3" in refused.text, "the refused code left the editor"
+    assert len(store.submissions(EXERCISE, "ada")) == 2
+
+    instructor, instructor_csrf = sign_in("instructor")
+    form = instructor.get("/instructor/students/ada").text
+    assert re.search(r'name="due" value="2026-12-20T23:59"', form) and "new date (UTC+01:00)" in form
+    given = instructor.post("/instructor/students/ada/extension",
+                            data={"csrf": instructor_csrf, "exercise": EXERCISE, "due": "2026-12-24T12:00"},
+                            follow_redirects=False)
+    assert given.status_code == 303
+    assert store.extensions() == {("ada", EXERCISE): datetime(2026, 12, 24, 12, 0, tzinfo=ZONE)}
+    # With her own date, ada may submit past the closing, and her late one of before is on time now.
+    page = ada.get(PAGE).text
+    assert "Due 2026-12-24 12:00 UTC+01:00" in page and "your own date" in page and 'id="code"' in page
+    assert submit(ada, csrf, "x = 3\n").status_code == 303
+    assert '<span class="pill late">late</span>' not in ada.get("/history").text
+    bob, bob_csrf = sign_in("student", "bob")
+    assert submit(bob, bob_csrf, "y = 1\n").status_code == 403, "ada's extension opened the exercise to bob"
+    assert instructor.post("/instructor/students/ada/extension",
+                           data={"csrf": instructor_csrf, "exercise": EXERCISE, "due": "next week"}).status_code == 400
+    instructor.post("/instructor/students/ada/extension", data={"csrf": instructor_csrf, "exercise": EXERCISE, "due": ""})
+    assert store.extensions() == {}
+
+
+def test_the_on_time_policy_counts_the_latest_before_each_students_own_due_date(course):
+    exercise, store, now, sign_in = course
+
+    def handed_in(student: str, moment: datetime, score: int) -> None:
+        sid, _ = store.add_submission(student, EXERCISE, "premium", f"{student}{score}".ljust(64, "0"),
+                                      exercise.submission_file, f"x = {score}\n".encode(), state="graded",
+                                      submitted_at=moment.astimezone(timezone.utc).isoformat(timespec="seconds"))
+        store.save_scorecard(sid, dataclasses.replace(new_scorecard(exercise, "premium", "local"),
+                                                      score=score, max_score=76, status="graded"))
+
+    handed_in("ada", DUE - timedelta(hours=2), 40)
+    handed_in("ada", DUE + timedelta(hours=1), 76)   # late
+    handed_in("bob", DUE + timedelta(hours=5), 30)   # late, and bob's only one
+    handed_in("cy", DUE - timedelta(days=1), 20)
+    handed_in("cy", DUE + timedelta(days=1), 60)     # late, but within cy's extension
+    store.set_extension("cy", EXERCISE, DUE + timedelta(days=2))
+    deadlines = Deadlines.of([exercise], store)
+    counted = pick(store.submissions(EXERCISE), "on-time", deadlines.is_late)
+    assert {s: sub.card.score for (s, _), sub in counted.items()} == {"ada": 40, "bob": 30, "cy": 60}
+    assert {s: sub.card.score for (s, _), sub in pick(store.submissions(EXERCISE), "latest").items()} == \
+        {"ada": 76, "bob": 30, "cy": 60}
+    instructor, _ = sign_in("instructor")
+    on_time = instructor.get(f"/instructor/site/on-time/gradebook-{EXERCISE}.csv")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(on_time.text))}
+    assert {s: (r["score"], r["late"]) for s, r in rows.items()} == \
+        {"ada": ("40", "False"), "bob": ("30", "True"), "cy": ("60", "False")}
+    latest = {r["student"]: r for r in csv.DictReader(io.StringIO(
+        instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text))}
+    assert (latest["ada"]["score"], latest["ada"]["late"]) == ("76", "True")
+    moved = instructor.get("/instructor/site/index.html?policy=on-time", follow_redirects=False)
+    assert moved.headers["location"] == "/instructor/site/on-time/index.html"
+
+
+def test_publish_takes_the_on_time_policy_and_its_gradebook_says_who_was_late(tmp_path):
+    from grader.cli import main
+
+    exercise = load_exercise(EXERCISE)
+    with Store(tmp_path / "class.db") as store:
+        store.migrate()
+        sid, _ = store.add_submission("ada", EXERCISE, "premium", "a" * 64, exercise.submission_file, b"x = 1\n",
+                                      state="graded")
+        store.save_scorecard(sid, new_scorecard(exercise, "premium", "local"))
+    assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "on-time", "--db",
+                 str(tmp_path / "class.db")]) == 0
+    rows = list(csv.DictReader((tmp_path / "site" / f"gradebook-{EXERCISE}.csv").open()))
+    assert [(r["student"], r["late"]) for r in rows] == [("ada", "False")]  # the project's exercise has no due date
+    assert "on-time" in (tmp_path / "site" / "index.html").read_text()
