@@ -67,6 +67,9 @@ def course(tmp_path):
         def enqueue(self, submission_id: int) -> None:
             pass
 
+        def health(self) -> str:
+            return ""
+
     service = Service(store=store, dispatcher=Queue(), exercises={EXERCISE: dated},
                       base_url="http://testserver", clock=lambda: now[0])
     app = create_app(service)

@@ -21,11 +21,17 @@ from tests.helpers import EXERCISE
 
 
 class Recorded:
+    """A queue that keeps what it is sent; `why` is what it says of its graders' health."""
+
     def __init__(self) -> None:
         self.queued: list[int] = []
+        self.why = ""
 
     def enqueue(self, submission_id: int) -> None:
         self.queued.append(submission_id)
+
+    def health(self) -> str:
+        return self.why
 
 
 @pytest.fixture
@@ -512,3 +518,28 @@ def test_gradebooks_name_each_student_and_tier_and_a_pseudonymous_site_names_nob
     assert "Lovelace" not in "".join(hidden.values())
     rows = list(csv.DictReader(io.StringIO(hidden[f"gradebook-{EXERCISE}.csv"])))
     assert rows[0]["student"].startswith("student-") and rows[0]["name"] == "" and rows[0]["tier"] == "premium"
+
+
+def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
+    """From the store: something has waited over two minutes, nothing is being graded and nothing was
+    graded meanwhile. The queue's own answer says why (no worker, Redis away) where it can tell."""
+    from grader.db import schema
+    from grader.service import jobs
+
+    _, _, sign_in, store, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    done = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1\n"}, follow_redirects=False)
+    page = done.headers["location"]
+    assert 'id="stalled"' not in browser.get(page).text, "a queue that just took the submission is stalled"
+    assert jobs.stalled_for(store) is None
+    with store.transaction() as db:  # three minutes later, with no grader about
+        db.execute(schema.submissions.update().values(queued_at=schema.submissions.c.queued_at - 180))
+    assert 179 < (jobs.stalled_for(store) or 0) < 200
+    stalled = re.search(r'<p class="bad" id="stalled" role="status">([^<]*)</p>', browser.get(page).text)
+    assert stalled and stalled.group(1).startswith("No grader has taken work for 3 minutes.")
+    assert "you need not submit again" in stalled.group(1)
+    recorded.why = "no `grader worker` is listening on the queue"
+    assert "(no `grader worker` is listening on the queue)" in browser.get(page).text
+    with store.transaction() as db:  # a grader takes it: the queue moves again
+        db.execute(schema.submissions.update().values(state="grading", lease_until=schema.submissions.c.queued_at + 1e6))
+    assert jobs.stalled_for(store) is None

@@ -54,6 +54,11 @@ class ThreadDispatcher:
     def enqueue(self, submission_id: int) -> None:
         self.pending.put(submission_id)
 
+    def health(self) -> str:
+        """Why the threads take no work, or "" when they can."""
+        alive = sum(1 for thread in self.threads[:-1] if thread.is_alive())
+        return "" if alive or not self.threads[0].ident else "the grading threads of the server have stopped"
+
     def work(self) -> None:
         backend = self.make_backend()
         try:
@@ -123,6 +128,16 @@ class RQDispatcher:
         self.queue.enqueue_call("grader.service.worker.grade", args=(submission_id,),
                                 job_id=f"submission-{submission_id}-{secrets.token_hex(4)}",
                                 timeout=JOB_TIMEOUT_S, result_ttl=600, failure_ttl=24 * 3600)
+
+    def health(self) -> str:
+        """Why no worker takes the queue's work, or "" when one listens."""
+        from rq import Worker
+
+        try:
+            listening = Worker.count(queue=self.queue)
+        except Exception:  # Redis is away: the queue cannot be reached
+            return "the queue (Redis) cannot be reached"
+        return "" if listening else "no `grader worker` is listening on the queue"
 
     def resend_lost(self) -> list[int]:
         """Queued in the store, on no queue in Redis (Redis restarted, or a send failed): send again."""

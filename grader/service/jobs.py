@@ -84,6 +84,28 @@ def status(store: Store, submission_id: int) -> Queued | None:
     return Queued(submission_id, row.state, place)
 
 
+STALL_AFTER_S = 120.0  # a queue that has waited this long with no grading under way or ended is stalled
+
+
+def stalled_for(store: Store, now: float | None = None, after_s: float = STALL_AFTER_S) -> float | None:
+    """Seconds since the graders last showed life, when the queue is stalled: something has waited over
+    `after_s`, nothing is being graded and no grading ended in that time. None otherwise. From the
+    store alone, so it holds whatever the queue is (threads, Redis and workers) and whatever broke."""
+    now = time.time() if now is None else now
+    s, c = schema.submissions, schema.scorecards
+    with store.reading() as db:
+        oldest = db.execute(select(func.min(s.c.queued_at)).where(s.c.state == "queued")).scalar()
+        if oldest is None or now - oldest < after_s:
+            return None
+        if db.execute(select(func.count()).where(and_(s.c.state == "grading", s.c.lease_until > now))).scalar():
+            return None
+        last = db.execute(select(func.max(c.c.graded_at))).scalar()
+    ended = datetime.fromisoformat(last).timestamp() if last else None
+    if ended is not None and now - ended < after_s:
+        return None
+    return now - (oldest if ended is None else max(oldest, ended))
+
+
 def line_keys(rows: Sequence[Any]) -> dict[int, tuple[int, float, int]]:
     """The order in which `claim_next` takes the queued submissions among `rows` (id, student_id,
     state, queued_at of every queued and grading one), as sort keys: a student's k-th waiting

@@ -49,6 +49,10 @@ MEDIA = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8", "
 class Dispatcher(Protocol):
     def enqueue(self, submission_id: int) -> None: ...
 
+    def health(self) -> str:
+        """Why the graders take no work now ("" when they can)."""
+        ...
+
 
 @dataclass
 class Service:
@@ -366,8 +370,23 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
     top = exercise.top_tier if exercise is not None else sub.tier
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
-                  code=code, top_tier=top,
+                  code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
+
+
+def stall_note(service: Service) -> str:
+    """What a queued submission's page says when no grader takes work: for how long, and why where the
+    queue can tell ("" while the queue moves)."""
+    stalled = jobs.stalled_for(service.store)
+    try:
+        why = service.dispatcher.health()
+    except Exception:
+        why = "the queue cannot say why"
+    if stalled is None and not why:
+        return ""
+    since = f" for {exercise_page.how_long(stalled)}" if stalled is not None else " right now"
+    return (f"No grader has taken work{since}{f' ({why})' if why else ''}. Your submission is kept and is "
+            "graded as soon as one is back: you need not submit again.")
 
 
 def report(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:

@@ -1,0 +1,95 @@
+"""Continuous batching: one step of a scheduler under a token budget.
+
+Implement `Scheduler.schedule()` and `Scheduler.complete()`. `Req`, `Scheduler.__init__` and
+`Scheduler.add()` are provided; keep their behaviour. The statement is in README.md.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass
+class Req:
+    rid: int
+    prompt_len: int
+    max_new: int
+    prefilled: int = 0  # prompt tokens already processed
+    generated: int = 0  # output tokens already emitted
+
+
+class Scheduler:
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        # A limit of 0 would let nothing ever run: refuse it at once rather than loop forever.
+        for name, value in (("token_budget", token_budget), ("max_seqs", max_seqs), ("kv_tokens", kv_tokens)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.token_budget = token_budget
+        self.max_seqs = max_seqs
+        self.kv_tokens = kv_tokens
+        self.waiting: deque[Req] = deque()  # first come, first served
+        self.running: list[Req] = []  # oldest first
+        self.reserved = 0  # KV tokens reserved by the running requests
+
+    def add(self, req: Req) -> None:
+        if req.prompt_len < 1 or req.max_new < 1:
+            # An empty prompt has no last token to emit from; max_new = 0 could never finish.
+            raise ValueError(f"request {req.rid} needs prompt_len >= 1 and max_new >= 1, "
+                             f"got {req.prompt_len} and {req.max_new}")
+        need = req.prompt_len + req.max_new
+        if need > self.kv_tokens:
+            # It would block the head of the queue forever: refuse it now.
+            raise ValueError(f"request {req.rid} needs {need} KV tokens but the cache holds {self.kv_tokens}")
+        if any(r.rid == req.rid for r in (*self.waiting, *self.running)):
+            # complete() reports ids: two live requests with one id could not be told apart.
+            raise ValueError(f"a request with id {req.rid} is already waiting or running")
+        self.waiting.append(req)
+
+    def schedule(self) -> list[tuple[Req, int]]:
+        out = []
+        left = self.token_budget
+        # first pass picks the decoders, second pass the half-read prompts
+        for decoders_pass in (True, False):
+            for q in self.running:
+                if left == 0:
+                    break
+                decoding = q.prefilled == q.prompt_len
+                if decoding != decoders_pass:
+                    continue
+                give = 1 if decoding else min(q.prompt_len - q.prefilled, left)
+                out.append((q, give))
+                left -= give
+        # newcomers
+        while left and self.waiting:
+            q = self.waiting[0]
+            need = q.prompt_len + q.max_new
+            full = len(self.running) >= self.max_seqs
+            if full or need + self.reserved > self.kv_tokens:
+                break
+            self.waiting.popleft()
+            self.running.append(q)
+            self.reserved += need
+            give = min(left, q.prompt_len)
+            out.append((q, give))
+            left -= give
+        return out
+
+    def complete(self, plan: list[tuple[Req, int]]) -> list[int]:
+        emitted = []
+        done = set()
+        for q, give in plan:
+            first_token = False
+            if q.prefilled < q.prompt_len:
+                q.prefilled += give
+                first_token = q.prefilled == q.prompt_len
+                if not first_token:
+                    continue
+            q.generated += 1
+            emitted.append(q.rid)
+            if q.generated == q.max_new:
+                done.add(id(q))
+                self.reserved -= q.prompt_len + q.max_new
+        if done:
+            self.running = [q for q in self.running if id(q) not in done]
+        return emitted
