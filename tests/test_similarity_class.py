@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from grader.cli import main
 from grader.exercise import load_exercise
