@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 import grader
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
-from grader.harness.contract import RESULTS_SCHEMA, results_from_output
+from grader.harness.contract import RESULTS_SCHEMA, Run, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult, utc_now
 from grader.seeding import seed_for_source
@@ -28,7 +29,7 @@ class Backend(Protocol):
     `close` ends what it keeps ready between gradings (a warm sandbox, a harness template); a backend
     keeping nothing closes at once."""
 
-    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun: ...
+    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun: ...
 
     def close(self) -> None: ...
 
@@ -37,13 +38,19 @@ class Backend(Protocol):
 class PlainBackend:
     """A backend made of a function (a test's, a wrapper's): it keeps nothing, so closing it does nothing."""
 
-    run: Callable[[Exercise, bytes, str], RawRun]
+    run: Callable[[Exercise, bytes, str, Run], RawRun]
 
-    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
-        return self.run(exercise, source, tier)
+    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
+        return self.run(exercise, source, tier, run)
 
     def close(self) -> None:
         pass
+
+def new_run(exercise: Exercise, source: bytes) -> Run:
+    """What the host sends with a submission: a fresh nonce, which the harness's results must carry,
+    and the submission's seed (grader.seeding). Made here once a grading, and nowhere else."""
+    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise))
+
 
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
@@ -61,8 +68,10 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         card.status, card.reason = "rejected", str(why)
     else:
         card.submission_sha256 = submission.sha256
-        card.seed = seed_for_source(submission.source, exercise)  # the same derivation as the job's (layout)
-        judge(card, backend(exercise, submission.source, tier), exercise, tier, expected)
+        # The run is the host's: its nonce authenticates the results, and its seed is the one on the card.
+        run = new_run(exercise, submission.source)
+        card.seed = run.seed
+        judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected)
     card.graded_at = utc_now()  # when the grading ended
     card.duration_s = round(time.monotonic() - started, 3)
     return card
@@ -97,10 +106,11 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
             for suite in exercise.suites.values() if suite.name not in run for name in list_tests(suite)]
 
 
-def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
+def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: str,
           expected: dict[tuple[str, str], int] | None = None) -> None:
-    """Fill `card` from a backend's raw run, or mark it `error` with the reason. `expected` is the
-    tier's tests with their points (see `expected_max`), when the caller has it already."""
+    """Fill `card` from a backend's raw run, or mark it `error` with the reason. `nonce` is the one the
+    host gave the run: results that do not carry it were not written by this run's harness. `expected`
+    is the tier's tests with their points (see `expected_max`), when the caller has it already."""
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
@@ -115,7 +125,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str,
         results = json.loads(printed)
         if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
             raise ValueError("unknown results format")
-        if results.get("nonce") != raw.nonce:
+        if results.get("nonce") != nonce:
             return error("the results file was not written by this run's harness (it may have been forged)")
         tests = [result_from(entry, exercise) for entry in results["tests"]]
         problems = [valid_text(p, MESSAGE_CHARS) for p in results["problems"]]

@@ -73,11 +73,11 @@ def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
     calls = []
 
     def interrupting_backend():
-        def backend(ex, source, tier):
+        def backend(ex, source, tier, run):
             calls.append(tier)
             if len(calls) == 3:
                 raise KeyboardInterrupt  # as if Ctrl-C arrived while this one was grading
-            return run_local(ex, source, tier)
+            return run_local(ex, source, tier, run)
         return PlainBackend(backend), "local"
 
     with Store(tmp_path / "class.db") as store:
@@ -149,9 +149,9 @@ def test_a_batch_grades_again_when_the_exercise_changes_and_everything_with_regr
     graded: list[str] = []
 
     def counting_backend():
-        def backend(ex, source, tier):
+        def backend(ex, source, tier, run):
             graded.append(tier)
-            return run_local(ex, source, tier)
+            return run_local(ex, source, tier, run)
         return PlainBackend(backend), "local"
 
     def batch(**options):
@@ -176,10 +176,10 @@ def test_a_batch_grades_again_when_the_exercise_changes_and_everything_with_regr
 
 def timing_out_backend():
     """The local sandbox, except that a file holding TIME_ME_OUT runs into the exercise's time limit."""
-    def backend(exercise, source, tier):
+    def backend(exercise, source, tier, run):
         if b"TIME_ME_OUT" in source:
-            return RawRun(output=b"", nonce="", exit_status=None, timed_out=True, duration_s=1.0)
-        return run_local(exercise, source, tier)
+            return RawRun(output=b"", exit_status=None, timed_out=True, duration_s=1.0)
+        return run_local(exercise, source, tier, run)
     return PlainBackend(backend), "local"
 
 
@@ -215,9 +215,9 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
 
 
 def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, capsys, monkeypatch):
-    def slow_backend(exercise, source, tier):
+    def slow_backend(exercise, source, tier, run):
         time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
-        return run_local(exercise, source, tier)
+        return run_local(exercise, source, tier, run)
     monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: (PlainBackend(slow_backend), "local"))
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",

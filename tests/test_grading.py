@@ -107,23 +107,24 @@ def test_unusable_files_are_rejected_with_a_specific_message_and_score_zero(exer
 def test_results_without_this_runs_nonce_are_refused(exercise, reference_card):
     results = {"schema": 1, "nonce": "forged", "problems": [], "tests": []}
     card = replace(reference_card, tests=[], score=0, status="graded")
-    judge(card, RawRun(results_line(results).encode(), "the-real-nonce", 0, False, 0.1), exercise, "premium")
+    judge(card, RawRun(results_line(results).encode(), 0, False, 0.1), exercise, "premium", "the-real-nonce")
     assert card.status == "error" and card.score == 0 and "forged" in card.reason
 
 
 def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
-    judge(card, RawRun(b"", "n", -9, False, 1.0), exercise, "premium")
+    judge(card, RawRun(b"", -9, False, 1.0), exercise, "premium", "n")
     assert card.status == "error" and "without results" in card.reason
     passed = {"nodeid": "x", "suite": "visible", "name": "test_decodes_run_before_the_prompt", "status": "passed",
               "message": "", "description": "", "duration_s": 0.1, "traceback": [], "output": "",
               "output_cut": 0, "artifacts": []}
     results = {"schema": 1, "nonce": "n", "problems": [], "tests": [passed]}
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
-    judge(card, RawRun(results_line(results).encode(), "n", 0, False, 0.1), exercise, "premium")
+    judge(card, RawRun(results_line(results).encode(), 0, False, 0.1), exercise, "premium", "n")
     assert card.status == "error" and card.score == 0 and "no result for" in card.reason
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
-    judge(card, RawRun(RESULTS_MARKER.encode() + b" " + base64.b64encode(b"{not json"), "n", 0, False, 0.1), exercise, "premium")
+    judge(card, RawRun(RESULTS_MARKER.encode() + b" " + base64.b64encode(b"{not json"), 0, False, 0.1), exercise, "premium",
+          "n")
     assert card.status == "error" and "could not be read" in card.reason
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
-from grader.sandbox.layout import new_run, run_input
+from grader.grading import new_run
+from grader.sandbox.layout import run_input
 from grader.sandbox.local import run_local
 from grader.seeding import KEY_FILE, derive_seed, seed_for_source
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy

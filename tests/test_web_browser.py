@@ -82,6 +82,11 @@ def test_a_student_predicts_submits_a_wrong_scheduler_then_the_reference(new_pag
     expect(page.get_by_role("textbox", name=re.compile(r"^Edit "))).to_have_value(re.compile("^" + re.escape(stub)))
     assert fits(page, w)
     screenshot(page, SHOTS / f"exercise-editor-{width}.png")
+    # Back at the top of the page (on a phone the statement is many screens long), one tap reaches the editor.
+    page.goto(f"{server.url}/exercises/{EXERCISE}")
+    expect(page.locator("#code")).not_to_be_in_viewport()
+    page.locator("#to-editor").click()
+    expect(page.locator("#code")).to_be_in_viewport()
 
     submit_source(page, MUTANT.read_text())
     expect(page.locator("[data-state]")).to_have_attribute("data-state", re.compile(r"^(queued|grading|graded)$"))

@@ -22,7 +22,7 @@ from docker.types import LogConfig
 
 from grader.errors import GradingError
 from grader.exercise import Exercise
-from grader.harness.contract import INPUT_CLOSED, bootstrap
+from grader.harness.contract import INPUT_CLOSED, Run, bootstrap
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (
     JobLayout,
@@ -31,7 +31,6 @@ from grader.sandbox.layout import (
     WorkerSettings,
     build_layout,
     harness_input,
-    new_run,
     prepare_suites,
     run_input,
 )
@@ -89,7 +88,7 @@ class DockerBackend:
             cpus = min(cpus, max(worker_cpus, self._engine_cpus))
         return int(cpus * 1e9)
 
-    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
+    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
         began = time.monotonic()
         if exercise.packages not in self.images:
             self.images[exercise.packages] = ensure_image(self.client, self.progress, exercise.packages)
@@ -97,9 +96,9 @@ class DockerBackend:
         start = lambda: self.start(exercise, tier)  # noqa: E731
         started = self._ready.take(exercise, tier, start)
         started.timings.image_s = image_s
-        run = started.finish(exercise, source, self._ready.refill(exercise, tier, start) if self.warm else None)
+        raw = started.finish(exercise, source, run, self._ready.refill(exercise, tier, start) if self.warm else None)
         self.last_timings = started.timings
-        return run
+        return raw
 
     def start(self, exercise: Exercise, tier: str) -> StartedContainer:
         """A container started for this exercise and tier, its harness getting ready for a submission.
@@ -225,11 +224,10 @@ class StartedContainer:
             _remove(self.container)
             self.account.close()
 
-    def finish(self, exercise: Exercise, source: bytes, then: Callable[[], None] | None = None) -> RawRun:
-        """Send the submission, wait for the harness, collect what it printed, remove the container."""
+    def finish(self, exercise: Exercise, source: bytes, run: Run, then: Callable[[], None] | None = None) -> RawRun:
+        """Send the submission with its run, wait for the harness, collect what it printed, remove the container."""
         began = time.monotonic()
         limits = exercise.limits
-        run = new_run(exercise, source)
         timed_out, oom, exit_status, printed, detail = False, False, None, b"", ""
         container = self.container
         try:
@@ -266,5 +264,5 @@ class StartedContainer:
         elif exit_status == INPUT_CLOSED and not timed_out:
             detail = ("the container's input closed before the grading ended: the connection to the Docker "
                       "engine that held it was lost")
-        return RawRun(output=printed, nonce=run.nonce, exit_status=exit_status, timed_out=timed_out,
+        return RawRun(output=printed, exit_status=exit_status, timed_out=timed_out,
                       duration_s=time.monotonic() - began, detail=detail, isolation="container")

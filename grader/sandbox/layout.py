@@ -26,7 +26,7 @@ from pathlib import Path
 import grader
 from grader.exercise import Exercise, files_fingerprint
 from grader.harness.contract import JOB_FILE, Job, Run, Suite, frame, worker_zip
-from grader.seeding import KEY_FILE, seed_for_source
+from grader.seeding import KEY_FILE
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
 WORKER_ZIP = "pub/worker.zip"
@@ -145,11 +145,6 @@ def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> Job
     return JobLayout(entries, job, f"job-{secrets.token_hex(8)}")
 
 
-def new_run(exercise: Exercise, source: bytes) -> Run:
-    """A fresh nonce, and the submission's seed."""
-    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise))
-
-
 def harness_input(layout: JobLayout) -> bytes:
     """The first part of the harness's standard input: the job, as a tar in a frame."""
     buffer = io.BytesIO()
@@ -176,7 +171,6 @@ class RawRun:
     """What a backend hands back: everything the harness printed and what explains a missing result."""
 
     output: bytes
-    nonce: str
     exit_status: int | None
     timed_out: bool
     duration_s: float

@@ -34,6 +34,7 @@ from grader.errors import GradingError, SandboxUnavailable
 from grader.exercise import Exercise
 from grader.harness.contract import (
     SANDBOX_ENV,
+    Run,
     bootstrap,
     bwrap_arguments,
     process_ending,
@@ -51,7 +52,6 @@ from grader.sandbox.layout import (
     WorkerSettings,
     build_layout,
     harness_input,
-    new_run,
     prepare_suites,
     run_input,
 )
@@ -426,7 +426,7 @@ class LocalBackend:
         while self._retired:
             self._retired.pop().close()
 
-    def __call__(self, exercise: Exercise, source: bytes, tier: str) -> RawRun:
+    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
         self.check()
         self.end_retired()  # the grading before this one is over: nothing runs from them any more
         start = lambda: self.start(exercise, tier)  # noqa: E731
@@ -434,16 +434,16 @@ class LocalBackend:
         # A warm backend gets the next submission's sandbox ready while this one grades.
         then = self._ready.refill(exercise, tier, start) if self.warm else None
         try:
-            raw = finish_harness(started, exercise, source, then)
+            raw = finish_harness(started, exercise, source, run, then)
         except TemplateLost as lost:
             # The submission was not sent: grade it in a harness of its own, and use no template again.
             self.templates_off = str(lost)
-            return finish_harness(start(), exercise, source, then)
+            return finish_harness(start(), exercise, source, run, then)
         if isinstance(started.process, ForkedHarness) and not raw.timed_out \
                 and results_from_output(raw.output) is None and _ended(started.process.template.process):
             # Its template died (nothing a submission can reach) and took it along, as a harness ends with
             # its template: the submission is graded again, in a sandbox of a new template.
-            return finish_harness(start(), exercise, source)
+            return finish_harness(start(), exercise, source, run)
         return raw
 
     def close(self) -> None:
@@ -629,12 +629,11 @@ def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> H
     return HarnessTemplate(process, base, log, layout, prepared, settings, ours)
 
 
-def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
+def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes, run: Run,
                    then: Callable[[], None] | None = None) -> RawRun:
-    """Send the submission to a started harness and collect what it printed. `then` runs once the
-    submission is on its way (a warm pool starts the next sandbox there)."""
+    """Send the submission with its run to a started harness and collect what it printed. `then` runs
+    once the submission is on its way (a warm pool starts the next sandbox there)."""
     began = time.monotonic()
-    run = new_run(exercise, source)
     timed_out = False
     process = started.process
     if isinstance(process, ForkedHarness) and not process.resolve():
@@ -662,6 +661,6 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes,
             timed_out = True
     finally:
         printed, status = started.end()
-    return RawRun(output=printed, nonce=run.nonce, exit_status=status, timed_out=timed_out,
+    return RawRun(output=printed, exit_status=status, timed_out=timed_out,
                   isolation=started.settings.isolation,
                   duration_s=time.monotonic() - began)
