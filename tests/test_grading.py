@@ -11,7 +11,7 @@ import pytest
 
 from grader.cli import main
 from grader.exercise import list_tests, load_exercise
-from grader.grading import grade_bytes, judge
+from grader.grading import PlainBackend, grade_bytes, judge
 from grader.harness.contract import RESULTS_MARKER, results_line
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
@@ -109,6 +109,23 @@ def test_results_without_this_runs_nonce_are_refused(exercise, reference_card):
     card = replace(reference_card, tests=[], score=0, status="graded")
     judge(card, RawRun(results_line(results).encode(), 0, False, 0.1), exercise, "premium", "the-real-nonce")
     assert card.status == "error" and card.score == 0 and "forged" in card.reason
+
+
+def test_the_host_makes_the_run_and_the_card_keeps_the_seed_it_sent(exercise):
+    """grade_bytes makes each run's nonce and seed once: the backend is handed them, the results must
+    carry that nonce, and the card records that seed (a backend cannot pick either)."""
+    sent = []
+
+    def backend(ex, source, tier, run):
+        sent.append(run)
+        return RawRun(results_line({"schema": 1, "nonce": run.nonce, "problems": ["stop here"], "tests": []}).encode(),
+                      0, False, 0.1)
+
+    first = grade_bytes(REFERENCE.read_bytes(), exercise, "free", PlainBackend(backend), "fake")
+    second = grade_bytes(REFERENCE.read_bytes(), exercise, "free", PlainBackend(backend), "fake")
+    assert first.reason == "stop here", first.reason  # the nonce was accepted: the results were read
+    assert first.seed == sent[0].seed == second.seed == sent[1].seed  # the same file, the same workloads
+    assert sent[0].nonce != sent[1].nonce and len(sent[0].nonce) == 32
 
 
 def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
