@@ -11,6 +11,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -93,36 +94,69 @@ def database_account() -> pwd.struct_passwd:
     raise RuntimeError("no postgres or nobody account to run PostgreSQL as")
 
 
+class Postgres:
+    """A fresh PostgreSQL cluster on loopback (user `grader`, trust authentication); `restart()` stops
+    it and brings it back with its data, as after a server restart or a failover."""
+
+    def __init__(self) -> None:
+        binaries = postgres_bin()
+        assert binaries
+        self.binaries = binaries
+        account = database_account()
+        self.as_account = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups"]
+        self.folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+        self.data = self.folder / "data"
+        self.data.mkdir()
+        for path in (self.folder, self.data):
+            os.chown(path, account.pw_uid, account.pw_gid)
+        os.chmod(self.data, 0o700)
+        self.env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(self.folder)}
+        self.port = free_port()
+        self.url = f"postgresql://grader@127.0.0.1:{self.port}/postgres"
+        self.process: subprocess.Popen | None = None
+        subprocess.run([*self.as_account, str(binaries / "initdb"), "-D", str(self.data), "-U", "grader",
+                        "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, env=self.env, cwd=self.folder,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.process = self.launch()
+
+    def launch(self) -> subprocess.Popen:
+        process = subprocess.Popen([*self.as_account, str(self.binaries / "postgres"), "-D", str(self.data),
+                                    "-p", str(self.port), "-h", "127.0.0.1", "-k", str(self.folder),
+                                    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+                                   env=self.env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, process, "postgres")
+        # The port opens before recovery ends ("the database system is not yet accepting connections").
+        deadline = time.monotonic() + 60
+        while subprocess.run([str(self.binaries / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
+                             env=self.env).returncode != 0:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("postgres started but never accepted connections")
+            time.sleep(0.1)
+        return process
+
+    def restart(self, down_s: float = 0) -> None:
+        """Stop it at once (a fast shutdown: every connection is cut, as in a restart or a failover),
+        leave it down `down_s` seconds, start it again with its data."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGINT)  # SIGTERM would wait for every client to leave
+            self.process.wait(timeout=30)
+        time.sleep(down_s)
+        self.process = self.launch()
+
+    def close(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 @contextmanager
 def postgres() -> Iterator[str]:
-    """A fresh PostgreSQL cluster; yields its URL (user `grader`, trust authentication on loopback)."""
-    binaries = postgres_bin()
-    assert binaries
-    account = database_account()
-    as_account = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups"]
-    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
-    data = folder / "data"
-    data.mkdir()
-    for path in (folder, data):
-        os.chown(path, account.pw_uid, account.pw_gid)
-    os.chmod(data, 0o700)
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(folder)}
-    port = free_port()
-    process = None
+    """A fresh PostgreSQL cluster; yields its URL."""
+    cluster = Postgres()
     try:
-        subprocess.run([*as_account, str(binaries / "initdb"), "-D", str(data), "-U", "grader", "--auth=trust",
-                        "-E", "UTF8", "--no-sync"], check=True, env=env, cwd=folder,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        process = subprocess.Popen([*as_account, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
-                                    "-h", "127.0.0.1", "-k", str(folder), "-c", "fsync=off",
-                                    "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-                                   env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(port, process, "postgres")
-        yield f"postgresql://grader@127.0.0.1:{port}/postgres"
+        yield cluster.url
     finally:
-        if process is not None:
-            stop(process)
-        shutil.rmtree(folder, ignore_errors=True)
+        cluster.close()
 
 
 def fresh_database(cluster_url: str) -> str:

@@ -179,3 +179,96 @@ def test_a_worker_refuses_sqlite_and_waits_longer_each_time_for_a_broker_it_neve
     assert "lost the broker" not in said, said  # it never had one to lose
     waits = [float(w) for w in re.findall(r"cannot reach the broker at redis://127\.0\.0\.1:9/0 .*; trying again in ([\d.]+) s", said)]
     assert waits[:3] == [1, 2, 4], said
+
+
+def test_a_store_restart_mid_run_sends_no_message_to_the_failed_registry_and_grades_each_once(
+        tmp_path, redis_server):
+    """PostgreSQL stops in the middle of the gradings and comes back: the workers wait for it (saying
+    so, a line a try, each wait longer) holding their messages, instead of failing every queued job in a
+    second; then everything is graded, once."""
+    from redis import Redis
+    from rq import Queue
+    from rq.registry import FailedJobRegistry
+
+    from grader.service.dispatch import QUEUE_NAME
+    from tests.servers import Postgres
+
+    cluster = Postgres()
+    database = fresh_database(cluster.url)
+    server = Server.start(tmp_path / "serve.log", "--broker", redis_server.url, "--db", database,
+                          "--sandbox", "local", "--lease", LEASE_S)
+    logs = [open(tmp_path / f"worker-{n}.log", "w") for n in range(2)]
+    workers = [start_worker(redis_server.url, database, log) for log in logs]
+    engine = create_engine(database.replace("postgresql://", "postgresql+psycopg://"), pool_pre_ping=True)
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        links = import_roster(server, instructor, csrf, "id,tier\n" + "".join(f"p{n},premium\n" for n in range(10)))
+        for n in range(10):
+            client, token = signed_in(server, links[f"p{n}"])
+            client.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "1"})
+            client.post(f"/exercises/{EXERCISE}/submit",
+                        data={"csrf": token, "code": [REFERENCE, MUTANT][n % 2].read_text() + f"\n# {n}\n"})
+        wait_until(lambda: rows(engine, "SELECT id FROM scorecards"), 120, "a first grading done")
+        engine.dispose()
+        cluster.restart(down_s=8)  # with gradings under way and messages waiting
+        wait_until(lambda: not rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"), 300,
+                   "every submission graded once the store was back")
+        counts = dict(rows(engine, "SELECT submission_id, count(*) FROM scorecards GROUP BY submission_id"))
+        assert len(counts) == 10 and set(counts.values()) == {1}, counts
+        assert {s for (s,) in rows(engine, "SELECT status FROM scorecards")} == {"graded"}
+        failed = FailedJobRegistry(queue=Queue(QUEUE_NAME, connection=Redis.from_url(redis_server.url)))
+        assert failed.count == 0, f"{failed.count} message(s) in RQ's failed registry"
+        for log in logs:
+            log.flush()
+        said = "".join((tmp_path / f"worker-{n}.log").read_text() for n in range(2))
+        assert "the store cannot be reached" in said, said[-2000:]
+        assert said.count("\n") < 200, f"{said.count(chr(10))} lines of worker log for an 8 s outage"
+    finally:
+        engine.dispose()
+        for worker in workers:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=30)
+        for log in logs:
+            log.close()
+        server.stop()
+        cluster.close()
+
+
+def test_processes_recovering_lost_messages_at_once_send_one_message_per_submission(tmp_path, redis_server):
+    """Every web server and worker re-sends what the broker lost; three of them at the same moment still
+    put one message per submission on the queue."""
+    import threading
+    import time
+
+    from grader.db import schema
+    from grader.service.dispatch import RQDispatcher
+    from grader.store import Store
+
+    store = Store(tmp_path / "class.db")
+    store.migrate()
+    for n in range(5):
+        store.add_submission(f"s{n}", EXERCISE, "premium", f"{n}" * 64, "scheduler.py", b"x = 1\n", state="queued",
+                             queued_at=time.time() - 60)  # queued a minute ago, and on no queue: lost
+    assert len(store.submissions()) == 5
+    with store.transaction() as db:
+        assert db.execute(schema.submissions.select().where(schema.submissions.c.state == "queued")).all()
+    dispatchers = [RQDispatcher(store, redis_server.url) for _ in range(3)]
+    start = threading.Barrier(3)
+
+    def recover(dispatcher: RQDispatcher) -> None:
+        start.wait()
+        dispatcher.resend_lost()
+
+    threads = [threading.Thread(target=recover, args=(d,)) for d in dispatchers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    ids = dispatchers[0].queue.get_job_ids()
+    assert len(ids) == 5 and len({i.split("-")[1] for i in ids}) == 5, ids
+    for dispatcher in dispatchers:  # and again: a message on the queue is not lost
+        dispatcher.resend_lost()
+    assert len(dispatchers[0].queue.get_job_ids()) == 5
+    dispatchers[0].queue.empty()
+    store.close()

@@ -9,8 +9,7 @@ from dataclasses import replace
 import pytest
 
 from grader.exercise import load_exercise
-from grader.grading import grade_bytes
-from grader.grading import new_run
+from grader.grading import grade_bytes, new_run
 from grader.sandbox.layout import run_input
 from grader.sandbox.local import run_local
 from grader.seeding import KEY_FILE, derive_seed, seed_for_source

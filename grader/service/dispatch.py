@@ -23,6 +23,7 @@ log = logging.getLogger("grader.service")
 QUEUE_NAME = "grader"
 JOB_ID = re.compile(r"^submission-(\d+)-")
 LOST_AFTER_S = 10.0  # a queued submission on no queue for this long was lost by the broker: send it again
+RESENT_KEY = "grader:resent:"  # + submission id: which process re-sends a lost submission (one of them)
 JOB_TIMEOUT_S = 1800  # RQ's own limit per job; the sandbox's limits end a grading long before
 
 
@@ -82,7 +83,10 @@ class ThreadDispatcher:
             backend[0].close()  # the sandbox waiting for the next submission
 
     def watch(self) -> None:
-        while not self.stopping.wait(max(1.0, self.lease_s / 3)):
+        from sqlalchemy.exc import InterfaceError, OperationalError
+
+        beat = max(1.0, self.lease_s / 3)
+        while not self.stopping.wait(beat):
             try:
                 for submission_id in jobs.recover(self.store):
                     self.pending.put(submission_id)
@@ -90,6 +94,9 @@ class ThreadDispatcher:
                 # the next one to come in: look at the queue on every beat too.
                 if jobs.queued_ids(self.store):
                     self.pending.put(-1)
+            except (OperationalError, InterfaceError) as away:  # one line a beat while the store is away
+                log.warning("watching the queue: the store cannot be reached (%s); trying again in %g s",
+                            str(getattr(away, "orig", None) or away).strip().splitlines()[0][:200], beat)
             except Exception:
                 log.exception("recovering stale gradings failed")
 
@@ -140,23 +147,35 @@ class RQDispatcher:
         return "" if listening else "no `grader worker` is listening on the queue"
 
     def resend_lost(self) -> list[int]:
-        """Queued in the store, on no queue in Redis (Redis restarted, or a send failed): send again."""
+        """Queued in the store, on no queue in Redis (Redis restarted, or a send failed): send again.
+        Every web server and worker watches, so each re-send is first claimed in Redis itself (SET NX,
+        for LOST_AFTER_S): however many processes find the same submission lost at once, one sends it."""
         on_queue = {int(m.group(1)) for j in self.queue.get_job_ids() if (m := JOB_ID.match(j))}
         sent = []
         cutoff = time.time() - LOST_AFTER_S
         for sub in jobs.queued_since(self.store, before=cutoff):
-            if sub not in on_queue:
+            if sub not in on_queue and self.queue.connection.set(f"{RESENT_KEY}{sub}", 1, nx=True,
+                                                                 ex=int(LOST_AFTER_S)):
                 self.enqueue(sub)
                 sent.append(sub)
         return sent
 
     def watch(self) -> None:
-        while not self.stopping.wait(max(1.0, self.lease_s / 3)):
+        from redis.exceptions import RedisError
+        from sqlalchemy.exc import InterfaceError, OperationalError
+
+        beat = max(1.0, self.lease_s / 3)
+        while not self.stopping.wait(beat):
             try:
                 for submission_id in jobs.recover(self.store):
                     self.enqueue(submission_id)
                 self.resend_lost()
-            except Exception:  # Redis or the store is away for a moment: try again at the next beat
+            except (OperationalError, InterfaceError, RedisError) as away:
+                # Redis or the store is away for a moment: one line a beat, and try again at the next.
+                log.warning("watching the queue: %s cannot be reached (%s); trying again in %g s",
+                            "Redis" if isinstance(away, RedisError) else "the store",
+                            str(getattr(away, "orig", None) or away).strip().splitlines()[0][:200], beat)
+            except Exception:
                 log.exception("watching the queue failed")
 
     def stop(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.db.engine import sqlite_path
@@ -48,11 +49,35 @@ def grade(submission_id: int) -> int | None:
     if _config is None:
         raise RuntimeError("grader.service.worker.grade runs inside `grader worker` only")
     started = time.monotonic()
-    graded = jobs.grade_next(_config.store, _config.backend, _config.lease_s)
+    graded = _while_the_store_is_away(lambda: jobs.grade_next(_config.store, _config.backend, _config.lease_s))
     if graded is not None:  # one line a grading, for whoever runs the worker
         print(f"grader worker: graded {jobs.grading_line(_config.store, graded, time.monotonic() - started)}",
               file=sys.stderr, flush=True)
     return graded
+
+
+STORE_WAIT_S = 900.0  # how long a job waits for a store that went away before it gives its message up
+
+
+def _while_the_store_is_away(step: Callable[[], int | None]) -> int | None:
+    """`step()`, tried again while the store cannot be reached (a PostgreSQL restart, a failover), the
+    wait doubling up to RECONNECT_MAX_S. The job keeps its message meanwhile: an outage does not send
+    every waiting message to RQ's failed registry in a second, and the others stay queued in Redis.
+    What a grading cut off by the outage had claimed returns to the queue when its lease runs out."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    wait_s, gave_up = RECONNECT_S, time.monotonic() + STORE_WAIT_S
+    while True:
+        try:
+            return step()
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + wait_s > gave_up:
+                raise
+            reason = str(exc.orig or exc).strip().splitlines()[0][:200]
+            print(f"grader worker: the store cannot be reached ({reason}); trying again in {wait_s:g} s",
+                  file=sys.stderr, flush=True)
+            time.sleep(wait_s)
+            wait_s = min(2 * wait_s, RECONNECT_MAX_S)
 
 
 def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: float = jobs.DEFAULT_LEASE_S,
