@@ -1,13 +1,22 @@
 """Benchmark: the web service under a class's load, over HTTP, on this machine.
 
 S simulated students send N submissions in bursts (a burst: every student at once) to `grader serve`,
-first with its 2 grading threads on the embedded SQLite store, then with `--broker` on Redis (RQ) and
-two `grader worker` processes sharing a PostgreSQL store. For each it prints submissions graded per
-minute, the time from submit to report (p50, p95, max) and how many were lost or stored twice (both
-must be 0). Redis and PostgreSQL are Debian's packages, started here on loopback in temporary folders.
+in each of these modes, the modes alternating when there are several rounds:
+
+  embedded    its 2 grading threads on the embedded SQLite store
+  broker      `--broker` on Redis (RQ) and two `grader worker` processes sharing a PostgreSQL store
+  store-poll  the same store with no queue in front of it: two processes that poll PostgreSQL for the
+              next submission (`jobs.grade_next`, every 0.2 s when none waits), as a queue kept in
+              the database itself would work (a measurement, not a mode of the product)
+
+For each it prints submissions graded per minute, the time from submit to report (p50, p95, max), how
+many were lost or stored twice (both must be 0), and the CPU a submission: of the grading processes
+(serve, workers and their sandboxes, from a cgroup of their own) and of the databases and the broker
+(Redis, PostgreSQL: a second cgroup). Redis and PostgreSQL are Debian's packages, started here on
+loopback in temporary folders. Needs root (cgroups).
 
     python benchmarks/bench_service.py [--students 50] [--submissions 200] [--tier free] [--sandbox local]
-                                       [--modes embedded,broker]
+                                       [--modes embedded,broker,store-poll] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -24,13 +33,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.cpu import CpuGroup, cgroups_writable  # noqa: E402
 from grader.store import Store  # noqa: E402
-from tests.servers import Redis, fresh_database, postgres  # noqa: E402
+from tests.servers import Postgres, Redis, fresh_database  # noqa: E402
 from tests.service import STATE, Server, child_env, grader_command, import_roster, signed_in  # noqa: E402
 
 EXERCISE = "continuous_batching"
@@ -109,39 +120,135 @@ def stored_once(location: str) -> tuple[int, int]:
     return int(missing or 0), int(twice or 0)
 
 
+def descendants(root: int) -> list[int]:
+    """`root` and every process under it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def adopt(group: CpuGroup, roots: list[int]) -> None:
+    """Move these processes and all under them into `group`; what they start later follows them."""
+    for root in roots:
+        for pid in descendants(root):
+            try:
+                (group.path / "cgroup.procs").write_text(str(pid))
+            except OSError:  # ended meanwhile
+                pass
+
+
+@dataclass
+class Mode:
+    server: Server
+    db: str
+    label: str
+    grading: list[int]   # the grading processes' roots: serve, workers
+    services: list[int]  # the databases' and the broker's
+
+
 @contextlib.contextmanager
-def embedded(folder: Path, sandbox: str) -> Iterator[tuple[Server, str, str]]:
+def embedded(folder: Path, sandbox: str) -> Iterator[Mode]:
     db = str(folder / "class.db")
     server = Server.start(folder / "serve.log", "--db", db, "--sandbox", sandbox, "--workers", "2", cwd=folder)
     try:
-        yield server, db, "grader serve, 2 grading threads, SQLite"
+        yield Mode(server, db, "grader serve, 2 grading threads, SQLite", [server.process.pid], [])
     finally:
         server.stop()
 
 
+# A worker of a queue kept in the database itself: it takes the next submission from the store, or
+# waits a moment and looks again. Claims are the store's (an UPDATE that only one grader wins).
+POLL_WORKER = """
+import sys, time
+from grader.sandbox.choose import choose_backend
+from grader.sandbox.local import LocalBackend
+from grader.service import jobs
+from grader.store import Store
+store, backend = Store(sys.argv[1]), choose_backend(sys.argv[2], warm=True)
+if isinstance(backend[0], LocalBackend):
+    backend[0].lanes = 1
+while True:
+    if jobs.grade_next(store, backend) is None:
+        time.sleep(0.2)
+"""
+
+
 @contextlib.contextmanager
-def broker(folder: Path, sandbox: str) -> Iterator[tuple[Server, str, str]]:
+def scaled_out(folder: Path, sandbox: str, polling: bool) -> Iterator[Mode]:
     redis = Redis(folder)
+    cluster = Postgres()
     workers: list[subprocess.Popen] = []
     try:
-        with postgres() as cluster:
-            db = fresh_database(cluster)
-            server = Server.start(folder / "serve.log", "--broker", redis.url, "--db", db, "--sandbox", sandbox,
-                                  cwd=folder)
-            for n in range(2):
-                log = (folder / f"worker-{n}.log").open("w")
-                workers.append(subprocess.Popen(grader_command("worker", "--broker", redis.url, "--db", db,
-                                                               "--sandbox", sandbox),
-                                                cwd=folder, env=child_env(), stdout=log, stderr=subprocess.STDOUT))
-            try:
-                yield server, db, "grader serve --broker (RQ on Redis) + 2 grader worker, PostgreSQL"
-            finally:
-                server.stop()
-                for worker in workers:
-                    worker.terminate()
-                    worker.wait(timeout=30)
+        db = fresh_database(cluster.url)
+        server = Server.start(folder / "serve.log", "--broker", redis.url, "--db", db, "--sandbox", sandbox,
+                              cwd=folder)
+        for n in range(2):
+            log = (folder / f"worker-{n}.log").open("w")
+            command = [sys.executable, "-c", POLL_WORKER, db, sandbox] if polling else \
+                grader_command("worker", "--broker", redis.url, "--db", db, "--sandbox", sandbox)
+            workers.append(subprocess.Popen(command, cwd=folder, env=child_env(), stdout=log,
+                                            stderr=subprocess.STDOUT))
+        label = ("2 processes polling the PostgreSQL store (a queue in the database), no broker" if polling
+                 else "grader serve --broker (RQ on Redis) + 2 grader worker, PostgreSQL")
+        try:
+            assert cluster.process is not None
+            yield Mode(server, db, label, [server.process.pid, *(w.pid for w in workers)],
+                       [redis.process.pid, cluster.process.pid])
+        finally:
+            server.stop()
+            for worker in workers:
+                worker.terminate()
+                worker.wait(timeout=30)
     finally:
         redis.close()
+        cluster.close()
+
+
+MODES = {"embedded": embedded,
+         "broker": lambda folder, sandbox: scaled_out(folder, sandbox, polling=False),
+         "store-poll": lambda folder, sandbox: scaled_out(folder, sandbox, polling=True)}
+
+
+def measure(mode: str, number: int, args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as scratch:
+        folder = project_copy(Path(scratch))
+        grading, services = CpuGroup(f"bench-service-{mode}-{number}"), CpuGroup(f"bench-service-{mode}-{number}-db")
+        try:
+            with MODES[mode](folder, args.sandbox) as found:
+                adopt(grading, found.grading)
+                adopt(services, found.services)
+                before = grading.used(), services.used()
+                result = run_load(found.server, args.students, args.submissions, args.tier, args.wait)
+                used = grading.used() - before[0], services.used() - before[1]
+                missing, twice = stored_once(found.db)
+        finally:
+            grading.remove()
+            services.remove()
+    lat = result["latencies"]
+    print(f"\n{found.label} (round {number + 1})")
+    print(f"  graded {result['graded']}/{result['sent']} in {result['elapsed']:.1f} s: "
+          f"{result['per_minute']:.1f} submissions per minute")
+    if lat:
+        p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
+        print(f"  submit to report: p50 {statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s")
+    if result["graded"]:
+        print(f"  CPU a submission: {used[0] / result['graded']:.3f} s grading (serve, workers, sandboxes), "
+              f"+ {used[1] / result['graded']:.3f} s databases and broker")
+    print(f"  lost: {result['sent'] - result['graded'] + len(result['problems'])} "
+          f"(store: {missing} without a scorecard, {twice} stored twice)")
+    for problem in result["problems"][:5]:
+        print(f"  {problem}")
 
 
 def main() -> None:
@@ -150,28 +257,22 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--tier", choices=("free", "premium"), default="free")
     parser.add_argument("--sandbox", choices=("local", "docker", "auto"), default="local")
-    parser.add_argument("--modes", default="embedded,broker")
+    parser.add_argument("--modes", default="embedded,broker,store-poll")
+    parser.add_argument("--rounds", type=int, default=1, help="each mode this many times, the modes alternating")
     parser.add_argument("--wait", type=float, default=1800, help="seconds to wait for the last grading")
     args = parser.parse_args()
+    if not cgroups_writable():
+        raise SystemExit("needs write access to the cgroup hierarchy (run as root)")
+    modes = args.modes.split(",")
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise SystemExit(f"unknown mode(s) {', '.join(sorted(unknown))}: choose of {', '.join(MODES)}")
     print(f"{args.students} students, {args.submissions} submissions in bursts of {args.students}, "
           f"{args.tier} tier, {args.sandbox} sandbox")
-    for mode in args.modes.split(","):
-        with tempfile.TemporaryDirectory(prefix="bench-service-") as scratch:
-            folder = project_copy(Path(scratch))
-            with {"embedded": embedded, "broker": broker}[mode](folder, args.sandbox) as (server, db, label):
-                result = run_load(server, args.students, args.submissions, args.tier, args.wait)
-                missing, twice = stored_once(db)
-            lat = result["latencies"]
-            print(f"\n{label}")
-            print(f"  graded {result['graded']}/{result['sent']} in {result['elapsed']:.1f} s: "
-                  f"{result['per_minute']:.1f} submissions per minute")
-            if lat:
-                p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
-                print(f"  submit to report: p50 {statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s")
-            print(f"  lost: {result['sent'] - result['graded'] + len(result['problems'])} "
-                  f"(store: {missing} without a scorecard, {twice} stored twice)")
-            for problem in result["problems"][:5]:
-                print(f"  {problem}")
+    for number in range(args.rounds):
+        shift = number % len(modes)
+        for mode in [*modes[shift:], *modes[:shift]]:
+            measure(mode, number, args)
 
 
 if __name__ == "__main__":
