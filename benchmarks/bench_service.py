@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import re
 import shutil
 import statistics
@@ -223,7 +224,8 @@ MODES = {"embedded": embedded,
 def measure(mode: str, number: int, args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-service-") as scratch:
         folder = project_copy(Path(scratch))
-        grading, services = CpuGroup(f"bench-service-{mode}-{number}"), CpuGroup(f"bench-service-{mode}-{number}-db")
+        name = f"bench-service-{os.getpid()}-{mode}-{number}"
+        grading, services = CpuGroup(name), CpuGroup(f"{name}-db")
         try:
             with MODES[mode](folder, args.sandbox) as found:
                 adopt(grading, found.grading)

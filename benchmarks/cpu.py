@@ -51,8 +51,13 @@ class CpuGroup:
         """`argv`, run by a shell that first moves itself into this group (its children follow)."""
         return ["sh", "-c", f'echo $$ > "{self.path / "cgroup.procs"}" && exec "$@"', "sh", *argv]
 
-    def remove(self) -> None:
-        """The group, and the groups of the same name the engine made in v1's other controllers."""
+    def remove(self, wait_s: float = 10.0) -> None:
+        """The group, and the groups of the same name the engine made in v1's other controllers. A
+        group is removed only once its last process has ended: processes still ending are waited for."""
+        deadline = time.monotonic() + wait_s
+        while (self.path / "cgroup.procs").exists() and (self.path / "cgroup.procs").read_text().strip() \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
         places = [self.path] if self.v2 else [controller / self.name for controller in CGROUPS.iterdir()]
         for place in places:
             if place.is_dir():
