@@ -71,7 +71,7 @@ def test_a_failed_test_is_reported_without_pytest_reading_source_files(monkeypat
     monkeypatch.setattr(pytest_code.Code, "fullsource", property(parse))
     monkeypatch.setattr(pytest_code.TracebackEntry, "getsource", parse)
     item = type("Item", (), {})()
-    plugin.pytest_itemcollected(item)
+    plugin.GradingPlugin.pytest_itemcollected(item)
     try:
         raise ValueError("x" * 5000)
     except ValueError:

@@ -54,19 +54,19 @@ def test_each_lane_runs_its_workers_as_an_account_of_its_own():
 LANE_KILLER = '''import os
 
 
-def die_in_the_second_lane():
-    from grader.harness import plugin  # the harness's own state: this suite is trusted code
+def die_in_the_second_lane(config):
+    from grader.harness.plugin import GRADING  # the harness's own state: this suite is trusted code
 
-    if plugin.state().lane:
+    if config.stash[GRADING].harness.lane:
         os.kill(os.getpid(), 9)
 
 
-def test_the_second_lane_dies_here():
-    die_in_the_second_lane()
+def test_the_second_lane_dies_here(pytestconfig):
+    die_in_the_second_lane(pytestconfig)
 
 
-def test_or_here():  # two tests in a row: one of them is the second lane's, whatever comes before
-    die_in_the_second_lane()
+def test_or_here(pytestconfig):  # two tests in a row: one of them is the second lane's, whatever comes before
+    die_in_the_second_lane(pytestconfig)
 '''
 
 

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except EOFError:
         return INPUT_CLOSED  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
-    harness = plugin.STATE = plugin.HarnessState(job, base, stdin, template)
+    harness = plugin.HarnessState(job, base, stdin, template)
     # Everything trusted is loaded before the first worker exists.
     plugin.load_reference(harness)
     if template is None:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked
     # them again and again (docs/benchmarks.md). Cycles are still collected, just less often.
     gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
-    code = pytest.main(pytest_arguments(job, base), plugins=[plugin])
+    code = pytest.main(pytest_arguments(job, base), plugins=[plugin.GradingPlugin(harness)])
     if harness.results is None:
         return int(code) or 3
     sys.stdout.write(f"\n{results_line(harness.results)}\n")

@@ -375,15 +375,6 @@ def not_run_message(total_s: float) -> str:
     return f"not run: the grading's time ran out ({total_s:g} s)"
 
 
-STATE: HarnessState | None = None
-
-
-def state() -> HarnessState:
-    if STATE is None:
-        raise RuntimeError("the grading plugin was loaded without a job")
-    return STATE
-
-
 class Namespace(Mapping[str, Any]):
     """`ns`: the submission's top-level names, as proxies. The worker starts on first use."""
 
@@ -414,41 +405,6 @@ class Namespace(Mapping[str, Any]):
         return len(self._harness.job.names)
 
 
-@pytest.fixture
-def ns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
-    harness = state()
-    namespace = Namespace(harness)
-    request.node.stash[NAMESPACE] = namespace
-    yield namespace
-    client = namespace._client
-    if client is not None:
-        record = harness.records.get(request.node.nodeid)
-        harness.clean_up_after(client)
-        text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
-        # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.
-        Path(client.output_path).unlink(missing_ok=True)
-        if record is not None:
-            record.output, record.output_cut = text, cut
-        # The item lives to the end of the run: let go of the worker's proxies and of what the test's
-        # frames held (an incident's traceback keeps them), so no test's values outlive it.
-        namespace._client, namespace._values = None, {}
-
-
-@pytest.fixture
-def reference(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The reference solution's names: trusted code, imported into the harness itself, for the tests
-    of a suite that exercise.toml allows it (`reference = true`)."""
-    harness = state()
-    suite = harness.suite_of_item(request.node)
-    if suite is None or not suite.reference:
-        name = suite.name if suite else "?"
-        raise ExerciseMisconfigured(f"suite {name!r} uses the reference solution: exercise.toml must say "
-                                    "reference = true")
-    if harness.reference_module is None:
-        raise ExerciseMisconfigured("this suite needs the reference solution, and the job has none")
-    return vars(harness.reference_module)
-
-
 def load_reference(harness: HarnessState) -> None:
     """Import the reference into the harness, before any worker exists."""
     if harness.job.reference is not None:
@@ -460,19 +416,6 @@ def load_reference(harness: HarnessState) -> None:
         harness.reference_module = module
 
 
-@pytest.fixture
-def seed() -> int:
-    """The run's seed for random workloads: per submission, the same on a regrade (grader.seeding)."""
-    return state().job.seed
-
-
-@pytest.fixture
-def feedback(request: pytest.FixtureRequest) -> Feedback:
-    recorder = Feedback()
-    request.node.stash[FEEDBACK] = recorder
-    return recorder
-
-
 NAMESPACE = pytest.StashKey[Namespace]()
 FEEDBACK = pytest.StashKey[Feedback]()
 SUITE = pytest.StashKey[str]()
@@ -481,16 +424,18 @@ CLOCK = pytest.StashKey[OwnDeadline]()
 
 # -- turning outcomes into results -------------------------------------------------------------------
 
-def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
+def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
             ) -> tuple[str, str, list[str]]:
     """(status, message, the student's traceback lines) for a test that raised."""
     exc = excinfo.value
     if isinstance(exc, GradingStop):
         return exc.status, exc.message, []
+    if isinstance(exc, pytest.skip.Exception):  # a skip in a test's body, like a skip by a mark: never a pass
+        return "error", f"the test was skipped, so it cannot count as passed ({exc})", []
     if isinstance(exc, MemoryError) and getattr(exc, "remote", None) is None:
         return "error", f"the grader itself ran out of memory ({HARNESS_MEMORY_MB} MiB) during this test", []
     if excinfo.typename == "Failed" and str(exc).startswith("Timeout"):
-        limit = state().job.limits.test_timeout_s
+        limit = harness.job.limits.test_timeout_s
         return "timeout", f"the test did not finish within {limit:g} s", []
     remote: RemoteException | None = getattr(exc, "remote", None)
     if remote is not None:
@@ -503,7 +448,7 @@ def explain(excinfo: pytest.ExceptionInfo[BaseException], suite: str, descriptio
             message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
         return "failed", message, remote.traceback
     if isinstance(exc, AssertionError):
-        return "failed", assertion_message(exc, state().details(suite), description), []
+        return "failed", assertion_message(exc, harness.details(suite), description), []
     if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
         return "failed", str(exc), []
     return "failed", f"{type(exc).__name__}: {exc}", []
@@ -535,38 +480,6 @@ def assertion_message(exc: AssertionError, details: bool, description: str = "")
     return head or values
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    # pytest describes every failure for its terminal report, re-parsing each frame's source file to
-    # find the statement, for every failed test a failing submission has (docs/benchmarks.md). The
-    # record's message and traceback come from `explain`; the report only needs a line.
-    item.repr_failure = _failure_line  # type: ignore[method-assign]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Each test's suite, found once at collection (in a template, once for every grading forked from it).
-    harness = state()
-    for item in items:
-        item.stash[SUITE] = harness.suite_of(Path(str(item.fspath)))
-
-
-def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-    return cut_text(f"{excinfo.typename}: {excinfo.value}", 1000)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    harness = state()
-    harness.last_test = nextitem is None
-    harness.workers.test_ended()
-    if harness.budget is not None and harness.budget.left() <= 0:
-        # The grading's time is spent: the tests left fail without running, and the grading is graded
-        # (the submission scores what it earned before), not an error the submission could choose.
-        record = new_record(harness, item)
-        record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
-        return True
-    return None
-
-
 def new_record(harness: HarnessState, item: pytest.Item) -> TestRecord:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
     record = harness.records[item.nodeid] = TestRecord(
@@ -578,115 +491,200 @@ def new_record(harness: HarnessState, item: pytest.Item) -> TestRecord:
     return record
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    new_record(state(), item)
+def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    return cut_text(f"{excinfo.typename}: {excinfo.value}", 1000)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
-    """A test's time limit (pytest-timeout's `--timeout`, or a test's own `timeout` mark) on the charged
-    clock of the harness and the test's workers, and the grading's time left, whichever ends first.
+class GradingPlugin:
+    """The plugin that grades, as an object holding its run (pytest's `junitxml` is the model): the
+    fixtures tests use and the hooks that turn outcomes into records. `pytest_configure` puts it in
+    `config.stash[GRADING]`, where a trusted suite (or a test of the plugin) finds the run."""
 
-    The timer is pytest-timeout's signal method, with one difference: when it goes off, the time the
-    harness and the workers waited for a CPU that other work held is read, and the timer is set again
-    for what is left (see `clock`). On a busy machine a test gets the time it would have had on an
-    idle one; an endless loop is still stopped, after as much of its own time."""
-    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
-        return None  # pytest-timeout's own way
-    harness = state()
-    limit = float(settings.timeout)
-    test = OwnDeadline(limit, own_charge(), harness.workers)
+    def __init__(self, harness: HarnessState) -> None:
+        self.harness = harness
 
-    def left() -> tuple[float, float]:
-        return test.left(), (harness.budget.left() if harness.budget is not None else float("inf"))
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[GRADING] = self
 
-    def on_alarm(signum: int, frame: Any) -> None:
-        __tracebackhide__ = True
-        for_test, for_grading = left()
-        if for_grading <= 0:
-            raise TimeRanOut(f"the grading's time ran out ({harness.job.limits.total_timeout_s:g} s) during "
-                             "this test")
-        if for_test <= 0:
-            pytest.fail(f"Timeout >{limit:g}s")
-        signal.setitimer(signal.ITIMER_REAL, max(0.01, min(for_test, for_grading)))
+    # -- the fixtures ---------------------------------------------------------------------------------
 
-    def cancel() -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    @pytest.fixture
+    def ns(self, request: pytest.FixtureRequest) -> Iterator[Namespace]:
+        harness = self.harness
+        namespace = Namespace(harness)
+        request.node.stash[NAMESPACE] = namespace
+        yield namespace
+        client = namespace._client
+        if client is not None:
+            record = harness.records.get(request.node.nodeid)
+            harness.clean_up_after(client)
+            text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
+            # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.
+            Path(client.output_path).unlink(missing_ok=True)
+            if record is not None:
+                record.output, record.output_cut = text, cut
+            # The item lives to the end of the run: let go of the worker's proxies and of what the test's
+            # frames held (an incident's traceback keeps them), so no test's values outlive it.
+            namespace._client, namespace._values = None, {}
 
-    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # what pytest-timeout's cancel hook calls
-    item.stash[CLOCK] = test
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, min(left())))
-    return True
+    @pytest.fixture
+    def reference(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        """The reference solution's names: trusted code, imported into the harness itself, for the tests
+        of a suite that exercise.toml allows it (`reference = true`)."""
+        harness = self.harness
+        suite = harness.suite_of_item(request.node)
+        if suite is None or not suite.reference:
+            name = suite.name if suite else "?"
+            raise ExerciseMisconfigured(f"suite {name!r} uses the reference solution: exercise.toml must say "
+                                        "reference = true")
+        if harness.reference_module is None:
+            raise ExerciseMisconfigured("this suite needs the reference solution, and the job has none")
+        return vars(harness.reference_module)
+
+    @pytest.fixture
+    def seed(self) -> int:
+        """The run's seed for random workloads: per submission, the same on a regrade (grader.seeding)."""
+        return self.harness.job.seed
+
+    @pytest.fixture
+    def feedback(self, request: pytest.FixtureRequest) -> Feedback:
+        recorder = Feedback()
+        request.node.stash[FEEDBACK] = recorder
+        return recorder
+
+    # -- the hooks ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def pytest_itemcollected(item: pytest.Item) -> None:
+        # pytest describes every failure for its terminal report, re-parsing each frame's source file to
+        # find the statement, for every failed test a failing submission has (docs/benchmarks.md). The
+        # record's message and traceback come from `explain`; the report only needs a line.
+        item.repr_failure = _failure_line  # type: ignore[method-assign]
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # Each test's suite, found once at collection (in a template, once for every grading forked from it).
+        harness = self.harness
+        for item in items:
+            item.stash[SUITE] = harness.suite_of(Path(str(item.fspath)))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        harness = self.harness
+        harness.last_test = nextitem is None
+        harness.workers.test_ended()
+        # Every test has its record from here, before any hook of its setup (a skip mark's among them) runs.
+        record = new_record(harness, item)
+        if harness.budget is not None and harness.budget.left() <= 0:
+            # The grading's time is spent: the tests left fail without running, and the grading is graded
+            # (the submission scores what it earned before), not an error the submission could choose.
+            record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
+            return True
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """A test's time limit (pytest-timeout's `--timeout`, or a test's own `timeout` mark) on the charged
+        clock of the harness and the test's workers, and the grading's time left, whichever ends first.
+
+        The timer is pytest-timeout's signal method, with one difference: when it goes off, the time the
+        harness and the workers waited for a CPU that other work held is read, and the timer is set again
+        for what is left (see `clock`). On a busy machine a test gets the time it would have had on an
+        idle one; an endless loop is still stopped, after as much of its own time."""
+        if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+            return None  # pytest-timeout's own way
+        harness = self.harness
+        limit = float(settings.timeout)
+        test = OwnDeadline(limit, own_charge(), harness.workers)
+
+        def left() -> tuple[float, float]:
+            return test.left(), (harness.budget.left() if harness.budget is not None else float("inf"))
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            __tracebackhide__ = True
+            for_test, for_grading = left()
+            if for_grading <= 0:
+                raise TimeRanOut(f"the grading's time ran out ({harness.job.limits.total_timeout_s:g} s) during "
+                                 "this test")
+            if for_test <= 0:
+                pytest.fail(f"Timeout >{limit:g}s")
+            signal.setitimer(signal.ITIMER_REAL, max(0.01, min(for_test, for_grading)))
+
+        def cancel() -> None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+        item.cancel_timeout = cancel  # type: ignore[attr-defined]  # what pytest-timeout's cancel hook calls
+        item.stash[CLOCK] = test
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, min(left())))
+        return True
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        harness = self.harness
+        record = harness.records.get(item.nodeid)
+        if record is None:
+            return
+        record.duration_s += report.duration
+        if call.excinfo is not None and isinstance(call.excinfo.value, ExerciseMisconfigured):
+            message = str(call.excinfo.value.args[0] if call.excinfo.value.args else call.excinfo.value)
+            problem = f"the exercise is misconfigured: {item.nodeid}: {message}"
+            if problem not in harness.problems:
+                harness.problems.append(problem)
+        if call.excinfo is not None and record.status == "passed":
+            status, message, trace = explain(harness, call.excinfo, record.suite, record.description)
+            if call.when != "call" and status == "failed":
+                status = "error"
+            record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
+        if report.failed:
+            # pytest keeps every failure's report to the end of the run; the record holds what counts, so its
+            # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).
+            report.longrepr = f"{record.status}: {record.message[:1000]}"
+        if call.when == "call":
+            namespace = item.stash.get(NAMESPACE, None)
+            client = namespace._client if namespace is not None else None
+            if record.status == "passed" and client is not None and client.incident is not None:
+                # The test swallowed a timeout or crash of the submission: that is never a pass.
+                record.status, record.message = client.incident.status, client.incident.message
+            recorder = item.stash.get(FEEDBACK, None)
+            if recorder is not None:
+                record.artifacts = recorder.artifacts
+        if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
+            record.cpu_wait_s = round(clock.credited(), 3)
+        if report.skipped and record.status == "passed":
+            record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            error = collection_error(str(report.longrepr))
+            self.harness.problems.append(f"a test file could not be collected: {report.nodeid}: {error}")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        harness = self.harness
+        for item in session.items:
+            # pytest finds each test's file and line for every report it makes (reading the file's source):
+            # done once here, before the submission, it is shared by every grading a template forks.
+            item.location  # noqa: B018 - a cached property
+        harness.receive_run()
+        lanes.split(harness, session)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        harness = self.harness
+        harness.receive_run()  # collection may have failed before asking for it: the results need its nonce
+        harness.close_spare()
+        if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
+            harness.problems.append(f"pytest ended with exit status {exitstatus}")
+        if harness.lane:
+            lanes.send(harness)  # a helper lane leaves here
+        lanes.gather(harness)
+        harness.results = {
+            "schema": RESULTS_SCHEMA,
+            "nonce": harness.nonce,
+            "problems": harness.problems,
+            "tests": [vars(r) for r in harness.records.values()],
+        }
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
-    harness = state()
-    record = harness.records.get(item.nodeid)
-    if record is None:
-        return
-    record.duration_s += report.duration
-    if call.excinfo is not None and isinstance(call.excinfo.value, ExerciseMisconfigured):
-        message = str(call.excinfo.value.args[0] if call.excinfo.value.args else call.excinfo.value)
-        problem = f"the exercise is misconfigured: {item.nodeid}: {message}"
-        if problem not in harness.problems:
-            harness.problems.append(problem)
-    if call.excinfo is not None and record.status == "passed":
-        status, message, trace = explain(call.excinfo, record.suite, record.description)
-        if call.when != "call" and status == "failed":
-            status = "error"
-        record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
-    if report.failed:
-        # pytest keeps every failure's report to the end of the run; the record holds what counts, so its
-        # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).
-        report.longrepr = f"{record.status}: {record.message[:1000]}"
-    if call.when == "call":
-        namespace = item.stash.get(NAMESPACE, None)
-        client = namespace._client if namespace is not None else None
-        if record.status == "passed" and client is not None and client.incident is not None:
-            # The test swallowed a timeout or crash of the submission: that is never a pass.
-            record.status, record.message = client.incident.status, client.incident.message
-        recorder = item.stash.get(FEEDBACK, None)
-        if recorder is not None:
-            record.artifacts = recorder.artifacts
-    if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
-        record.cpu_wait_s = round(clock.credited(), 3)
-    if report.skipped and record.status == "passed":
-        record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
-
-
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        error = collection_error(str(report.longrepr))
-        state().problems.append(f"a test file could not be collected: {report.nodeid}: {error}")
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    harness = state()
-    for item in session.items:
-        # pytest finds each test's file and line for every report it makes (reading the file's source):
-        # done once here, before the submission, it is shared by every grading a template forks.
-        item.location  # noqa: B018 - a cached property
-    harness.receive_run()
-    lanes.split(harness, session)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    harness = state()
-    harness.receive_run()  # collection may have failed before asking for it: the results need its nonce
-    harness.close_spare()
-    if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
-        harness.problems.append(f"pytest ended with exit status {exitstatus}")
-    if harness.lane:
-        lanes.send(harness)  # a helper lane leaves here
-    lanes.gather(harness)
-    harness.results = {
-        "schema": RESULTS_SCHEMA,
-        "nonce": harness.nonce,
-        "problems": harness.problems,
-        "tests": [vars(r) for r in harness.records.values()],
-    }
+GRADING = pytest.StashKey[GradingPlugin]()

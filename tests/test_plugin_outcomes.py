@@ -1,0 +1,162 @@
+"""The grading plugin's outcome rules, in-process with pytester (milliseconds, no sandbox): what a test's
+end counts as. A skip is never a pass, a swallowed timeout or crash of the submission is never a pass,
+a test over its time is a timeout, a failure in a fixture is an error, and a suite that holds details
+back still names the rule a bare assert checks."""
+
+from __future__ import annotations
+
+import os
+import resource
+from types import SimpleNamespace
+
+import pytest
+
+from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
+from grader.harness.contract import Job, Suite
+from grader.harness.plugin import GRADING, NAMESPACE, GradingPlugin, HarnessState
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def grade_suite(pytester: pytest.Pytester):
+    """Run a suite's source through the grading plugin, in this process; {test name: record}."""
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    runs: list[str] = []
+
+    def run(source: str, details: bool = True) -> tuple[dict, list[str]]:
+        runs.append(source)
+        folder = pytester.mkdir(f"suite{len(runs)}")
+        (folder / "test_suite.py").write_text(source)
+        job = Job(submission="solution.py", module="solution", names=["f"],
+                  suites=[Suite("hidden", folder.name, details=details)], worker_code="", worker_python="",
+                  isolation="none")
+        harness = HarnessState(job, str(pytester.path))
+        # What the harness does to its own process (a subreaper that kills strays, a memory cap) is for a
+        # process of its own: undone for this one, which runs other tests after.
+        harness.subreaper = False
+        try:
+            pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder), plugins=[GradingPlugin(harness)])
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, limits)
+            prctl(PR_SET_CHILD_SUBREAPER, 0)
+            prctl(PR_SET_DUMPABLE, 1)
+        return {r.name.split("::")[-1]: r for r in harness.records.values()}, harness.problems
+
+    return run
+
+
+def test_a_skipped_test_is_an_error_never_a_pass(grade_suite):
+    records, _ = grade_suite('''
+import pytest
+
+def test_skipped():
+    pytest.skip("not today")
+
+@pytest.mark.skipif(True, reason="never")
+def test_skipped_by_mark():
+    pass
+
+def test_passes():
+    pass
+''')
+    assert records["test_skipped"].status == "error" and "skipped" in records["test_skipped"].message
+    assert "not today" in records["test_skipped"].message
+    assert records["test_skipped_by_mark"].status == "error"
+    assert records["test_passes"].status == "passed"
+
+
+def test_a_swallowed_timeout_or_crash_of_the_submission_is_never_a_pass(grade_suite):
+    """A test that catches what the submission's worker did (here, the incident the worker client
+    records) and passes anyway: the incident decides."""
+    records, _ = grade_suite('''
+from types import SimpleNamespace
+
+from grader.harness.plugin import NAMESPACE
+
+
+def test_catches_the_timeout(request):
+    incident = SimpleNamespace(status="timeout", message="schedule() did not return within 5 s")
+    request.node.stash[NAMESPACE] = SimpleNamespace(_client=SimpleNamespace(incident=incident))
+    try:
+        raise TimeoutError("caught by the test")
+    except TimeoutError:
+        pass
+''')
+    record = records["test_catches_the_timeout"]
+    assert (record.status, record.message) == ("timeout", "schedule() did not return within 5 s")
+    assert NAMESPACE and SimpleNamespace  # the names the suite above imports
+
+
+def test_a_test_over_its_time_is_a_timeout_with_its_limit(grade_suite):
+    records, _ = grade_suite('''
+import time
+import pytest
+
+@pytest.mark.timeout(0.3)
+def test_sleeps():
+    time.sleep(5)
+''')
+    record = records["test_sleeps"]
+    assert record.status == "timeout" and "did not finish within" in record.message
+    assert record.duration_s < 3
+
+
+def test_a_failure_outside_the_test_body_is_an_error_and_a_fail_keeps_the_authors_words(grade_suite):
+    records, _ = grade_suite('''
+import pytest
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture broke")
+
+def test_uses_broken(broken):
+    pass
+
+def test_fails():
+    pytest.fail("the plan held 3 entries; 4 expected")
+''')
+    assert records["test_uses_broken"].status == "error"
+    assert (records["test_fails"].status, records["test_fails"].message) == \
+        ("failed", "the plan held 3 entries; 4 expected")
+
+
+def test_held_back_details_still_name_the_rule_and_an_authors_message(grade_suite):
+    source = '''
+def test_bare():
+    """Decodes go before prefills."""
+    plan = [2, 1]
+    assert plan == sorted(plan)
+
+def test_with_message():
+    plan = [2, 1]
+    assert plan == sorted(plan), "step 3: the plan is out of order"
+'''
+    held, _ = grade_suite(source, details=False)
+    assert held["test_bare"].message == "a check of this test failed: Decodes go before prefills."
+    assert held["test_with_message"].message == "step 3: the plan is out of order"
+    shown, _ = grade_suite(source, details=True)
+    assert shown["test_with_message"].message.startswith("step 3: the plan is out of order\nassert [2, 1] == [1, 2]")
+
+
+def test_a_file_that_cannot_be_collected_is_a_problem_of_the_run(grade_suite):
+    _, problems = grade_suite("import not_a_module_anywhere\n")
+    assert problems and "could not be collected" in problems[0] and "not_a_module_anywhere" in problems[0]
+
+
+def test_the_plugin_is_found_in_the_config_stash(pytester):
+    """A trusted suite (or a test of the plugin) reaches the run through `config.stash[GRADING]`."""
+    job = Job(submission="s.py", module="s", names=[], suites=[], worker_code="", worker_python="", isolation="none")
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    harness = HarnessState(job, str(pytester.path))
+    harness.subreaper = False
+    grading = GradingPlugin(harness)
+    try:
+        pytester.plugins.append(grading)
+        config = pytester.parseconfigure()
+        assert config.stash[GRADING] is grading and config.stash[GRADING].harness is harness
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, limits)
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
+        prctl(PR_SET_DUMPABLE, 1)
+    assert os.getpid()
