@@ -184,3 +184,15 @@ def test_publish_takes_the_on_time_policy_and_its_gradebook_says_who_was_late(tm
     rows = list(csv.DictReader((tmp_path / "site" / f"gradebook-{EXERCISE}.csv").open()))
     assert [(r["student"], r["late"]) for r in rows] == [("ada", "False")]  # the project's exercise has no due date
     assert "on-time" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_a_due_date_without_a_closing_shows_on_the_page_before_and_after_the_prediction(course):
+    exercise, store, now, sign_in = course
+    unclosed = dataclasses.replace(exercise, web=dataclasses.replace(exercise.web, closes=None))
+    client = TestClient(create_app(Service(store=store, dispatcher=None, exercises={EXERCISE: unclosed},  # type: ignore[arg-type]
+                                           base_url="http://testserver", clock=lambda: now[0])))
+    link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
+    client.get(link)
+    page = client.get(PAGE)  # bob has not answered the question yet
+    assert page.status_code == 200 and "Due 2026-12-20 23:59 UTC+01:00 (in 1 day)." in page.text
+    assert "Closes" not in page.text and "Closed" not in page.text

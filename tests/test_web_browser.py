@@ -16,7 +16,8 @@ import pytest
 
 from tests.browser import Page, expect, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
-from tests.service import import_roster, local_server, signed_in
+from tests.service import csrf_of, import_roster, local_server, signed_in
+from tests.service import wait_graded as wait_graded_over_http
 
 pytestmark = pytest.mark.slow
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -29,7 +30,9 @@ def server(tmp_path_factory):
     """`grader serve` on a private copy of the exercise that allows a new submission every second."""
     folder = tmp_path_factory.mktemp("project")
     toml = exercise_copy(folder) / "exercise.toml"
-    toml.write_text(re.sub(r"submission_interval_s = \d+", "submission_interval_s = 1", toml.read_text()))
+    text = re.sub(r"submission_interval_s = \d+", "submission_interval_s = 1", toml.read_text())
+    # A due date years away: the page shows it, and the instructor's page of a student has the extension form.
+    toml.write_text(text.replace("[web]\n", "[web]\ndue = 2036-06-30T23:59:00+02:00\n"))
     with local_server(folder, cwd=folder) as server:
         yield server
 
@@ -137,3 +140,56 @@ def test_the_instructor_dashboard_and_overview_load_clean(new_page, server, inst
     screenshot(page, SHOTS / f"overview-{width}.png")
     assert problems(page) == []
     assert [u for u in requests(page) if not u.startswith(server.url + "/")] == []
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_an_instructor_reads_a_student_gives_an_extension_regrades_and_compares(new_page, server, instructor, width):
+    """The instructor's flows at desktop and phone widths: a student's page (name, tier, the prediction's
+    answer, the code graded), an extension given in the form, a regrade asked for and confirmed, the
+    prediction's answers counted, and the similarity report, each page fitting the screen."""
+    w, h, mobile = WIDTHS[width]
+    client, csrf = instructor
+    student = f"lin-{width}"
+    link = import_roster(server, client, csrf, f"id,name,tier\n{student},Lin {width},premium\n")[student]
+    learner, token = signed_in(server, link)
+    learner.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "2"})
+    done = learner.post(f"/exercises/{EXERCISE}/submit", data={"csrf": token, "code": MUTANT.read_text()})
+    wait_graded_over_http(learner, str(done.url))
+
+    page = new_page(w, h, mobile=mobile)
+    page.context.add_cookies([{"name": "grader_session", "value": client.cookies["grader_session"],
+                               "url": server.url + "/", "httpOnly": True, "sameSite": "Lax"}])
+    page.goto(f"{server.url}/instructor")
+    tally = page.locator(f"#predictions-{EXERCISE}")
+    tally.locator("summary").click()
+    expect(tally).to_contain_text("(the answer)")
+    go(page, page.get_by_role("link", name=student, exact=True))
+    expect(page.locator("#student-facts")).to_have_text(f"Lin {width} · premium tier")
+    expect(page.locator("#answers")).to_contain_text("right")
+    expect(page.locator("#extensions")).to_contain_text("due 2036-06-30 23:59 UTC+02:00")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"instructor-student-{width}.png")
+    page.locator('#extensions input[name="due"]').first.fill("2036-07-07T12:00")
+    go(page, page.locator("#extensions").get_by_role("button", name="give extension"))
+    expect(page.locator("#extensions")).to_contain_text("due 2036-07-07 12:00 UTC+02:00 (an extension)")
+    go(page, page.locator('a[href$="/report"]').first.locator("xpath=../a[1]"))  # the submission's status page
+    expect(page.locator("#code-graded")).to_contain_text("def schedule")
+    assert fits(page, w)
+
+    page.goto(f"{server.url}/instructor")
+    go(page, page.locator(f"#regrade-{EXERCISE}"))
+    expect(page.locator("#confirm")).to_contain_text("A regrade grades every one of them again")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"regrade-{width}.png")
+    go(page, page.locator("#confirm-regrade"))
+    expect(page.locator("#notice")).to_contain_text("queued for regrading")
+    expect(page.locator("#changes")).to_contain_text("score(s) changed")
+
+    page.goto(f"{server.url}/instructor")
+    go(page, page.get_by_role("link", name="similarity"))
+    expect(page.get_by_role("heading", level=1)).to_have_text(EXERCISE)
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"similarity-{width}.png")
+    assert problems(page) == []
+    assert [u for u in requests(page) if not u.startswith(server.url + "/")] == []
+    assert csrf_of  # imported with the helpers above

@@ -543,3 +543,19 @@ def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     with store.transaction() as db:  # a grader takes it: the queue moves again
         db.execute(schema.submissions.update().values(state="grading", lease_until=schema.submissions.c.queued_at + 1e6))
     assert jobs.stalled_for(store) is None
+
+
+def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkeypatch):
+    import grader.web.app as app_module
+
+    _, _, sign_in, _, _ = site
+    browser, _ = sign_in("student", "ada")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in a page")
+
+    monkeypatch.setattr(app_module.exercise_page, "deadline_view", broken)
+    browser = TestClient(browser.app, raise_server_exceptions=False, cookies=browser.cookies)
+    page = browser.get(PAGE)
+    assert page.status_code == 500 and page.headers["content-type"].startswith("text/html")
+    assert "Something went wrong here" in page.text and "a bug in a page" not in page.text

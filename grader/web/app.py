@@ -627,6 +627,16 @@ async def store_unavailable(request: Request, exc: Exception) -> Response:
     return page
 
 
+SERVER_FAULT = ("Something went wrong here", "The service could not show this page: the fault is ours, and it is "
+                                            "in the server's log. What you submitted is kept; go back and try again.")
+
+
+async def server_fault(request: Request, exc: Exception) -> Response:
+    """Any other failure: the service's own page with a 500, never a bare text. Starlette logs the
+    traceback; nothing of it is shown."""
+    return message_page(None, 500, *SERVER_FAULT)
+
+
 def create_app(service: Service) -> AccessLog:
     routes = [
         Route("/favicon.ico", favicon),
@@ -652,6 +662,6 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
-                                                         InterfaceError: store_unavailable})
+                                                         InterfaceError: store_unavailable, Exception: server_fault})
     app.state.service = service
     return AccessLog(Guard(app, service.max_request_bytes))

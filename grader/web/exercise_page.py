@@ -70,7 +70,8 @@ def deadline_view(due: datetime | None, closes: datetime | None, extended: bool,
     """What the exercise page says of its dates to one student; None when the exercise has none."""
     if due is None and closes is None:
         return None
-    view: dict = {"extended": extended, "open": closes is None or now <= closes, "late": False}
+    view: dict = {"extended": extended, "open": closes is None or now <= closes, "late": False,
+                  "due": "", "when": "", "closes": ""}
     if due is not None:
         left = (due - now).total_seconds()
         view.update(due=moment_text(due), late=left < 0,
