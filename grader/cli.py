@@ -541,6 +541,11 @@ def print_similarity(report: Report, console: Console, rows: int = 15) -> None:
     console.print(table)
     for cluster in report.clusters:
         console.print(Text(f"cluster: {', '.join(escaped(label) for label in cluster)}", style="yellow"))
+    if report.widely_shared:
+        console.print(Text(f"{len(report.widely_shared)} student(s) handed in mostly code that more than "
+                           f"{report.common_limit} students hold (not counted between students; see their pairs "
+                           f"with the reference): {', '.join(escaped(s) for s in report.widely_shared)}",
+                           style="yellow"))
 
 
 def write_pseudonym_map(store: Store, path: Path) -> None:

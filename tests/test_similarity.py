@@ -145,6 +145,7 @@ def test_the_reference_is_compared_with_code_the_whole_class_holds():
     assert all("reference" in pair for pair in labels), "students were matched on code all of them hold"
     assert len(labels) == 12 and all(p.score > 0.9 for p in report.pairs)
     assert all(d.common == d.fingerprints for d in report.documents if d.kind == "student")
+    assert report.widely_shared == [f"s{i:02}" for i in range(12)], "a solution passed round the class went unsaid"
 
 
 def card(tests: list[tuple[str, str, str]]) -> Scorecard:

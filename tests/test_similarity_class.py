@@ -54,6 +54,7 @@ def test_every_copy_ranks_above_every_honest_pair_and_the_stubs_match_nothing():
     assert not any(stubs & {p.a.label, p.b.label} for p in report.pairs), "starter code made students alike"
     assert all(d.fingerprints == 0 for d in report.documents if d.label in stubs)
     assert sorted(frozenset(c) for c in report.clusters) == sorted(COPIES, key=sorted)
+    assert report.widely_shared == [], "an honest class was said to share one solution"
 
 
 @pytest.mark.slow

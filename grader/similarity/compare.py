@@ -93,6 +93,14 @@ class Report:
     def students(self) -> int:
         return sum(1 for d in self.documents if d.kind == "student")
 
+    @property
+    def widely_shared(self) -> list[str]:
+        """Students most of whose code is code more than `common_limit` of the class hold, which is left
+        out between students: a solution passed round the class would hide there (compare with the
+        reference and earlier terms, where it still counts)."""
+        return sorted(d.label for d in self.documents
+                      if d.kind == "student" and d.fingerprints >= MIN_SHARED and d.common * 2 >= d.fingerprints)
+
 
 def fingerprint_document(document: Document, given: set[int]) -> None:
     document.tokens = python_tokens(document.text)

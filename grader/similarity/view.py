@@ -49,6 +49,7 @@ def report_dict(report: Report, policy: str = "") -> dict[str, Any]:
             "students": report.students, "ignored_common": report.ignored_common,
             "pairs_found": report.pairs_found,
             "clusters": report.clusters,
+            "widely_shared": report.widely_shared,
             "pairs": [pair_dict(pair, rank) for rank, pair in enumerate(report.pairs, start=1)],
             "documents": [document_dict(d) for d in report.documents]}
 
