@@ -286,3 +286,36 @@ def test_the_services_report_is_for_instructors_only(tmp_path):
         assert refused.status_code == 403 and "bob" not in refused.text, path
         assert TestClient(create_app(service)).get(path).status_code == 401
     store.close()
+
+
+def test_a_store_is_compared_with_an_earlier_term_and_shown_under_pseudonyms(tmp_path):
+    """The store's latest submissions, with last term's folder: a student who handed in last year's
+    file is paired with it, last year's students are never paired with each other, and under
+    --pseudonymous no student id is printed."""
+    from grader.publish import pseudonym
+    from grader.store import Store
+
+    exercise = load_exercise(EXERCISE)
+    db = tmp_path / "class.db"
+    with Store(db) as store:
+        store.migrate()
+        for student, text in (("ada", STUB + ORIGINAL), ("cy", STUB + "x = 1\n")):
+            sid, _ = store.add_submission(student, EXERCISE, "premium", f"{student:0<64}", exercise.submission_file,
+                                          text.encode(), state="graded")
+            store.save_scorecard(sid, card([("a", "passed", "")]))
+        key = store.setting("pseudonym_key")
+    last = tmp_path / "last-term"
+    last.mkdir()
+    (last / "old_bob.py").write_text(STUB + DISGUISED)
+    (last / "old_dan.py").write_text(STUB + DISGUISED)  # two alike files of last term: not this class's business
+    done = run_similarity("--exercise", EXERCISE, "--db", str(db), "--against", str(last), "--json", "-",
+                          "--no-reference", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    pairs = {frozenset((p["a"], p["b"])) for p in json.loads(done.stdout)["pairs"]}
+    assert frozenset(("ada", "last-term/old_bob")) in pairs and frozenset(("ada", "last-term/old_dan")) in pairs
+    assert frozenset(("last-term/old_bob", "last-term/old_dan")) not in pairs
+    hidden = run_similarity("--exercise", EXERCISE, "--db", str(db), "--against", str(last), "--json", "-",
+                            "--pseudonymous", cwd=tmp_path)
+    assert hidden.returncode == 0, hidden.stderr
+    assert '"ada"' not in hidden.stdout and "ada" not in hidden.stderr
+    assert pseudonym(key, "ada") in hidden.stdout and f"last-term/{pseudonym(key, 'old_bob')}" in hidden.stdout
