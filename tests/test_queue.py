@@ -38,6 +38,18 @@ def start_worker(redis_url: str, db: str, log) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def stop_all(engine, workers: list[subprocess.Popen], logs: list, server: Server) -> None:
+    """The end of a scaled-out test: its connections, its workers (whatever they run), their logs, serve."""
+    engine.dispose()
+    for worker in workers:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+    for log in logs:
+        log.close()
+    server.stop()
+
+
 def rows(engine, query: str) -> list:
     with engine.connect() as connection:
         return connection.execute(text(query)).all()
@@ -90,14 +102,7 @@ def test_killed_worker_and_restarted_redis_lose_nothing_and_grade_each_submissio
                           (tmp_path / "worker-1.log").read_text())
         assert said and all(scores[int(sid)] == (int(score), int(top)) for sid, score, top in said), said
     finally:
-        engine.dispose()
-        for worker in workers:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                worker.wait(timeout=30)
-        for log in logs:
-            log.close()
-        server.stop()
+        stop_all(engine, workers, logs, server)
 
 
 def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_path):
@@ -224,14 +229,7 @@ def test_a_store_restart_mid_run_sends_no_message_to_the_failed_registry_and_gra
         assert "the store cannot be reached" in said, said[-2000:]
         assert said.count("\n") < 200, f"{said.count(chr(10))} lines of worker log for an 8 s outage"
     finally:
-        engine.dispose()
-        for worker in workers:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                worker.wait(timeout=30)
-        for log in logs:
-            log.close()
-        server.stop()
+        stop_all(engine, workers, logs, server)
         cluster.close()
 
 
