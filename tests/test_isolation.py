@@ -484,7 +484,7 @@ def test_a_full_tmp_stops_at_its_size_and_the_grading_is_graded(exercise):
 
 WORKER_UID_HOLDER = """
 import sys
-from grader.sandbox.local import worker_account
+from grader.sandbox.worker_accounts import worker_account
 with worker_account() as (uid, _):
     print(uid, flush=True)
     sys.stdin.read()

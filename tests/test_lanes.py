@@ -83,9 +83,10 @@ def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
 
 def test_without_a_free_account_for_a_second_lane_a_grading_runs_in_one(monkeypatch):
     from grader.errors import GradingError
-    from grader.sandbox import local
+    from grader.sandbox import worker_accounts
 
-    monkeypatch.setattr(local, "WORKER_UIDS", range(local.WORKER_UIDS[-1], local.WORKER_UIDS[-1] + 1))
+    last = worker_accounts.WORKER_UIDS[-1]
+    monkeypatch.setattr(worker_accounts, "WORKER_UIDS", range(last, last + 1))
     try:
         card = grade(WHO_AM_I, 2)
     except GradingError as exc:  # the range's one account may be another grading's, beside this test

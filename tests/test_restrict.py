@@ -17,7 +17,7 @@ from grader.sandbox.local import worker_python
 from tests.helpers import PROJECT
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="runs a probe as an account of its own: root only")
-UID = 61990  # an account no real user has (as the worker accounts: grader.sandbox.local.WORKER_UIDS)
+UID = 61990  # an account no real user has (as the worker accounts: grader.sandbox.worker_accounts.WORKER_UIDS)
 
 PROBE = """
 import json, os, socket, subprocess, sys

@@ -26,7 +26,8 @@ from grader.grading import grade_bytes
 from grader.harness.client import CallTimeout
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
-from grader.sandbox.local import run_local, worker_account, worker_python
+from grader.sandbox.local import run_local, worker_python
+from grader.sandbox.worker_accounts import worker_account
 from grader.scorecard import Scorecard
 from tests.helpers import REFERENCE, exercise_copy, worker_for
 

@@ -34,9 +34,10 @@ from grader.sandbox.layout import (
     prepare_suites,
     run_input,
 )
-from grader.sandbox.local import HARNESS_ENV, worker_account
+from grader.sandbox.local import HARNESS_ENV
 from grader.sandbox.owners import due, is_gone, this_process
 from grader.sandbox.warm import WarmSlots
+from grader.sandbox.worker_accounts import worker_account
 
 BASE = "/job"
 NOBODY = 65534

@@ -15,12 +15,14 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from grader.errors import GradingError
 from grader.sandbox.owners import due
 
 JOB_PREFIX = "grader-job-"
@@ -118,3 +120,16 @@ def _abandoned(entry: os.DirEntry[str]) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a folder only this user may enter, made if missing; anything else there is refused."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise GradingError(f"{path} should be a folder private to this user (mode 0700), and it is not: "
+                           "remove it and grade again")
+    return path

@@ -44,7 +44,7 @@ from grader.errors import GradingError
 from grader.harness.contract import WORKER_NAME
 from grader.sandbox import layout
 from grader.sandbox.folders import owned_folder
-from grader.sandbox.local import WORKER_UIDS
+from grader.sandbox.worker_accounts import WORKER_UIDS
 
 Progress = Callable[[str], None] | None
 
@@ -164,7 +164,7 @@ def _dockerfile(base: str) -> str:
 
 
 def _worker_accounts() -> str:
-    """The step that names the accounts workers run as (`local.WORKER_UIDS`), so that a submission that
+    """The step that names the accounts workers run as (`worker_accounts.WORKER_UIDS`), so that a submission that
     asks who runs it (getpass, pwd) gets an answer, as in the local sandbox (`confine.account_files`)."""
     script = (f"first, last = {WORKER_UIDS.start}, {WORKER_UIDS.stop - 1}\n"
               "with open('/etc/passwd', 'a') as passwd, open('/etc/group', 'a') as group:\n"

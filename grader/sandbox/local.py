@@ -13,19 +13,16 @@ plain process instead, and is meant only for one's own trusted code.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
-import pwd
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -43,7 +40,7 @@ from grader.harness.contract import (
     seccomp_program,
     wait_for_exit,
 )
-from grader.sandbox.folders import make_job_folder, remove_owned_folder
+from grader.sandbox.folders import make_job_folder, private_folder, remove_owned_folder
 from grader.sandbox.layout import (
     HARNESS_PACKAGE,
     JobLayout,
@@ -57,6 +54,7 @@ from grader.sandbox.layout import (
 )
 from grader.sandbox.templates import TEMPLATE_RUNS, ForkedHarness, HarnessTemplate, TemplateLost
 from grader.sandbox.warm import WarmSlots
+from grader.sandbox.worker_accounts import worker_account
 
 HARNESS_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -65,78 +63,13 @@ HARNESS_ENV = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
-def _worker_uids() -> range:
-    """The uids lent to gradings (GRADER_WORKER_UIDS="FIRST-LAST" moves them where they collide)."""
-    first, _, last = os.environ.get("GRADER_WORKER_UIDS", "61000-61063").partition("-")
-    return range(int(first), int(last) + 1)
-
-
-WORKER_UIDS = _worker_uids()  # one account per concurrent grading; no real user has these
 UNSAFE_WARNING = ("--unsafe-local: the submission runs WITHOUT isolation, as a plain process that can read "
                   "whatever its account can read. Use it only for your own trusted code.")
-
-
-def private_folder(path: Path) -> Path:
-    """`path` as a folder only this user may enter, made if missing; anything else there is refused."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-        raise GradingError(f"{path} should be a folder private to this user (mode 0700), and it is not: "
-                           "remove it and grade again")
-    return path
 
 
 def jobs_root() -> Path:
     """The private parent of every job folder of this user."""
     return private_folder(Path(tempfile.gettempdir()) / f"grader-{os.geteuid()}")
-
-
-# Where root's graders lock the worker uids they lend: one place per host, whatever each grader's
-# $TMPDIR, so that two graders (two `grader worker`s, a `batch` beside `serve`) never lend one uid at once.
-HOST_LOCKS = Path("/run/grader")
-
-
-def account_locks() -> Path:
-    """The folder of the worker uid locks (as root: the host's own, under /run, made 0700 root and
-    refused when it is anything else)."""
-    try:
-        return private_folder(private_folder(HOST_LOCKS) / "worker-uids")
-    except FileNotFoundError:
-        raise GradingError(f"{HOST_LOCKS.parent} is missing: the worker accounts' locks live there") from None
-
-
-@contextlib.contextmanager
-def worker_account() -> Iterator[tuple[int | None, int | None]]:
-    """The uid/gid this grading's workers run as, held for the grading's whole duration.
-
-    As root, every concurrent grading gets an account of its own from WORKER_UIDS (free in
-    /etc/passwd, claimed with a lock file), so that a submission that starves "its own" user's
-    processes (a fork bomb against RLIMIT_NPROC, which counts per user across the machine) can only
-    reach itself, never another student's grading running beside it. The locks are the host's
-    (`account_locks`): every grader of the machine sees every other's. Not as root: the current user.
-    """
-    if os.geteuid() != 0:
-        yield None, None
-        return
-    locks = account_locks()
-    for uid in WORKER_UIDS:
-        try:
-            pwd.getpwuid(uid)
-            continue  # a real account: never borrow it
-        except KeyError:
-            pass
-        fd = os.open(locks / str(uid), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            yield uid, uid
-            return
-    raise GradingError(f"all {len(WORKER_UIDS)} worker accounts are in use: too many gradings at once")
 
 
 def usable_by_others(path: Path) -> bool:
