@@ -177,8 +177,8 @@ from grader.sandbox.local import LocalBackend
 from grader.service import jobs
 from grader.store import Store
 store, backend = Store(sys.argv[1]), choose_backend(sys.argv[2], warm=True)
-if isinstance(backend[0], LocalBackend):
-    backend[0].lanes = 1
+if isinstance(backend, LocalBackend):
+    backend.lanes = 1
 while True:
     if jobs.grade_next(store, backend) is None:
         time.sleep(0.2)

@@ -41,10 +41,10 @@ CASES = ("in-process", "grade", "local", "docker-run", "docker")
 
 def batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int, cgroup_parent: str | None) -> None:
     def make_backend():
-        backend, name = choose_backend(sandbox, warm=True)
+        backend = choose_backend(sandbox, warm=True)
         if isinstance(backend, DockerBackend):
             backend.cgroup_parent = cgroup_parent
-        return backend, name
+        return backend
 
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "bench.db") as store:
         summary = run_batch(store, exercise, tier, make_backend, discover(folder, exercise), jobs=jobs)

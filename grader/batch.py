@@ -131,7 +131,7 @@ def _without_doubles(found: list[Candidate]) -> list[Candidate]:
     return found
 
 
-def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callable[[], tuple[Backend, str]],
+def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callable[[], Backend],
               candidates: list[Candidate], jobs: int = 1,
               on_start: Callable[[int], None] | None = None,
               on_done: Callable[[str, Scorecard | None, str], None] | None = None,
@@ -177,9 +177,8 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
     def grade_one(data: bytes) -> Scorecard:
         if not hasattr(local, "backend"):  # one backend (one engine connection, one warm sandbox) per thread
             local.backend = make_backend()
-            backends.append(local.backend[0])
-        backend, name = local.backend
-        return grade_bytes(data, exercise, tier, backend, name)
+            backends.append(local.backend)
+        return grade_bytes(data, exercise, tier, local.backend)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade") as pool:
         pending: dict[Future[Scorecard], tuple[Candidate, bytes, str, str]] = {

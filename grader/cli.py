@@ -145,7 +145,7 @@ def read_submission(path: str, max_bytes: int) -> bytes:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
-def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, str]:
+def sandbox_for(args: argparse.Namespace, console: Console) -> Backend:
     """The backend to grade with; says which one `auto` chose, warns on every unprotected run, and shows
     the lines of a first image build."""
     unsafe = getattr(args, "unsafe_local", False)
@@ -155,15 +155,14 @@ def sandbox_for(args: argparse.Namespace, console: Console) -> tuple[Backend, st
         console.print(Text(f"sandbox: {name} ({why})", style="dim"))
     if choice.unsafe:
         PipedConsole(stderr=True).print(Text(f"warning: {UNSAFE_WARNING}", style="red bold"))
-    return backend, name
+    return backend
 
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     exercise = load_exercise(args.exercise)
     args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
-    backend, name = sandbox_for(args, console)
-    card = grade_bytes(data, exercise, args.tier, backend, name)
+    card = grade_bytes(data, exercise, args.tier, sandbox_for(args, console))
     written = [("scorecard", write_output(args.json, card.to_json() + "\n"))] if args.json else []
     print_summary(card, console)
     for label, path in (*written, *write_reports(card, args.html, args.md)):
@@ -272,7 +271,8 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
     from grader.audit import run_audit
 
     exercise = load_exercise(args.exercise)
-    backend, name = sandbox_for(args, console)
+    backend = sandbox_for(args, console)
+    name = backend.name
     console.print(f"auditing {exercise.slug} on the {name} sandbox: reference, stub and {len(exercise.mutants)} mutants")
     audit = run_audit(exercise, backend, name,
                       on_row=lambda row: console.print(Text(f"  graded {row.label}: {row.card.score}/{row.card.max_score}", style="dim")))
@@ -353,8 +353,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             console.print(Text(f"this exact file was already graded for {student} (submission {submission_id}); "
                                "showing that result", style="yellow"))
         else:
-            backend, name = sandbox_for(args, console)
-            card = grade_bytes(data, exercise, args.tier, backend, name)
+            card = grade_bytes(data, exercise, args.tier, sandbox_for(args, console))
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
         report = store_report(store.path, student, exercise.slug, submission_id, card)

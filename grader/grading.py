@@ -29,6 +29,11 @@ class Backend(Protocol):
     `close` ends what it keeps ready between gradings (a warm sandbox, a harness template); a backend
     keeping nothing closes at once."""
 
+    @property
+    def name(self) -> str:
+        """What scorecards call it: "local", "docker"."""
+        ...
+
     def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun: ...
 
     def close(self) -> None: ...
@@ -39,6 +44,7 @@ class PlainBackend:
     """A backend made of a function (a test's, a wrapper's): it keeps nothing, so closing it does nothing."""
 
     run: Callable[[Exercise, bytes, str, Run], RawRun]
+    name: str = "plain"
 
     def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
         return self.run(exercise, source, tier, run)
@@ -55,8 +61,11 @@ def new_run(exercise: Exercise, source: bytes) -> Run:
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 
-def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend, backend_name: str) -> Scorecard:
-    """Grade `data` on `tier` (None: the exercise's default tier)."""
+def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
+                backend_name: str | None = None) -> Scorecard:
+    """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
+    its own name unless `backend_name` says otherwise."""
+    backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
     expected = expected_max(exercise, tier)  # worked out once: the score's ceiling, then the check of the results

@@ -78,7 +78,7 @@ def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
             if len(calls) == 3:
                 raise KeyboardInterrupt  # as if Ctrl-C arrived while this one was grading
             return run_local(ex, source, tier, run)
-        return PlainBackend(backend), "local"
+        return PlainBackend(backend, "local")
 
     with Store(tmp_path / "class.db") as store:
         summary = run_batch(store, exercise, "free", interrupting_backend, discover(folder, exercise), jobs=1)
@@ -90,7 +90,7 @@ def test_an_interrupted_batch_loses_nothing_and_resumes(tmp_path):
     assert database.execute("SELECT count(*) FROM scorecards").fetchone()[0] == saved
     database.close()
     with Store(tmp_path / "class.db") as store:
-        again = run_batch(store, exercise, "free", lambda: (run_local, "local"), discover(folder, exercise), jobs=2)
+        again = run_batch(store, exercise, "free", lambda: run_local, discover(folder, exercise), jobs=2)
         assert len(again.skipped) == saved and len(again.graded) == 5 - saved and not again.problems
         assert len([s for s in store.submissions(EXERCISE) if s.card]) == 5
 
@@ -152,7 +152,7 @@ def test_a_batch_grades_again_when_the_exercise_changes_and_everything_with_regr
         def backend(ex, source, tier, run):
             graded.append(tier)
             return run_local(ex, source, tier, run)
-        return PlainBackend(backend), "local"
+        return PlainBackend(backend, "local")
 
     def batch(**options):
         graded.clear()
@@ -180,7 +180,7 @@ def timing_out_backend():
         if b"TIME_ME_OUT" in source:
             return RawRun(output=b"", exit_status=None, timed_out=True, duration_s=1.0)
         return run_local(exercise, source, tier, run)
-    return PlainBackend(backend), "local"
+    return PlainBackend(backend, "local")
 
 
 def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_path, capsys, monkeypatch):
@@ -218,7 +218,7 @@ def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, c
     def slow_backend(exercise, source, tier, run):
         time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
         return run_local(exercise, source, tier, run)
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: (PlainBackend(slow_backend), "local"))
+    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: PlainBackend(slow_backend, "local"))
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
                  "--db", str(tmp_path / "class.db"), "--gradebook", "-"]) == 0

@@ -65,7 +65,7 @@ def style_cards(sandbox, tmp_path_factory) -> dict:
         (folder / "class" / f"{style.replace('_', '-')}.py").write_bytes(styled(style))
     exercise = load_exercise(EXERCISE)
     with Store(folder / "class.db") as store:
-        summary = run_batch(store, exercise, "premium", lambda: (backend, name), discover(folder / "class", exercise), jobs=2)
+        summary = run_batch(store, exercise, "premium", lambda: backend, discover(folder / "class", exercise), jobs=2)
     assert not summary.problems, summary.problems
     return {student.replace("-", "_"): card for student, card in summary.graded}
 
@@ -219,7 +219,7 @@ def test_an_error_while_storing_one_result_is_reported_for_that_student_and_the_
 
         monkeypatch.setattr(store, "add_submission", failing_for_bob)
         done = []
-        summary = run_batch(store, exercise, "free", lambda: (run_local, "local"), discover(folder, exercise),
+        summary = run_batch(store, exercise, "free", lambda: run_local, discover(folder, exercise),
                             jobs=2, on_done=lambda student, card, problem: done.append(student))
         assert [student for student, _ in summary.problems] == ["bob"]
         assert "not stored" in summary.problems[0][1] and "UnicodeEncodeError" in summary.problems[0][1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from grader.grading import PlainBackend
 from grader.scorecard import Scorecard
 from grader.service import jobs
 from grader.store import Store
@@ -93,7 +94,7 @@ def test_a_grader_without_the_exercise_leaves_the_submission_queued_for_another(
 
     with Store(tmp_path / "s.db") as store:
         (sid, _) = jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", b"x = 1\n")
-        assert jobs.grade_submission(store, sid, (never, "local"), exercises=missing) is False
+        assert jobs.grade_submission(store, sid, PlainBackend(never, "local"), exercises=missing) is False
         assert jobs.status(store, sid).state == "queued" and jobs.status(store, sid).place == 1
         assert store.scorecards(sid) == [], "the student got a result for the grader's missing exercise"
         assert "cannot load exercise" in caplog.text and "/srv/worker" in caplog.text

@@ -181,7 +181,7 @@ def test_one_students_submissions_never_hold_every_grading_thread(location, monk
         ids["b0"] = jobs.submit(store, "bob", EXERCISE, "free", "scheduler.py", b"b0")[0]
         # Before any thread runs, the line already shows Bob's beside Alice's first.
         assert [jobs.status(store, ids[n]).place for n in ("a0", "b0", "a1", "a2")] == [1, 2, 3, 4]
-        dispatcher = ThreadDispatcher(store, lambda: (PlainBackend(lambda *_: None), "fake"), workers=2)
+        dispatcher = ThreadDispatcher(store, lambda: PlainBackend(lambda *_: None, "fake"), workers=2)
         dispatcher.start()
         try:
             wait_until(lambda: len(started) == 2, 20, "two gradings under way")

@@ -23,10 +23,9 @@ class Choice:
 
 
 def choose_backend(name: str, progress: Callable[[str], None] | None = None, *,
-                   unsafe_local: bool = False, warm: bool = False) -> tuple[Backend, str]:
-    """(backend, its name); see `choose`."""
-    choice = choose(name, progress, unsafe_local=unsafe_local, warm=warm)
-    return choice.backend, choice.name
+                   unsafe_local: bool = False, warm: bool = False) -> Backend:
+    """The backend `choose` picks (it says its own name: `backend.name`)."""
+    return choose(name, progress, unsafe_local=unsafe_local, warm=warm).backend
 
 
 def choose(name: str, progress: Callable[[str], None] | None = None, *, unsafe_local: bool = False,

@@ -240,6 +240,8 @@ class LocalBackend:
     backend forks each harness from a template of the exercise's tier (see `harness.template`), so
     that pytest's start and the collection happen once, not once per submission."""
 
+    name = "local"
+
     unsafe: bool = False
     warm: bool = False
     # "namespaces" or "account" (`contract.ISOLATIONS`); None: chosen at the first grading by

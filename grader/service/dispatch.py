@@ -35,7 +35,7 @@ class ThreadDispatcher:
     gradings under way, and never one of a student who already holds all threads but one, so a
     student whose submissions each run to the time limit cannot keep everyone else waiting."""
 
-    def __init__(self, store: Store, make_backend: Callable[[], tuple[Backend, str]], workers: int = 2,
+    def __init__(self, store: Store, make_backend: Callable[[], Backend], workers: int = 2,
                  lease_s: float = jobs.DEFAULT_LEASE_S) -> None:
         self.store, self.make_backend, self.lease_s = store, make_backend, lease_s
         # With one thread there is nothing to share: the lone student is graded, one at a time.
@@ -80,7 +80,7 @@ class ThreadDispatcher:
                         log.exception("grading a submission failed")
                         break
         finally:
-            backend[0].close()  # the sandbox waiting for the next submission
+            backend.close()  # the sandbox waiting for the next submission
 
     def watch(self) -> None:
         from sqlalchemy.exc import InterfaceError, OperationalError

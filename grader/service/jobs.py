@@ -256,7 +256,7 @@ class Lease:
         self.thread.join()
 
 
-def grade_submission(store: Store, submission_id: int, backend: tuple[Backend, str],
+def grade_submission(store: Store, submission_id: int, backend: Backend,
                      lease_s: float = DEFAULT_LEASE_S,
                      exercises: Callable[[str], Exercise] = load_exercise) -> bool:
     """Claim, grade and store one submission. False when another grader has it or it is done."""
@@ -266,7 +266,7 @@ def grade_submission(store: Store, submission_id: int, backend: tuple[Backend, s
     return grade_claimed(store, submission_id, token, backend, lease_s, exercises)
 
 
-def grade_next(store: Store, backend: tuple[Backend, str], lease_s: float = DEFAULT_LEASE_S,
+def grade_next(store: Store, backend: Backend, lease_s: float = DEFAULT_LEASE_S,
                share: int | None = None, exercises: Callable[[str], Exercise] = load_exercise) -> int | None:
     """Claim (`claim_next`), grade and store the submission whose turn it is; its id, or None when
     none can be taken now."""
@@ -294,7 +294,7 @@ def release(store: Store, submission_id: int, token: str) -> bool:
     return moved.rowcount == 1
 
 
-def grade_claimed(store: Store, submission_id: int, token: str, backend: tuple[Backend, str], lease_s: float,
+def grade_claimed(store: Store, submission_id: int, token: str, backend: Backend, lease_s: float,
                   exercises: Callable[[str], Exercise]) -> bool:
     sub = store.submission(submission_id)
     assert sub is not None
@@ -312,7 +312,7 @@ def grade_claimed(store: Store, submission_id: int, token: str, backend: tuple[B
         content = store.content(submission_id)
         assert content is not None
         try:
-            card = grade_bytes(content, exercise, sub.tier, *backend)
+            card = grade_bytes(content, exercise, sub.tier, backend)
         except Exception as exc:  # fail closed: the grader could not vouch for a result
             card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
     finally:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from grader.db.engine import sqlite_path
 from grader.errors import StoreError
+from grader.grading import Backend
 from grader.sandbox.choose import choose_backend
 from grader.sandbox.local import LocalBackend
 from grader.service import jobs
@@ -30,7 +31,7 @@ class WorkerConfig:
     sandbox: str
     lease_s: float
     store: Store
-    backend: tuple
+    backend: Backend
 
 
 _config: WorkerConfig | None = None
@@ -94,8 +95,8 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
     # The sandbox is chosen now, so a worker without the sandbox it was asked for fails at once; warm, as
     # `grader serve`'s own gradings are: a sandbox made ready for the next submission while one is graded.
     backend = choose_backend(sandbox, warm=True)
-    if isinstance(backend[0], LocalBackend):
-        backend[0].lanes = 1  # workers grade side by side: they are the parallelism, not lanes
+    if isinstance(backend, LocalBackend):
+        backend.lanes = 1  # workers grade side by side: they are the parallelism, not lanes
     _config = WorkerConfig(db_url, sandbox, lease_s, store, backend)
     connection = redis_connection(broker_url)
     # This worker also watches for gradings that died elsewhere, so nothing waits for a web server.
@@ -127,5 +128,5 @@ def run_worker(broker_url: str, db_url: str, sandbox: str = "auto", lease_s: flo
                 wait_s = min(2 * wait_s, RECONNECT_MAX_S)
     finally:
         watcher.stop()
-        backend[0].close()
+        backend.close()
         store.close()

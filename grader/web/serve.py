@@ -81,7 +81,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
         dispatcher: ThreadDispatcher | RQDispatcher = RQDispatcher(store, options.broker, options.lease_s)
         how = f"queue {options.broker.split('@')[-1]} (start graders with `grader worker`)"
     else:
-        name = choose_backend(options.sandbox)[1]
+        name = choose_backend(options.sandbox).name
         # Each grading thread keeps a sandbox ready for the next submission of the same exercise and tier.
         dispatcher = ThreadDispatcher(store, lambda: choose_backend(options.sandbox, warm=True), options.workers,
                                       options.lease_s)
