@@ -78,12 +78,22 @@ premium = ["visible", "hidden"]
 # choices = ["[3, 3, 4, 4, 5]", "[3, 1, 4, 1, 5]", "[5, 5, 5, 5, 5]"]
 # answer = 1   # counting from 1
 # why = "Each entry is the largest value seen so far."
+# hides = ["visible_tests"]   # parts of the page that give the answer away (statement, visible_tests)
 
 # The web service: when a premium student may open the reference (never, after_first_graded,
 # after_full_marks or a date such as 2026-12-20), and the least time between two submissions.
+# Due dates (with their zone): later submissions are marked late; after `closes` none is taken, but
+# under a student's extension given on the dashboard.
 # [web]
 # solution = "after_first_graded"
 # submission_interval_s = 30
+# due = 2026-12-20T23:59:00+01:00
+# closes = 2026-12-22T23:59:00+01:00
+
+# Files students are given besides the stub, in this folder: their code never makes two students look
+# alike in `grader similarity`.
+# [similarity]
+# given = ["helpers.py"]
 '''
 
 STATEMENT = '''\

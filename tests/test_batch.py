@@ -194,8 +194,8 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     assert "graded 3 in this run, 0 skipped" in out
     assert "1 graded, 1 rejected, 1 timed out" in out and "mean score 5.0/10 over 2" in out
     rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
-    assert list(rows["alice"])[:7] == ["student", "score", "max_score", "status", "reason", "submitted_at",
-                                       "graded_at"]
+    assert list(rows["alice"])[:10] == ["student", "name", "tier", "score", "max_score", "status", "reason",
+                                        "submitted_at", "late", "graded_at"]
     assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
     assert rows["dave"]["status"] == "rejected" and "syntax" in rows["dave"]["reason"].lower()
     assert rows["tim"]["status"] == "error" and rows["tim"]["reason"].startswith("grading did not finish")
