@@ -142,20 +142,22 @@ def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_
 def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monkeypatch):
     """On the broker's path too, a student's many submissions wait behind everyone else's first: a
     message names a submission, the store says whose turn it is, and each message grades one."""
+    from grader.grading import PlainBackend
     from grader.scorecard import Scorecard
     from grader.service import jobs, worker
     from grader.store import Store
 
     order: list[bytes] = []
 
-    def grade(data: bytes, exercise, tier, backend, name) -> Scorecard:
+    def grade(data: bytes, exercise, tier, backend, name=None) -> Scorecard:
         order.append(data)
         return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="x", status="graded", score=1,
                          max_score=1)
 
     monkeypatch.setattr(jobs, "grade_bytes", grade)
     with Store(tmp_path / "s.db") as store:
-        monkeypatch.setattr(worker, "_config", worker.WorkerConfig("", "local", 60, store, (object(), "fake")))
+        monkeypatch.setattr(worker, "_config",
+                            worker.WorkerConfig("", "local", 60, store, PlainBackend(lambda *_: None, "fake")))
         alice = [jobs.submit(store, "alice", EXERCISE, "free", "scheduler.py", f"a{n}".encode())[0]
                  for n in range(2)]
         bob = jobs.submit(store, "bob", EXERCISE, "free", "scheduler.py", b"b0")[0]
