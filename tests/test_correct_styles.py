@@ -237,7 +237,7 @@ def test_objects_with_thousands_of_long_properties_are_kept_within_the_bounds():
         # The ordinary attributes are local copies; the 4,000-character strings are read on demand.
         assert [r.prompt_len for r in reqs[:3]] == [5, 5, 5]
         assert reqs[7].note_1999 == "1999" * 1000
-        assert client.kept_chars <= protocol.MAX_KEPT_CHARS and client.kept_attrs <= protocol.MAX_KEPT_ATTRS
+        assert client.codec.kept_chars <= protocol.MAX_KEPT_CHARS and client.codec.kept_attrs <= protocol.MAX_KEPT_ATTRS
         kept = object.__getattribute__(reqs[7], "_attrs")
         assert set(kept) == {"rid", "prompt_len", "max_new", "prefilled", "generated"}
 

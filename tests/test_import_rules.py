@@ -80,3 +80,48 @@ def test_the_rules_see_an_import_that_breaks_them(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("import os\n\ndef later():\n    from grader.harness import client\n    import requests\n")
     assert imports(sample) == [(1, "os"), (4, "grader.harness.client"), (5, "requests")]
+
+
+# The modules that speak the worker's wire, on either side of it.
+WIRE_MODULES = ["confined/worker.py", "harness/client.py", "harness/codec.py", "harness/proxies.py",
+                "harness/scenario.py"]
+
+
+def wire_keys() -> set[str]:
+    """The keys, ops and tags `protocol` declares: every string constant of the module's own."""
+    from grader.confined import protocol
+    return {value for name, value in vars(protocol).items() if name.isupper() and type(value) is str}
+
+
+def bare_wire_strings(path: Path, keys: set[str]) -> list[str]:
+    """Where a file spells a wire key as a literal where the protocol reads it: a dict's key, a
+    subscript, a comparison, an argument of `.get` or an element of a list built as a message."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        places: list[ast.expr] = []
+        if isinstance(node, ast.Dict):
+            places = [key for key in node.keys if key is not None]
+        elif isinstance(node, ast.Subscript):
+            places = [node.slice]
+        elif isinstance(node, ast.Compare):
+            places = [node.left, *node.comparators]
+            places += [e for c in node.comparators if isinstance(c, (ast.Tuple, ast.List, ast.Set)) for e in c.elts]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            places = node.args[:1]
+        elif isinstance(node, ast.List):
+            places = node.elts[:1]
+        found += [f"{path.name}:{place.lineno}: {place.value!r}" for place in places
+                  if isinstance(place, ast.Constant) and place.value in keys]
+    return found
+
+
+@pytest.mark.parametrize("relative", WIRE_MODULES)
+def test_the_wire_is_spoken_in_the_protocols_declared_keys_only(relative):
+    assert not bare_wire_strings(PACKAGE / relative, wire_keys())
+
+
+def test_the_wire_check_sees_a_bare_key(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('reply = {"ok": 1}\nif reply.get("exc"):\n    pass\nop = ["new", "Scheduler"]\n'
+                      'kind = reply["too_big"]\nok = reply == "part"\n')
+    assert [line.split(":")[1] for line in bare_wire_strings(sample, wire_keys())] == ["1", "2", "4", "5", "6"]

@@ -34,7 +34,7 @@ def grade_suite(pytester: pytest.Pytester):
         harness = HarnessState(job, str(pytester.path))
         # What the harness does to its own process (a subreaper that kills strays, a memory cap) is for a
         # process of its own: undone for this one, which runs other tests after.
-        harness.subreaper = False
+        harness.pool.subreaper = False
         try:
             pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder), plugins=[GradingPlugin(harness)])
         finally:
@@ -149,7 +149,7 @@ def test_the_plugin_is_found_in_the_config_stash(pytester):
     job = Job(submission="s.py", module="s", names=[], suites=[], worker_code="", worker_python="", isolation="none")
     limits = resource.getrlimit(resource.RLIMIT_AS)
     harness = HarnessState(job, str(pytester.path))
-    harness.subreaper = False
+    harness.pool.subreaper = False
     grading = GradingPlugin(harness)
     try:
         pytester.plugins.append(grading)

@@ -257,9 +257,9 @@ def nothing():
         items = [client.lookup("Item")(i, 1) for i in range(50)]
         touch, nothing = client.lookup("touch"), client.lookup("nothing")
         sent: list[tuple[str, int]] = []  # (op, objects whose copies came back)
-        request, absorb = client._request, client._absorb
-        client._request = lambda op, where, **fields: (sent.append((op, 0)), request(op, where, **fields))[1]
-        client._absorb = lambda message, where: (sent.append(("reply", len(message.get("objs", {})))),
+        request, absorb = client._request, client.codec.absorb
+        client._request = lambda op, where, fields: (sent.append((op, 0)), request(op, where, fields))[1]
+        client.codec.absorb = lambda message, where: (sent.append(("reply", len(message.get("objs", {})))),
                                                  absorb(message, where))[1]
         nothing()
         assert sent == [("call", 0), ("reply", 0)]
@@ -296,10 +296,10 @@ def flip(gauge):
         gauge = client.lookup("Gauge")()
         keep, flip = client.lookup("keep"), client.lookup("flip")
         replies: list[dict] = []
-        request, absorb = client._request, client._absorb
+        request, absorb = client._request, client.codec.absorb
         snaps = []
-        client._request = lambda op, where, **fields: (snaps.append(op), request(op, where, **fields))[1]
-        client._absorb = lambda message, where: (replies.append(message), absorb(message, where))[1]
+        client._request = lambda op, where, fields: (snaps.append(op), request(op, where, fields))[1]
+        client.codec.absorb = lambda message, where: (replies.append(message), absorb(message, where))[1]
         assert keep(gauge) is gauge
         assert replies[-1].get("objs") == {} and replies[-1]["same"] == [object.__getattribute__(gauge, "_handle")]
         snaps.clear()
@@ -386,7 +386,7 @@ def test_forged_rows_are_a_protocol_violation(forged):
         handle = object.__getattribute__(item, "_handle")
         forged = [forged[0], forged[1], [handle if v == 1 and type(v) is int else v for v in forged[2]]]
         with pytest.raises(ProtocolViolation, match="rows"):
-            client.decode({protocol.ROWS: forged}, "reading the rows")
+            client.codec.decode({protocol.ROWS: forged}, "reading the rows")
 
 
 def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
@@ -538,10 +538,10 @@ def forge(n):
         with worker_for(source) as worker:
             for _ in range(5):
                 assert len(worker.lookup(name)()) == 90_000
-                assert worker.remembered_items <= protocol.MAX_REMEMBERED_ITEMS
-            assert getattr(worker, remembered)  # those within the bound are remembered
+                assert worker.codec.remembered_items <= protocol.MAX_REMEMBERED_ITEMS
+            assert getattr(worker.codec, remembered)  # those within the bound are remembered
     with worker_for(source) as worker:
         worker.lookup("many")()
-        kept = len(worker.kept)
+        kept = len(worker.codec.kept)
         assert worker.lookup("forge")(1000) == [[]] * 1000
-        assert len(worker.kept) <= kept and all(type(v[0][0]) is not list for v in worker.kept.values())
+        assert len(worker.codec.kept) <= kept and all(type(v[0][0]) is not list for v in worker.codec.kept.values())

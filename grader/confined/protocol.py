@@ -58,6 +58,37 @@ KEPT_LISTS = 32
 MAX_REMEMBERED_ITEMS = 200_000
 
 
+# The messages, by their keys; nothing else crosses. A request of the harness is {OP: an op, its fields}.
+OP = "op"
+OP_NAME = "name"  # a top-level name of the submission: {NAME}
+OP_SNAP = "snap"  # a fresh snapshot of an object, nothing else: {TARGET}
+OP_GETATTR = "getattr"  # an attribute read remotely: {TARGET, NAME}
+OP_CALL = "call"  # calling an object: {TARGET, ARGS, KWARGS}
+OP_METHOD = "method"  # calling a method of an object: {TARGET, NAME, ARGS, KWARGS}
+OP_SCENARIO = "scenario"  # many operations in one message: {OPS, BEAT}
+NAME, TARGET, ARGS, KWARGS = "name", "ref", "args", "kwargs"  # TARGET: the handle of the object concerned
+WATCH = "watch"  # with any call: the objects read since the last one, whose snapshots may ride along
+OPS, BEAT = "ops", "beat"
+# A scenario's operations, as lists: [STEP_NEW, name, args, kwargs], [STEP_CALL, target, method, args,
+# kwargs], [STEP_READ or STEP_COLUMNS, target(s), names], [STEP_GROUP, members].
+STEP_NEW, STEP_CALL, STEP_READ, STEP_COLUMNS, STEP_GROUP = "new", "call", "read", "columns", "group"
+# The worker's first message: READY (true), or IMPORT_ERROR (an exception report).
+READY, IMPORT_ERROR = "ready", "import_error"
+# How a call ended: OK (its value), EXC (an exception report), TOO_BIG (what was past the bounds, a
+# sentence), FATAL (the worker cannot go on consistently: a sentence).
+OK, EXC, TOO_BIG, FATAL = "ok", "exc", "too_big", "fatal"
+# A scenario answers in frames: PART (results so far), then END (the last results, and EXC or TOO_BIG
+# with AT, the step that stopped it).
+PART, END, AT = "part", "scenario", "at"
+# With every reply: OBJS {handle: {OBJ_TYPE, OBJ_CALLABLE, OBJ_ATTRS}} (fresh snapshots), TYPES
+# {number: {TYPE_NAME, TYPE_METHODS}} (types first met), SAME [handles] (re-read and unchanged).
+OBJS, TYPES, SAME = "objs", "types", "same"
+OBJ_TYPE, OBJ_CALLABLE, OBJ_ATTRS = "type", "callable", "attrs"
+TYPE_NAME, TYPE_METHODS = "name", "methods"
+# An exception report.
+EXC_TYPE, EXC_MRO, EXC_BUILTIN, EXC_MESSAGE, EXC_TRACEBACK = "type", "mro", "builtin", "message", "traceback"
+
+
 class ProtocolError(Exception):
     """The other end sent something that is not a well-formed message."""
 

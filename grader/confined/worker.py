@@ -4,8 +4,8 @@ It runs as its own (unprivileged, where possible) user, under resource limits it
 the submission is imported. From that import on, nothing in this process can be trusted: the harness
 only ever reads plain data from it, through `protocol`, and checks every message it gets.
 
-Started by `client.WorkerClient` as
-    python3 -I -u -c "<bootstrap>" '<json config>'
+A worker is forked for each test by the zygote (`forking`), with the submission already compiled (by
+`loader`), and serves one harness (`grader.harness.client.WorkerClient`) over two pipes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import collections
 import errno
 import importlib.util
 import io
-import json
 import os
 import resource
 import signal
@@ -355,8 +354,8 @@ class Worker:
             self.types_kept.append(kind)
             name = getattr(kind, "__qualname__", None)
             self.new_types[str(self.type_ids[id(kind)])] = {
-                "name": plain_scalar(name)[:200] if isinstance(name, str) else "object",
-                "methods": public_methods(kind)[:protocol.MAX_METHODS],
+                protocol.TYPE_NAME: plain_scalar(name)[:200] if isinstance(name, str) else "object",
+                protocol.TYPE_METHODS: public_methods(kind)[:protocol.MAX_METHODS],
             }
         try:
             self.account(snapshot, +1)
@@ -369,7 +368,8 @@ class Worker:
         self.new_handles.append(number)
         if snapshot or not (isinstance(obj, type) or is_callable):
             self.snapshots[number] = snapshot
-        self.changed[str(number)] = {"type": self.type_ids[id(kind)], "callable": is_callable, "attrs": snapshot}
+        self.changed[str(number)] = {
+            protocol.OBJ_TYPE: self.type_ids[id(kind)], protocol.OBJ_CALLABLE: is_callable, protocol.OBJ_ATTRS: snapshot}
         self.changed_bytes += snapshot_size(snapshot)
         return number
 
@@ -472,7 +472,7 @@ class Worker:
             self.previous.setdefault(number, last)
             self.snapshots[number] = current
             entry = self.changed.setdefault(str(number), {})
-            entry["attrs"] = current
+            entry[protocol.OBJ_ATTRS] = current
         self.watched = set()
 
     # -- decoding (harness arguments -> values here) -----------------------------------------------
@@ -502,9 +502,9 @@ class Worker:
     def reply(self, body: dict[str, Any], results: tuple[str, list[str]] | None = None) -> bool:
         """Send `body` with the news about objects; False when it was refused as too large and a refusal
         went instead. `results`, for a scenario: (a key, observations already in JSON text) to add."""
-        body["objs"], body["types"] = self.changed, self.new_types
+        body[protocol.OBJS], body[protocol.TYPES] = self.changed, self.new_types
         if self.same:
-            body["same"] = self.same
+            body[protocol.SAME] = self.same
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -543,10 +543,10 @@ class Worker:
         what = (f"a reply of {exc.size:,} bytes (at most {protocol.MAX_MESSAGE_BYTES:,})"
                 if isinstance(exc, protocol.TooLarge) else "a value that is not plain data")
         try:
-            return protocol.encode({"too_big": what, "objs": self.changed, "types": {}})
+            return protocol.encode({protocol.TOO_BIG: what, protocol.OBJS: self.changed, protocol.TYPES: {}})
         except Exception:
-            return protocol.encode({"fatal": f"the grader could not send the attributes of your objects ({what})",
-                                    "objs": {}, "types": {}})
+            return protocol.encode({protocol.FATAL: f"the grader could not send the attributes of your objects ({what})",
+                                    protocol.OBJS: {}, protocol.TYPES: {}})
 
     def describe(self, exc: BaseException) -> dict[str, Any]:
         try:
@@ -555,12 +555,12 @@ class Worker:
             message = "(the exception's message could not be read)"
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == self.submission]
         return {
-            "type": str.__str__(type(exc).__name__)[:200],
-            "mro": [str.__str__(k.__name__)[:200] for k in type(exc).__mro__][:64],
+            protocol.EXC_TYPE: str.__str__(type(exc).__name__)[:200],
+            protocol.EXC_MRO: [str.__str__(k.__name__)[:200] for k in type(exc).__mro__][:64],
             # Which of them are Python's own (a class of the submission's may be called ValueError too).
-            "builtin": [k.__name__ for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k][:64],
-            "message": message,
-            "traceback": [f"line {f.lineno}, in {f.name}: {(f.line or '').strip()}"[:300] for f in frames[-8:]],
+            protocol.EXC_BUILTIN: [k.__name__ for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k][:64],
+            protocol.EXC_MESSAGE: message,
+            protocol.EXC_TRACEBACK: [f"line {f.lineno}, in {f.name}: {(f.line or '').strip()}"[:300] for f in frames[-8:]],
         }
 
     def import_submission(self) -> None:
@@ -579,34 +579,34 @@ class Worker:
             if self.module is None:
                 self.import_submission()
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included: all are the student's
-            self.reply({"import_error": self.describe(exc)})
+            self.reply({protocol.IMPORT_ERROR: self.describe(exc)})
             return
-        self.reply({"ready": True})
+        self.reply({protocol.READY: True})
         while True:
             try:
                 request = self.inbox.receive()
             except protocol.PeerClosed:
                 return
-            if request.get("op") == "scenario":
-                self.run_scenario(request["ops"], float(request["beat"]))
+            if request.get(protocol.OP) == protocol.OP_SCENARIO:
+                self.run_scenario(request[protocol.OPS], float(request[protocol.BEAT]))
                 continue
             kept = False
             try:
-                self.watch(request.get("watch", ()))
+                self.watch(request.get(protocol.WATCH, ()))
                 result = self.perform(request)
-                body = {"ok": self.encode(result)}
+                body = {protocol.OK: self.encode(result)}
                 self.freshen()
                 if type(result) is list and self.unchangeable_items(result):
-                    body["ok"], kept = {protocol.KEPT: [self.next_kept, body["ok"]]}, True
+                    body[protocol.OK], kept = {protocol.KEPT: [self.next_kept, body[protocol.OK]]}, True
             except TooBig as exc:
-                body = {"too_big": str(exc)}
+                body = {protocol.TOO_BIG: str(exc)}
                 self.touched, self.watched = {}, set()
             except BaseException as exc:
                 try:
                     self.freshen()
                 except BaseException:
                     pass
-                body = {"exc": self.describe(exc)}
+                body = {protocol.EXC: self.describe(exc)}
             if self.reply(body) and kept:
                 self.keep(result)
 
@@ -637,7 +637,7 @@ class Worker:
         """Run the operations in order, sending their results as plain data in frames of about
         SCENARIO_CHUNK_BYTES, and what is done at least every `beat` seconds: after an operation, or from
         a timer while the submission's code runs, so that the harness, which times each operation from
-        the last frame, knows which one is running. The last frame says "scenario" and how it ended; an
+        the last frame, knows which one is running. The last frame (`protocol.END`) says how it ended; an
         exception (or a value too large) stops the scenario at its step."""
         self.slots, self.pending, self.pending_size, self.refused = [], [], 0, False
         self.last_frame = time.monotonic()
@@ -659,12 +659,12 @@ class Worker:
                     if len(text) > protocol.MAX_MESSAGE_BYTES // 2:
                         raise TooBig(f"a value of {len(text):,} bytes")
                 except TooBig as exc:
-                    ending = {"too_big": str(exc), "at": at}
+                    ending = {protocol.TOO_BIG: str(exc), protocol.AT: at}
                     break
                 except BaseException as exc:
                     if self.refused:
                         return
-                    ending = {"exc": self.describe(exc), "at": at}
+                    ending = {protocol.EXC: self.describe(exc), protocol.AT: at}
                     break
                 finally:
                     self.in_op = False
@@ -675,7 +675,7 @@ class Worker:
                 if (self.pending_size + self.changed_bytes > protocol.SCENARIO_CHUNK_BYTES
                         or time.monotonic() - self.last_frame >= beat) and not self.flush():
                     return
-            self.reply(ending, ("scenario", self.pending))
+            self.reply(ending, (protocol.END, self.pending))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
@@ -683,7 +683,7 @@ class Worker:
 
     def flush(self) -> bool:
         """Send the results so far as a part of the scenario; False if it was refused (too large)."""
-        sent = self.reply({}, ("part", self.pending))
+        sent = self.reply({}, (protocol.PART, self.pending))
         self.pending, self.pending_size, self.last_frame = [], 0, time.monotonic()
         self.refused = self.refused or not sent
         return sent
@@ -700,7 +700,7 @@ class Worker:
     def scenario_step(self, op: list[Any]) -> tuple[Any, Any]:
         """(the value an operation gives later ones, what the harness is told of it)."""
         kind = op[0]
-        if kind == "new":
+        if kind == protocol.STEP_NEW:
             name, args, kwargs = op[1], op[2], op[3]
             if not hasattr(self.module, name):
                 raise AttributeError(f"your file does not define {name!r}")
@@ -710,22 +710,22 @@ class Worker:
             value = self.constructed(function, function(*args, **kwargs))
             self.in_op = False
             return value, value
-        if kind == "group":
+        if kind == protocol.STEP_GROUP:
             members = Group()
             for part in self.decode(op[1]):
                 members.extend(part) if type(part) is Group else members.append(part)
             return members, None
         target = self.decode(op[1])
-        if kind == "call":
+        if kind == protocol.STEP_CALL:
             args, kwargs = self.decode(op[3]), {k: self.decode(v) for k, v in op[4].items()}
             method = getattr(target, op[2])
             self.in_op = True
             value = method(*args, **kwargs)
             self.in_op = False
             return value, value
-        if kind in ("read", "columns"):  # properties are the submission's code
+        if kind in (protocol.STEP_READ, protocol.STEP_COLUMNS):  # properties are the submission's code
             self.in_op = True
-            found = read_columns(target, op[2]) if kind == "columns" else read_attributes(target, op[2])
+            found = read_columns(target, op[2]) if kind == protocol.STEP_COLUMNS else read_attributes(target, op[2])
             self.in_op = False
             return found, found
         raise ValueError(f"unknown operation {kind!r}")
@@ -748,24 +748,24 @@ class Worker:
         self.touched.update(dict.fromkeys(self.watched))
 
     def perform(self, request: dict[str, Any]) -> Any:
-        op = request["op"]
-        if op == "name":
-            name = request["name"]
+        op = request[protocol.OP]
+        if op == protocol.OP_NAME:
+            name = request[protocol.NAME]
             if not hasattr(self.module, name):
                 raise AttributeError(f"your file does not define {name!r}")
             return getattr(self.module, name)
-        target = self.handles[request["ref"]]
-        self.touched[request["ref"]] = None
-        if op == "snap":  # a fresh snapshot of the target, nothing else
+        target = self.handles[request[protocol.TARGET]]
+        self.touched[request[protocol.TARGET]] = None
+        if op == protocol.OP_SNAP:  # a fresh snapshot of the target, nothing else
             return None
-        if op == "getattr":
-            return getattr(target, request["name"])
-        args = self.decode(request.get("args", []))
-        kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
-        if op == "call":
+        if op == protocol.OP_GETATTR:
+            return getattr(target, request[protocol.NAME])
+        args = self.decode(request.get(protocol.ARGS, []))
+        kwargs = {k: self.decode(v) for k, v in request.get(protocol.KWARGS, {}).items()}
+        if op == protocol.OP_CALL:
             return self.constructed(target, target(*args, **kwargs))
-        if op == "method":
-            return getattr(target, request["name"])(*args, **kwargs)
+        if op == protocol.OP_METHOD:
+            return getattr(target, request[protocol.NAME])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
 
 
@@ -876,14 +876,3 @@ def public_methods(kind: type) -> list[str]:
             continue
     return names
 
-
-def main(argv: list[str] | None = None) -> None:
-    config = json.loads((argv or sys.argv)[-1])
-    apply_limits(config["limits"])
-    Worker(config["submission"], config["module"], config["fd_in"], config["fd_out"]).serve()
-    # Leave without running the submission's atexit handlers or finalizers: nothing is left to do.
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

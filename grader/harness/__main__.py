@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     # Everything trusted is loaded before the first worker exists.
     plugin.load_reference(harness)
     if template is None:
-        harness.warm_up()  # a template's children each start their own
+        harness.pool.warm_up()  # a template's children each start their own
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grader.confined.forking import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
+from grader.confined.forking import die_with_parent
 
 if TYPE_CHECKING:
     import pytest
@@ -65,9 +65,9 @@ def _become_helper(harness: HarnessState, number: int, account: list[int | None]
                    parent: int) -> None:
     die_with_parent(parent)  # the first lane's end (a timeout, a kill) ends this lane too
     harness.lane, harness.lane_results = number, results
-    harness.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
+    harness.pool.subreaper = harness.pool.become_subreaper()  # not inherited through fork
     # The first lane's confinement stays the first lane's: forget its socket without ending it.
-    harness.forget_confinement()
+    harness.pool.forget_confinement()
     job = harness.job
     private = f"{job.private}/lane-{number}"
     os.mkdir(harness.path(private), 0o700)
@@ -78,7 +78,7 @@ def _become_helper(harness: HarnessState, number: int, account: list[int | None]
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
-    harness.warm_up()
+    harness.pool.warm_up()
 
 
 def send(harness: HarnessState) -> None:

@@ -15,7 +15,6 @@ import resource
 import signal
 import sys
 import threading
-import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +24,14 @@ from typing import Any, BinaryIO
 import pytest
 
 from grader.confined.clock import OwnDeadline, own_charge
-from grader.confined.forking import INPUT_CLOSED, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, end_with_input, prctl
-from grader.confined.processes import children_of
+from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import lanes, template
-from grader.harness.client import GradingStop, RemoteException, Scenario, WorkerClient, WorkerUnavailable
-from grader.harness.confine import Confinement, ZygoteUnavailable
+from grader.harness.client import WorkerClient
 from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_frame
 from grader.harness.feedback import Feedback
+from grader.harness.pool import WorkerPool
+from grader.harness.scenario import Scenario
+from grader.harness.stops import GradingStop, RemoteException
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
 # limit makes sure no submission can make it take the machine's (or the container's) memory instead.
@@ -72,29 +72,19 @@ class HarnessState:
         self.stdin = stdin  # where the run (nonce, seed, submission) arrives, once the tests are collected
         self.template = template  # a template's control socket: fork a harness per grading (see `template`)
         self.nonce: str | None = None
-        self.source: bytes | None = None
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
-        self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
-        self.workers_started = 0
-        self.confinements_started = 0
-        self.spare: WorkerClient | None = None  # the next test's worker, already starting
-        self.last_test = False  # the test running is this process's last: no spare after it
-        self._confinement: Confinement | None = None
-        self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
+        self.helpers: list[lanes.Helper] = []  # the first lane's helpers
+        self.pool = WorkerPool(job, base, self.problems, lambda: [helper.pid for helper in self.helpers])
         self.reference_module: ModuleType | None = None
         self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
         self.lane = 0  # which of the grading's lanes this process runs (see `lanes`)
         self.lane_results: int | None = None  # a helper lane's pipe to the first lane
-        self.helpers: list[lanes.Helper] = []  # the first lane's helpers
         self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
-        self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
         # The grading's time (exercise.toml's total_timeout_s), on the charged clock of this harness and its
         # workers, from the run's arrival: once it is spent, the tests left are not run (see `budget_left`).
         self.budget: OwnDeadline | None = None
-        self.test_clients: list[WorkerClient] = []  # the workers of the test running now
-        self.workers = WorkersCharge(self)
-        self.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self.workers = WorkersCharge(self.pool)
         limit_own_memory(HARNESS_MEMORY_MB)
         # Same-user workers (non-root local runs) must not reach into this process through /proc.
         prctl(PR_SET_DUMPABLE, 0)
@@ -128,28 +118,6 @@ class HarnessState:
         """Whether a failure in this suite may show its assertion's expression (unknown: no)."""
         return any(suite.details for suite in self.job.suites if suite.name == suite_name)
 
-    def confinement(self) -> Confinement:
-        """The worker's confinement with its zygote, started on first use and again after a breakdown.
-
-        A broken confinement is retired, not ended: the worker of the test running now may live in it,
-        and only that test's end may take it away (see `clean_up_after`)."""
-        if self._confinement is not None and self._confinement.broken:
-            self.retired.append(self._confinement)
-            self._confinement = None
-        if self._confinement is None:
-            self.confinements_started += 1
-            self._confinement = Confinement(self.job, self.base, self.confinements_started)
-            if self.source is not None:
-                self._confinement.load(self.job.submission, self.source)
-        return self._confinement
-
-    def warm_up(self) -> None:
-        """Start the worker's confinement now, while pytest starts and collects, before any submission."""
-        try:
-            self.confinement()
-        except OSError as exc:
-            self.problems.append(f"the worker's sandbox could not be started ({exc})")
-
     def receive_run(self) -> None:
         """Wait for the submission (a warm sandbox waits here, its tests collected) and hand it on.
         A template forks here instead, and each child goes on as the harness of one grading."""
@@ -162,9 +130,9 @@ class HarnessState:
             source = read_frame(self.stdin)
         except (EOFError, ValueError, KeyError, TypeError):
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
-            self.end_confinement()
+            self.pool.end_confinement()
             os._exit(INPUT_CLOSED)
-        self.nonce, self.job.seed, self.source = run.nonce, run.seed, source
+        self.nonce, self.job.seed = run.nonce, run.seed
         # It moves later by at most its own length: whatever a submission does to the readings, a grading
         # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
         total = self.job.limits.total_timeout_s
@@ -173,8 +141,7 @@ class HarnessState:
             # The host holds a container's input open until the grading ends; it closes early only when
             # the host is gone, and then nobody waits for this grading.
             end_with_input(self.stdin)
-        if self._confinement is not None and not self._confinement.broken:
-            self._confinement.load(self.job.submission, source)
+        self.pool.load(source)
 
     def become(self, order: template.Order) -> None:
         """In a child of the template: take this grading's session, output, folder and worker account,
@@ -186,152 +153,15 @@ class HarnessState:
         os.close(order.output_fd)
         self.stdin = os.fdopen(order.run_fd, "rb")
         self.job.private, self.job.worker_user, self.job.worker_group = order.private, order.user, order.group
-        self.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)  # not inherited through fork
+        self.pool.subreaper = self.pool.become_subreaper()
         gc.freeze()  # what the collection made is shared with the template's other children
-        self.warm_up()
-
-    def forget_confinement(self) -> None:
-        """After a fork into another lane: let go of this confinement without ending it (it is the
-        other lane's); only the socket's copy here is closed."""
-        for confinement in [self._confinement, *self.retired]:
-            if confinement is not None:
-                confinement.channel.close()
-                self.inherited.append(confinement)
-        self._confinement, self.retired = None, []
+        self.pool.warm_up()
 
     def merge_records(self, tests: list[dict[str, Any]]) -> None:
         """Add another lane's records."""
         for entry in tests:
             record = TestRecord(**entry)
             self.records[record.nodeid] = record
-
-    def end_retired(self) -> None:
-        while self.retired:
-            self.retired.pop().close()
-
-    def end_confinement(self) -> None:
-        """End the confinement and everything in it, the spare worker included."""
-        if self.spare is not None:
-            self.spare.close()
-            self.spare = None
-        if self._confinement is not None:
-            self._confinement.close()
-            self._confinement = None
-        self.end_retired()
-        self.reap_strays()
-
-    def spawn(self) -> WorkerClient:
-        self.workers_started += 1
-        output = os.path.join(self.path(self.job.private), f"output-{self.workers_started}.txt")
-        failures: list[str] = []
-        for attempt in range(2):  # a broken zygote is replaced once; a second failure is the run's problem
-            confinement = self.confinement()
-            try:
-                return WorkerClient(confinement=confinement, module=self.job.module, limits=self.job.limits,
-                                    output_path=output if attempt == 0 else output + ".again")
-            except ZygoteUnavailable as exc:
-                # The confinement is marked broken: the next attempt starts a new one. Its log is gone
-                # with the job's folder, so what it said goes into the reason.
-                log = confinement.log_tail()
-                failures.append(f"{exc}" + (f"; its log ends:\n{log}" if log else "; its log is empty"))
-        problem = "the worker's sandbox could not be started: " + " / then: ".join(failures)
-        if problem not in self.problems:
-            self.problems.append(problem)
-        raise WorkerUnavailable("the grader could not start a worker for your code")
-
-    def start_worker(self) -> WorkerClient:
-        """A fresh worker with the submission imported, for one test.
-
-        The next test's worker is started now, while this test runs, so that its start-up (a fork and
-        the submission's import) is off the critical path. Each test still gets its own process, folder
-        and output file.
-        """
-        if self.import_failure is not None:
-            # The import already failed in this run (it is deterministic enough): fail at once
-            # instead of waiting out the same endless import in every test.
-            failure, message = self.import_failure
-            if isinstance(failure, RemoteException):
-                raise failure.as_exception()
-            raise failure(message)
-        spare, self.spare = self.spare, None
-        if spare is not None and not self.survived(spare):
-            # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
-            # it: a test fails only for what happened in it, so its own worker, started now, decides.
-            self.discard(spare)
-            spare = None
-        client = spare or self.spawn()
-        self.test_clients.append(client)
-        try:
-            client.wait_ready()
-        except GradingStop as stop:
-            self.import_failure = (type(stop), stop.message)
-            raise
-        if client.import_error is not None:
-            self.import_failure = (client.import_error, "")
-        elif not self.last_test:  # after the last test a spare would only be started to be killed
-            self.spare = self.spawn()
-        return client
-
-    def close_spare(self) -> None:
-        self.end_confinement()
-
-    @staticmethod
-    def survived(spare: WorkerClient) -> bool:
-        """Whether a spare finished its import and is still there to take calls."""
-        try:
-            spare.wait_ready()
-        except GradingStop:
-            return False
-        return spare.import_error is not None or spare.idle()
-
-    def discard(self, client: WorkerClient) -> None:
-        self.clean_up_after(client)
-        Path(client.output_path).unlink(missing_ok=True)
-
-    def clean_up_after(self, client: WorkerClient) -> None:
-        confinement = self._confinement
-        # Under namespaces the sweep below ends the worker too: its kill and the sweep go to the zygote
-        # one after the other, and the worker's end is awaited once, after the sweep's answer.
-        swept = (confinement is not None and confinement.namespaced and not confinement.broken
-                 and client.process.confinement is confinement)
-        client.close(wait=not swept)
-        if self.spare is not None and self.spare.process.confinement.broken:
-            self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
-            self.spare = None
-        self.end_retired()
-        if confinement is not None and confinement.namespaced:
-            keep = {self.spare.process.pid} if self.spare is not None else set()
-            if not confinement.sweep(keep) or (swept and not client.process.await_end()):
-                self.end_confinement()
-        self.reap_strays()
-
-    def reap_strays(self) -> None:
-        """Kill what a worker left behind outside a PID namespace: as a subreaper, its orphans became
-        our children (and so does a namespace's init once its `bwrap` is gone)."""
-        if not self.subreaper:
-            return
-        # Killed processes end as fast as the machine lets them: while fewer are left at each look, the
-        # harness waits on; only 5 s without any ending is a failure.
-        deadline, fewest = time.monotonic() + 5, None
-        keep = {helper.pid for helper in self.helpers}  # the other lanes: children, but not strays
-        if self._confinement is not None:
-            keep.add(self._confinement.process.pid)
-            if self.spare is not None and not self._confinement.namespaced:
-                keep.add(self.spare.process.pid)
-        while time.monotonic() < deadline:
-            strays = [pid for pid in children_of(os.getpid()) if pid not in keep]
-            for pid in strays:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, os.WNOHANG)  # reap it if it is already gone; the next pass retries
-                except (ProcessLookupError, ChildProcessError):
-                    pass
-            if not strays:
-                return
-            if fewest is None or len(strays) < fewest:
-                deadline, fewest = time.monotonic() + 5, len(strays)
-            time.sleep(0.01)
-        self.problems.append("processes left by the submission could not all be stopped")
 
 
 def limit_own_memory(megabytes: int) -> None:
@@ -349,20 +179,20 @@ class WorkersCharge:
     """What the workers of a grading were credited for waiting for CPUs (see `clock`): the workers of
     the tests that ended, and those of the test running now, read again when a deadline is reached."""
 
-    def __init__(self, harness: HarnessState) -> None:
-        self.harness = harness
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
         self.ended = 0.0
 
     @property
     def credit(self) -> float:
-        return self.ended + sum(client.charge.credit for client in self.harness.test_clients)
+        return self.ended + sum(client.charge.credit for client in self.pool.test_clients)
 
     def recheck(self) -> float:
-        return sum(client.charge.recheck() for client in self.harness.test_clients)
+        return sum(client.charge.recheck() for client in self.pool.test_clients)
 
     def test_ended(self) -> None:
         self.ended = self.credit
-        self.harness.test_clients = []
+        self.pool.test_clients = []
 
 
 class TimeRanOut(GradingStop):
@@ -388,14 +218,14 @@ class Namespace(Mapping[str, Any]):
             raise UndeclaredName(f"the exercise does not declare the name {name!r} (names in exercise.toml)")
         if name not in self._values:
             if self._client is None:
-                self._client = self._harness.start_worker()
+                self._client = self._harness.pool.start_worker()
             self._values[name] = self._client.lookup(name)
         return self._values[name]
 
     def scenario(self) -> Scenario:
         """A scenario: many operations run in the worker in one message (`client.Scenario`)."""
         if self._client is None:
-            self._client = self._harness.start_worker()
+            self._client = self._harness.pool.start_worker()
         return Scenario(self._client, self._harness.job.names)
 
     def __iter__(self) -> Iterator[str]:
@@ -517,7 +347,7 @@ class GradingPlugin:
         client = namespace._client
         if client is not None:
             record = harness.records.get(request.node.nodeid)
-            harness.clean_up_after(client)
+            harness.pool.clean_up_after(client)
             text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
             # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.
             Path(client.output_path).unlink(missing_ok=True)
@@ -570,7 +400,7 @@ class GradingPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
         harness = self.harness
-        harness.last_test = nextitem is None
+        harness.pool.last_test = nextitem is None
         harness.workers.test_ended()
         # Every test has its record from here, before any hook of its setup (a skip mark's among them) runs.
         record = new_record(harness, item)
@@ -673,7 +503,7 @@ class GradingPlugin:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         harness = self.harness
         harness.receive_run()  # collection may have failed before asking for it: the results need its nonce
-        harness.close_spare()
+        harness.pool.end_confinement()
         if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
             harness.problems.append(f"pytest ended with exit status {exitstatus}")
         if harness.lane:

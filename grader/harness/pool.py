@@ -1,0 +1,211 @@
+"""The workers of one harness process: the confinement they are forked in, and a worker for each test.
+
+Each test gets a fresh worker; the next test's is started while a test runs (the spare), so that its
+fork and the submission's import are off the critical path. A confinement that breaks is replaced,
+and retired rather than ended while the test whose worker lives in it runs. What a worker leaves
+behind is killed after its test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
+from grader.confined.processes import children_of
+from grader.harness.client import WorkerClient
+from grader.harness.confine import Confinement, ZygoteUnavailable
+from grader.harness.contract import Job
+from grader.harness.stops import GradingStop, RemoteException, WorkerUnavailable
+
+
+class WorkerPool:
+    """The confinement and the workers of one harness process (one lane of a grading)."""
+
+    def __init__(self, job: Job, base: str, problems: list[str],
+                 siblings: Callable[[], Iterable[int]] = lambda: ()) -> None:
+        self.job = job
+        self.base = base
+        self.problems = problems  # the run's: a worker that cannot be started is the grader's problem
+        self.siblings = siblings  # the other lanes' processes: children of this one, but not strays
+        self.source: bytes | None = None  # the submission, once the run has arrived
+        self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
+        self.workers_started = 0
+        self.confinements_started = 0
+        self.spare: WorkerClient | None = None  # the next test's worker, already starting
+        self.last_test = False  # the test running is this process's last: no spare after it
+        self._confinement: Confinement | None = None
+        self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
+        self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
+        self.test_clients: list[WorkerClient] = []  # the workers of the test running now
+        self.subreaper = self.become_subreaper()
+
+    @staticmethod
+    def become_subreaper() -> bool:
+        """Make this process the subreaper of what its workers leave (not inherited through fork)."""
+        return prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+    def load(self, source: bytes) -> None:
+        """The run's submission: loaded into the confinement now, and into any started later."""
+        self.source = source
+        if self._confinement is not None and not self._confinement.broken:
+            self._confinement.load(self.job.submission, source)
+
+    def confinement(self) -> Confinement:
+        """The worker's confinement with its zygote, started on first use and again after a breakdown.
+
+        A broken confinement is retired, not ended: the worker of the test running now may live in it,
+        and only that test's end may take it away (see `clean_up_after`)."""
+        if self._confinement is not None and self._confinement.broken:
+            self.retired.append(self._confinement)
+            self._confinement = None
+        if self._confinement is None:
+            self.confinements_started += 1
+            self._confinement = Confinement(self.job, self.base, self.confinements_started)
+            if self.source is not None:
+                self._confinement.load(self.job.submission, self.source)
+        return self._confinement
+
+    def warm_up(self) -> None:
+        """Start the worker's confinement now, while pytest starts and collects, before any submission."""
+        try:
+            self.confinement()
+        except OSError as exc:
+            self.problems.append(f"the worker's sandbox could not be started ({exc})")
+
+    def forget_confinement(self) -> None:
+        """After a fork into another lane: let go of this confinement without ending it (it is the
+        other lane's); only the socket's copy here is closed."""
+        for confinement in [self._confinement, *self.retired]:
+            if confinement is not None:
+                confinement.channel.close()
+                self.inherited.append(confinement)
+        self._confinement, self.retired = None, []
+
+    def end_retired(self) -> None:
+        while self.retired:
+            self.retired.pop().close()
+
+    def end_confinement(self) -> None:
+        """End the confinement and everything in it, the spare worker included."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        if self._confinement is not None:
+            self._confinement.close()
+            self._confinement = None
+        self.end_retired()
+        self.reap_strays()
+
+    def spawn(self) -> WorkerClient:
+        self.workers_started += 1
+        output = os.path.join(self.job.at(self.base, self.job.private), f"output-{self.workers_started}.txt")
+        failures: list[str] = []
+        for attempt in range(2):  # a broken zygote is replaced once; a second failure is the run's problem
+            confinement = self.confinement()
+            try:
+                return WorkerClient(confinement=confinement, module=self.job.module, limits=self.job.limits,
+                                    output_path=output if attempt == 0 else output + ".again")
+            except ZygoteUnavailable as exc:
+                # The confinement is marked broken: the next attempt starts a new one. Its log is gone
+                # with the job's folder, so what it said goes into the reason.
+                log = confinement.log_tail()
+                failures.append(f"{exc}" + (f"; its log ends:\n{log}" if log else "; its log is empty"))
+        problem = "the worker's sandbox could not be started: " + " / then: ".join(failures)
+        if problem not in self.problems:
+            self.problems.append(problem)
+        raise WorkerUnavailable("the grader could not start a worker for your code")
+
+    def start_worker(self) -> WorkerClient:
+        """A fresh worker with the submission imported, for one test.
+
+        The next test's worker is started now, while this test runs, so that its start-up (a fork and
+        the submission's import) is off the critical path. Each test still gets its own process, folder
+        and output file.
+        """
+        if self.import_failure is not None:
+            # The import already failed in this run (it is deterministic enough): fail at once
+            # instead of waiting out the same endless import in every test.
+            failure, message = self.import_failure
+            if isinstance(failure, RemoteException):
+                raise failure.as_exception()
+            raise failure(message)
+        spare, self.spare = self.spare, None
+        if spare is not None and not self.survived(spare):
+            # The spare lived through another test, which may have killed it (`kill(-1)`) or starved
+            # it: a test fails only for what happened in it, so its own worker, started now, decides.
+            self.discard(spare)
+            spare = None
+        client = spare or self.spawn()
+        self.test_clients.append(client)
+        try:
+            client.wait_ready()
+        except GradingStop as stop:
+            self.import_failure = (type(stop), stop.message)
+            raise
+        if client.import_error is not None:
+            self.import_failure = (client.import_error, "")
+        elif not self.last_test:  # after the last test a spare would only be started to be killed
+            self.spare = self.spawn()
+        return client
+
+    @staticmethod
+    def survived(spare: WorkerClient) -> bool:
+        """Whether a spare finished its import and is still there to take calls."""
+        try:
+            spare.wait_ready()
+        except GradingStop:
+            return False
+        return spare.import_error is not None or spare.idle()
+
+    def discard(self, client: WorkerClient) -> None:
+        self.clean_up_after(client)
+        Path(client.output_path).unlink(missing_ok=True)
+
+    def clean_up_after(self, client: WorkerClient) -> None:
+        confinement = self._confinement
+        # Under namespaces the sweep below ends the worker too: its kill and the sweep go to the zygote
+        # one after the other, and the worker's end is awaited once, after the sweep's answer.
+        swept = (confinement is not None and confinement.namespaced and not confinement.broken
+                 and client.process.confinement is confinement)
+        client.close(wait=not swept)
+        if self.spare is not None and self.spare.process.confinement.broken:
+            self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
+            self.spare = None
+        self.end_retired()
+        if confinement is not None and confinement.namespaced:
+            keep = {self.spare.process.pid} if self.spare is not None else set()
+            if not confinement.sweep(keep) or (swept and not client.process.await_end()):
+                self.end_confinement()
+        self.reap_strays()
+
+    def reap_strays(self) -> None:
+        """Kill what a worker left behind outside a PID namespace: as a subreaper, its orphans became
+        our children (and so does a namespace's init once its `bwrap` is gone)."""
+        if not self.subreaper:
+            return
+        # Killed processes end as fast as the machine lets them: while fewer are left at each look, the
+        # harness waits on; only 5 s without any ending is a failure.
+        deadline, fewest = time.monotonic() + 5, None
+        keep = set(self.siblings())  # the other lanes: children, but not strays
+        if self._confinement is not None:
+            keep.add(self._confinement.process.pid)
+            if self.spare is not None and not self._confinement.namespaced:
+                keep.add(self.spare.process.pid)
+        while time.monotonic() < deadline:
+            strays = [pid for pid in children_of(os.getpid()) if pid not in keep]
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, os.WNOHANG)  # reap it if it is already gone; the next pass retries
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            if not strays:
+                return
+            if fewest is None or len(strays) < fewest:
+                deadline, fewest = time.monotonic() + 5, len(strays)
+            time.sleep(0.01)
+        self.problems.append("processes left by the submission could not all be stopped")
