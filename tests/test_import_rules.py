@@ -87,10 +87,16 @@ WIRE_MODULES = ["confined/worker.py", "harness/client.py", "harness/codec.py", "
                 "harness/scenario.py"]
 
 
-def wire_keys() -> set[str]:
-    """The keys, ops and tags `protocol` declares: every string constant of the module's own."""
-    from grader.confined import protocol
-    return {value for name, value in vars(protocol).items() if name.isupper() and type(value) is str}
+# The modules that send or read the control sockets' messages (the zygote's, the loader's, the template's).
+CONTROL_MODULES = ["confined/zygote.py", "confined/loader.py", "confined/forking.py", "harness/confine.py",
+                   "harness/template.py", "sandbox/templates.py"]
+
+
+def wire_keys(module: str = "protocol") -> set[str]:
+    """The keys, ops and tags a module of the wire declares: every string constant of its own."""
+    import importlib
+    declared = importlib.import_module(f"grader.confined.{module}")
+    return {value for name, value in vars(declared).items() if name.isupper() and type(value) is str}
 
 
 def bare_wire_strings(path: Path, keys: set[str]) -> list[str]:
@@ -118,6 +124,11 @@ def bare_wire_strings(path: Path, keys: set[str]) -> list[str]:
 @pytest.mark.parametrize("relative", WIRE_MODULES)
 def test_the_wire_is_spoken_in_the_protocols_declared_keys_only(relative):
     assert not bare_wire_strings(PACKAGE / relative, wire_keys())
+
+
+@pytest.mark.parametrize("relative", CONTROL_MODULES)
+def test_the_control_sockets_speak_in_their_declared_keys_only(relative):
+    assert not bare_wire_strings(PACKAGE / relative, wire_keys("control"))
 
 
 def test_the_wire_check_sees_a_bare_key(tmp_path):

@@ -12,6 +12,8 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
+from grader.confined import control
+
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -198,7 +200,7 @@ def become_worker(worker: Any, parent: int, channel: socket.socket, children: Ch
         channel.close()
         to_worker_r, from_worker_w, output = fds
         os.setsid()
-        settle(output, [to_worker_r, from_worker_w], folder, request["env"], processes)  # the pipes: 3 and 4
-        worker.Worker(submission, request["module"], 3, 4, code, module=module).serve()
+        settle(output, [to_worker_r, from_worker_w], folder, request[control.ENV], processes)  # the pipes: 3 and 4
+        worker.Worker(submission, request[control.MODULE], 3, 4, code, module=module).serve()
     finally:
         os._exit(0)

@@ -22,11 +22,9 @@ worker as after a fresh import (a thread does not survive a fork, an open file w
 every test's worker), or would run the submission's code in the loader's own loop. A submission that
 does any of these is imported by each worker, as before.
 
-Messages on the loader's socket (SOCK_SEQPACKET, JSON, descriptors alongside):
-    zygote -> loader    {"op": "fork", "folder"} + [to_worker_r, from_worker_w, output]
-    loader -> zygote    {"loaded": true|false}   once, after the import
-                        {"pid": n}   once per fork, or {"failed": why} when it could not fork (then it ends)
-                        {"exit": n, "code": c}   whenever one of its workers ends
+Messages on the loader's socket (`control`): the zygote orders forks, each with its worker's folder and
+pipes; the loader says once whether its import was clean, answers each fork with a pid, or with why it
+could not fork (then it ends), and says whenever one of its workers ends.
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ import sys
 import time
 from typing import Any
 
+from grader.confined import control
 from grader.confined.clock import OwnDeadline, process_charge, process_state
 from grader.confined.forking import PR_SET_PDEATHSIG, ChildWatch, become_worker, parent_of, prctl, settle
 
@@ -81,27 +80,27 @@ class Loader:
         return time.monotonic() + self.import_clock.left()
 
     def serves(self, request: dict[str, Any]) -> bool:
-        return self.ready and request.get("env") == self.env and request.get("module") == self.module
+        return self.ready and request.get(control.ENV) == self.env and request.get(control.MODULE) == self.module
 
     def fork(self, folder: str, fds: list[int], on_exit: Any) -> int:
         """Have the loader fork a worker; its pid, once checked to be the loader's child. Exit notes that
         arrive meanwhile go to `on_exit(pid, code)`."""
         try:
-            socket.send_fds(self.sock, [json.dumps({"op": "fork", "folder": folder}).encode()], fds)
+            control.send(self.sock, {control.OP: control.FORK, control.FOLDER: folder}, fds)
         except OSError as exc:
             raise LoaderGone(str(exc)) from None
         deadline = OwnDeadline(FORK_LIMIT_S, process_charge(lambda: self.pid, self.account))
         while True:
             try:
                 message = self.receive(deadline)
-                if "pid" not in message and "failed" not in message:
+                if control.PID not in message and control.FAILED not in message:
                     self.note(message, on_exit)
                     continue
             except LoaderGone as gone:
                 raise LoaderGone(str(gone), sent=True) from None
-            if "failed" in message:  # nothing was forked: the order's pipes are still free
-                raise LoaderGone(f"it could not fork: {str(message['failed'])[:200]}")
-            pid = message["pid"]
+            if control.FAILED in message:  # nothing was forked: the order's pipes are still free
+                raise LoaderGone(f"it could not fork: {str(message[control.FAILED])[:200]}")
+            pid = message[control.PID]
             # Checked before anyone acts on it: outside a PID namespace the harness signals it.
             if type(pid) is not int or pid in self.workers or parent_of(pid) != self.pid:
                 raise LoaderGone(f"a pid that is not its child: {pid!r}", sent=True)
@@ -110,13 +109,14 @@ class Loader:
 
     def note(self, message: dict[str, Any], on_exit: Any) -> None:
         """Take a message that came unasked: the import's outcome, or a worker's end."""
-        if "loaded" in message and not self.ready:
-            if message["loaded"] is not True:
+        if control.LOADED in message and not self.ready:
+            if message[control.LOADED] is not True:
                 raise LoaderGone("its import was not clean")
             self.ready = True
-        elif "exit" in message and message["exit"] in self.workers and type(message.get("code")) is int:
-            self.workers.discard(message["exit"])
-            on_exit(message["exit"], message["code"])
+        elif control.EXIT in message and message[control.EXIT] in self.workers \
+                and type(message.get(control.CODE)) is int:
+            self.workers.discard(message[control.EXIT])
+            on_exit(message[control.EXIT], message[control.CODE])
         else:
             raise LoaderGone(f"an unexpected message: {str(message)[:100]}")
 
@@ -130,12 +130,9 @@ class Loader:
             data = self.sock.recv(4096)
             if not data:
                 raise LoaderGone("it closed its socket")
-            message = json.loads(data)
+            return control.decode(data)
         except (OSError, ValueError) as exc:
             raise LoaderGone(str(exc)) from None
-        if type(message) is not dict:
-            raise LoaderGone("a message that is not an object")
-        return message
 
     def end(self) -> None:
         """Kill the loader (its workers, in sessions of their own, live on until their tests end them)."""
@@ -159,7 +156,7 @@ def start(worker: Any, children: ChildWatch, channel: socket.socket, request: di
         finally:
             os._exit(0)
     theirs.close()
-    return Loader(pid, ours, request["env"], request["module"], account)
+    return Loader(pid, ours, request[control.ENV], request[control.MODULE], account)
 
 
 def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: socket.socket,
@@ -168,18 +165,18 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
     channel.close()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # Standard output is a memory file that shows whether the import printed anything; the socket is 3.
-    settle(os.memfd_create("loader-output"), [sock.detach()], folder, request["env"], processes)
+    settle(os.memfd_create("loader-output"), [sock.detach()], folder, request[control.ENV], processes)
     sock = socket.socket(fileno=3)
     before = _traces(folder)
     module = None
     try:
-        loaded = worker.Worker(submission, request["module"], -1, -1, code)
+        loaded = worker.Worker(submission, request[control.MODULE], -1, -1, code)
         loaded.import_submission()
         module = loaded.module
     except BaseException:  # its workers import it themselves and report what it raised
         pass
     clean = module is not None and _traces(folder) == before
-    sock.send(json.dumps({"loaded": clean}).encode())
+    control.send(sock, {control.LOADED: clean})
     if not clean:
         return
     # What the import made lives as long as every worker: out of the collector's sight, as in the zygote.
@@ -191,21 +188,21 @@ def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: sock
         ready, _, _ = select.select(watched, [], [])
         if own in ready:
             for pid, status in own.ended():
-                sock.send(json.dumps({"exit": pid, "code": status}).encode())
+                control.send(sock, {control.EXIT: pid, control.CODE: status})
         if sock in ready:
             data, fds, _, _ = socket.recv_fds(sock, 4096, 3)
             if not data:
                 return  # the zygote is gone
-            order = json.loads(data)
+            order = control.decode(data)
             try:
                 pid = os.fork()
             except OSError as exc:  # the account's process limit, say: the zygote forks this one itself
-                sock.send(json.dumps({"failed": str(exc)[:200]}).encode())
+                control.send(sock, {control.FAILED: str(exc)[:200]})
                 return
             if pid == 0:
-                become_worker(worker, loader, sock, own, request, fds, None, str(order["folder"]), submission,
+                become_worker(worker, loader, sock, own, request, fds, None, str(order[control.FOLDER]), submission,
                               code, module=module)
-            sock.send(json.dumps({"pid": pid}).encode())
+            control.send(sock, {control.PID: pid})
             for fd in fds:
                 os.close(fd)
 

@@ -22,14 +22,10 @@ Under the namespaces isolation the pids the zygote reports are those of the work
 namespace: the harness never signals them itself, it asks the zygote (and, failing that, ends the
 whole confinement).
 
-Messages on the zygote's socket (SOCK_SEQPACKET, JSON, file descriptors passed alongside):
-    harness -> zygote   {"op": "load", "name"} + [the submission]   keep it as the file `name`
-                        {"op": "fork", "env", "module"} + [to_worker_r, from_worker_w, output]
-                        {"op": "kill", "pid": n}      kill that worker's group (no answer)
-                        {"op": "sweep", "keep": [n]}  kill every other process of the namespace
-    zygote -> harness   {"pid": n}   once per fork, or {"refused": why} for one it cannot make
-                        {"swept": k}   once per sweep
-                        {"exit": n, "code": c}   whenever a worker ends (c as Popen.returncode)
+Messages on the zygote's socket (`control`): the harness loads a submission (kept as a file of the
+zygote's own), orders forks, kills a worker's group (no answer) and sweeps whatever else runs in the
+namespace; the zygote answers each fork with a pid or a refusal, each sweep with the number killed, and
+says whenever a worker ends (its code as Popen.returncode).
 """
 
 from __future__ import annotations
@@ -46,7 +42,7 @@ import tempfile
 import time
 from typing import Any
 
-from grader.confined import loader
+from grader.confined import control, loader
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, ChildWatch, become_worker, prctl
 
 # Standard modules a solution commonly imports, loaded once here so that each worker inherits them
@@ -104,7 +100,7 @@ def serve() -> None:
         folder = folders.pop(pid, None)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        channel.send(json.dumps({"exit": pid, "code": status}).encode())
+        control.send(channel, {control.EXIT: pid, control.CODE: status})
 
     def drop(reason: str) -> None:
         nonlocal current
@@ -132,23 +128,23 @@ def serve() -> None:
                 drop(str(gone))
         if channel in ready:
             try:
-                data, fds, _, _ = socket.recv_fds(channel, 65536, 3)
+                data, fds, _, _ = socket.recv_fds(channel, control.MAX_BYTES, 3)
             except OSError:
                 os._exit(0)
             if not data:
                 os._exit(0)  # the harness is gone
-            request = json.loads(data)
-            op = request.get("op")
-            if op == "load":
+            request = control.decode(data)
+            op = request.get(control.OP)
+            if op == control.LOAD:
                 drop("a new submission")
-                submission = _keep(fds[0], str(request["name"]), scratch_root)
+                submission = _keep(fds[0], str(request[control.NAME]), scratch_root)
                 code = _compiled(submission)
-            elif op == "kill":
-                _kill_tree(int(request["pid"]))
-            elif op == "sweep":
-                keep = set(request["keep"]) | ({current.pid} if current is not None else set())
-                channel.send(json.dumps({"swept": _sweep(keep)}).encode())
-            elif op == "fork":
+            elif op == control.KILL:
+                _kill_tree(int(request[control.PID]))
+            elif op == control.SWEEP:
+                keep = set(request[control.KEEP]) | ({current.pid} if current is not None else set())
+                control.send(channel, {control.SWEPT: _sweep(keep)})
+            elif op == control.FORK:
                 folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
                 pid, refused = 0, ""
                 if current is not None and current.serves(request):
@@ -162,7 +158,7 @@ def serve() -> None:
                             refused = f"the loader did not fork ({gone})"
                 if refused:
                     shutil.rmtree(folder, ignore_errors=True)
-                    channel.send(json.dumps({"refused": refused[:300]}).encode())
+                    control.send(channel, {control.REFUSED: refused[:300]})
                 else:
                     if not pid:
                         pid = os.fork()
@@ -178,7 +174,7 @@ def serve() -> None:
                                                    code, account)
                             loaders.add(current.pid)
                     folders[pid] = folder
-                    channel.send(json.dumps({"pid": pid}).encode())
+                    control.send(channel, {control.PID: pid})
             for fd in fds:
                 os.close(fd)
 

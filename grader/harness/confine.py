@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.confined import control
 from grader.confined.bubblewrap import SANDBOX_CODE, SANDBOX_ENV, WORKER_NAME, bwrap_arguments
 from grader.confined.clock import process_state
 from grader.confined.processes import kill_group
@@ -96,7 +97,7 @@ class Confinement:
                    "-c", bootstrap(code_root, "grader.confined.zygote", "serve"), json.dumps(config)]
         privileges: dict[str, Any] = {}
         if job.worker_user is not None:
-            privileges = {"user": job.worker_user, "group": job.worker_group, "extra_groups": []}
+            privileges = dict(user=job.worker_user, group=job.worker_group, extra_groups=[])  # Popen's
         passed = [theirs.fileno()]
         if self.namespaced:
             assert job.bwrap is not None
@@ -128,7 +129,7 @@ class Confinement:
         """Hand the zygote the submission, which it keeps in its own folder for every worker it forks."""
         fd = _memory_file(name, source)
         try:
-            socket.send_fds(self.channel, [json.dumps({"op": "load", "name": name}).encode()], [fd])
+            control.send(self.channel, {control.OP: control.LOAD, control.NAME: name}, [fd])
             self.loaded = True
         except OSError:
             self.broken = True
@@ -138,15 +139,15 @@ class Confinement:
     def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> ForkedProcess:
         if self.broken or not self.loaded:
             raise ZygoteUnavailable("the zygote is gone" if self.broken else "no submission was loaded")
-        request = {"op": "fork", "env": env, "module": module}
+        request = {control.OP: control.FORK, control.ENV: env, control.MODULE: module}
         try:
-            socket.send_fds(self.channel, [json.dumps(request).encode()], list(fds))
+            control.send(self.channel, request, fds)
             while True:
                 message = self._next(None)
-                if "pid" in message:
-                    return ForkedProcess(self, int(message["pid"]))
-                if "refused" in message:
-                    raise ZygoteUnavailable(f"the zygote refused the fork: {str(message['refused'])[:300]}")
+                if control.PID in message:
+                    return ForkedProcess(self, int(message[control.PID]))
+                if control.REFUSED in message:
+                    raise ZygoteUnavailable(f"the zygote refused the fork: {str(message[control.REFUSED])[:300]}")
         except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable) as exc:
             self.broken = True
             raise ZygoteUnavailable(str(exc)) from None
@@ -157,7 +158,7 @@ class Confinement:
             kill_group(_Pid(pid), timeout=0)
         if not self.broken:
             try:
-                self.channel.send(json.dumps({"op": "kill", "pid": pid}).encode())
+                control.send(self.channel, {control.OP: control.KILL, control.PID: pid})
             except OSError:
                 self.broken = True
 
@@ -167,8 +168,8 @@ class Confinement:
         if not self.namespaced or self.broken:
             return not self.broken
         try:
-            self.channel.send(json.dumps({"op": "sweep", "keep": sorted(keep)}).encode())
-            while "swept" not in self._next(None):
+            control.send(self.channel, {control.OP: control.SWEEP, control.KEEP: sorted(keep)})
+            while control.SWEPT not in self._next(None):
                 pass
             return True
         except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable):
@@ -190,14 +191,12 @@ class Confinement:
                     problem = f"the zygote did not answer within {REPLY_PATIENCE_S:g} s, though it was running"
                 if problem is not None:
                     raise ZygoteUnavailable(problem)
-        data = self.channel.recv(65536)
+        data = self.channel.recv(control.MAX_BYTES)
         if not data:
             raise ZygoteUnavailable("the zygote closed its socket")
-        message = json.loads(data)
-        if not isinstance(message, dict):
-            raise ValueError("a message that is not an object")
-        if "exit" in message:
-            self.exits[int(message["exit"])] = int(message["code"])
+        message = control.decode(data)
+        if control.EXIT in message:
+            self.exits[int(message[control.EXIT])] = int(message[control.CODE])
         return message
 
     def unable(self) -> str | None:

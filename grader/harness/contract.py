@@ -33,6 +33,7 @@ from typing import Any
 
 # What the host needs of the confinement's own code, named here so that this module is all the host
 # imports of the sandbox's side (tests/test_import_rules.py holds both sides to it).
+from grader.confined import control as control
 from grader.confined import restrict as restrict
 from grader.confined.bubblewrap import SANDBOX_CODE as SANDBOX_CODE
 from grader.confined.bubblewrap import SANDBOX_ENV as SANDBOX_ENV

@@ -21,7 +21,6 @@ Messages on the control socket (SOCK_SEQPACKET, JSON, descriptors passed alongsi
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -30,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from grader.confined import control
 from grader.confined.forking import ChildWatch, die_with_parent
 
 
@@ -60,20 +60,21 @@ def serve(control_fd: int) -> Order:
                     continue
                 forked.discard(pid)
                 try:
-                    channel.send(json.dumps({"exit": pid, "code": code}).encode())
+                    control.send(channel, {control.EXIT: pid, control.CODE: code})
                 except OSError:
                     os._exit(0)
         if channel not in ready:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(channel, 65536, 2)
+            data, fds, _, _ = socket.recv_fds(channel, control.MAX_BYTES, 2)
         except OSError:
             os._exit(0)
         if not data:
             os._exit(0)  # the host closed the template
         try:
-            request = json.loads(data)
-            order = Order(str(request["private"]), request.get("user"), request.get("group"), fds[0], fds[1])
+            request = control.decode(data)
+            order = Order(str(request[control.PRIVATE]), request.get(control.USER), request.get(control.GROUP),
+                          fds[0], fds[1])
         except (ValueError, KeyError, IndexError, TypeError):
             for fd in fds:
                 os.close(fd)
@@ -100,7 +101,7 @@ def serve(control_fd: int) -> Order:
             continue
         forked.add(pid)
         try:
-            socket.send_fds(channel, [json.dumps({"id": request.get("id"), "pid": pid}).encode()], [pidfd])
+            control.send(channel, {control.ID: request.get(control.ID), control.PID: pid}, [pidfd])
         except OSError:
             os._exit(0)
         finally:
@@ -112,6 +113,6 @@ def _refuse(channel: socket.socket, request: dict[str, Any], fds: list[int], why
     for fd in fds:
         os.close(fd)
     try:
-        channel.send(json.dumps({"id": request.get("id"), "error": why}).encode())
+        control.send(channel, {control.ID: request.get(control.ID), control.ERROR: why})
     except OSError:
         os._exit(0)

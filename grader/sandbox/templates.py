@@ -9,7 +9,6 @@ template's note. A submission is sent only once its harness exists (`ForkedHarne
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import select
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.exercise import Exercise
+from grader.harness.contract import control
 from grader.sandbox.folders import remove_owned_folder
 from grader.sandbox.layout import JobLayout, PreparedSuites, WorkerSettings, prepare_suites
 
@@ -69,11 +69,11 @@ class HarnessTemplate:
         output = tempfile.TemporaryFile(dir=folder)
         run_r, run_w = os.pipe()
         self.orders += 1
-        request = {"id": self.orders, "private": folder.relative_to(self.base).as_posix(), "user": user,
-                   "group": group}
+        request = {control.ID: self.orders, control.PRIVATE: folder.relative_to(self.base).as_posix(),
+                   control.USER: user, control.GROUP: group}
         settings = dataclasses.replace(self.settings, user=user, group=group)  # this grading's own account
         try:
-            socket.send_fds(self.channel, [json.dumps(request).encode()], [run_r, output.fileno()])
+            control.send(self.channel, request, [run_r, output.fileno()])
         except OSError:
             self.gone = True
             os.close(run_w)
@@ -108,22 +108,22 @@ class HarnessTemplate:
         if self.gone or left <= 0 or not select.select([self.channel], [], [], left)[0]:
             return False
         try:
-            data, fds, _, _ = socket.recv_fds(self.channel, 65536, 1)
+            data, fds, _, _ = socket.recv_fds(self.channel, control.MAX_BYTES, 1)
             if not data:
                 raise EOFError
-            message = json.loads(data)
-            if "pid" in message and fds:
-                order, pidfd = int(message["id"]), fds.pop()
+            message = control.decode(data)
+            if control.PID in message and fds:
+                order, pidfd = int(message[control.ID]), fds.pop()
                 if order in self.abandoned:
                     _kill_by_pidfd(pidfd)
                     os.close(pidfd)
                 else:
-                    self.children[order] = (int(message["pid"]), pidfd)
-            elif "error" in message:
-                self.children[int(message["id"])] = None
-                self.refusal = str(message["error"])[:500]
-            elif "exit" in message:
-                self.exits[int(message["exit"])] = int(message["code"])
+                    self.children[order] = (int(message[control.PID]), pidfd)
+            elif control.ERROR in message:
+                self.children[int(message[control.ID])] = None
+                self.refusal = str(message[control.ERROR])[:500]
+            elif control.EXIT in message:
+                self.exits[int(message[control.EXIT])] = int(message[control.CODE])
         except (OSError, EOFError, ValueError, KeyError, TypeError):
             self.gone = True
         for fd in fds:
