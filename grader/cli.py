@@ -619,7 +619,7 @@ def command_serve(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_worker(args: argparse.Namespace, console: Console) -> int:
-    from grader.service.worker import run_worker
+    from grader.service.queue_worker import run_worker
 
     console.print(f"grader worker: taking submissions from {args.broker.split('@')[-1]}", style="dim")
     run_worker(args.broker, store_location(args.db), args.sandbox, args.lease, burst=args.burst)

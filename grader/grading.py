@@ -26,7 +26,7 @@ from grader.validate import Rejected, validate
 
 class Backend(Protocol):
     """A sandbox: runs a tier's suites against one submission and hands back what its harness printed.
-    `close` ends what it keeps ready between gradings (a warm sandbox, a harness template); a backend
+    `close` ends what it keeps ready between gradings (a warm sandbox, a harness fork server); a backend
     keeping nothing closes at once."""
 
     @property

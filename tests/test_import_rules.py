@@ -87,9 +87,9 @@ WIRE_MODULES = ["confined/worker.py", "harness/client.py", "harness/codec.py", "
                 "harness/scenario.py"]
 
 
-# The modules that send or read the control sockets' messages (the zygote's, the loader's, the template's).
+# The modules that send or read the control sockets' messages (the zygote's, the loader's, the fork server's).
 CONTROL_MODULES = ["confined/zygote.py", "confined/loader.py", "confined/forking.py", "harness/confine.py",
-                   "harness/template.py", "sandbox/templates.py"]
+                   "harness/forkserver.py", "sandbox/forkservers.py"]
 
 
 def wire_keys(module: str = "protocol") -> set[str]:

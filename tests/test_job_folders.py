@@ -157,7 +157,7 @@ def processes_naming(text: str) -> list[str]:
 @pytest.mark.skipif(isolation_problem() is not None, reason="needs the local sandbox's namespaces")
 @pytest.mark.parametrize("command", ["grade", "batch"])
 def test_a_grader_killed_outright_takes_its_gradings_along_and_the_next_removes_its_folders(tmp_path, command):
-    """A grading under way (a cold harness for `grade`, harnesses forked from a template for `batch`)
+    """A grading under way (a cold harness for `grade`, harnesses forked from a fork server for `batch`)
     when its grader is killed: within seconds none of its processes runs, and the next grading of the
     same user removes the job folders it left."""
     temporary = tmp_path / "tmp"  # this test's own temporary folder: its job folders, and no one else's

@@ -13,7 +13,7 @@ import pytest
 
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
 from grader.harness.contract import Job, Suite
-from grader.harness.plugin import GRADING, NAMESPACE, GradingPlugin, HarnessState
+from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin, HarnessState
 
 pytest_plugins = ["pytester"]
 
@@ -72,12 +72,12 @@ def test_a_swallowed_timeout_or_crash_of_the_submission_is_never_a_pass(grade_su
     records, _ = grade_suite('''
 from types import SimpleNamespace
 
-from grader.harness.plugin import NAMESPACE
+from grader.harness.plugin import SUBMISSION_NAMES
 
 
 def test_catches_the_timeout(request):
     incident = SimpleNamespace(status="timeout", message="schedule() did not return within 5 s")
-    request.node.stash[NAMESPACE] = SimpleNamespace(_client=SimpleNamespace(incident=incident))
+    request.node.stash[SUBMISSION_NAMES] = SimpleNamespace(_client=SimpleNamespace(incident=incident))
     try:
         raise TimeoutError("caught by the test")
     except TimeoutError:
@@ -85,7 +85,7 @@ def test_catches_the_timeout(request):
 ''')
     record = records["test_catches_the_timeout"]
     assert (record.status, record.message) == ("timeout", "schedule() did not return within 5 s")
-    assert NAMESPACE and SimpleNamespace  # the names the suite above imports
+    assert SUBMISSION_NAMES and SimpleNamespace  # the names the suite above imports
 
 
 def test_a_test_over_its_time_is_a_timeout_with_its_limit(grade_suite):
@@ -100,6 +100,45 @@ def test_sleeps():
     record = records["test_sleeps"]
     assert record.status == "timeout" and "did not finish within" in record.message
     assert record.duration_s < 3
+
+
+def test_past_the_timeouts_a_grading_allows_the_tests_left_are_not_run(grade_suite):
+    """An endless loop costs a few call limits, not one a test: after `timed_out_tests` (3) tests ended
+    in a timeout, the tests left fail as timeouts without running."""
+    records, _ = grade_suite('''
+from grader.harness.stops import CallTimeout
+
+ran = []
+
+def test_1_passes():
+    pass
+
+def test_2_loops():
+    raise CallTimeout("schedule() did not finish within 5 s (is there an endless loop?)")
+
+def test_3_loops():
+    raise CallTimeout("schedule() did not finish within 5 s (is there an endless loop?)")
+
+def test_4_passes():
+    pass
+
+def test_5_loops():
+    raise CallTimeout("complete() did not finish within 5 s (is there an endless loop?)")
+
+def test_6_would_pass():
+    ran.append(6)
+
+def test_7_would_loop():
+    raise CallTimeout("add() did not finish within 5 s")
+''')
+    statuses = {name: record.status for name, record in records.items()}
+    assert statuses == {"test_1_passes": "passed", "test_2_loops": "timeout", "test_3_loops": "timeout",
+                        "test_4_passes": "passed", "test_5_loops": "timeout", "test_6_would_pass": "timeout",
+                        "test_7_would_loop": "timeout"}
+    assert "complete() did not finish" in records["test_5_loops"].message
+    for name in ("test_6_would_pass", "test_7_would_loop"):
+        assert records[name].message == ("not run: your code already ran out of time in 3 tests of this grading, "
+                                         "so the tests left are not run (is there an endless loop?)")
 
 
 def test_a_failure_outside_the_test_body_is_an_error_and_a_fail_keeps_the_authors_words(grade_suite):

@@ -144,7 +144,8 @@ def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monk
     message names a submission, the store says whose turn it is, and each message grades one."""
     from grader.grading import PlainBackend
     from grader.scorecard import Scorecard
-    from grader.service import jobs, worker
+    from grader.service import jobs
+    from grader.service import queue_worker as worker
     from grader.store import Store
 
     order: list[bytes] = []

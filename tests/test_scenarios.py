@@ -50,6 +50,13 @@ def test_a_group_gathers_objects_once_and_grows_by_earlier_groups():
         assert seen[two] is None and seen[three] is None  # a group observes nothing: it is not sent back
         assert seen[before] == {"rid": [1, 2]}
         assert seen[after] == {"rid": [1, 2, 3], "done": [1, 0, 0]}
+        # Steps and proxies together in one list, and steps alone (sent as their indices), read alike.
+        item = client.lookup("Item")(4, 1)
+        sc = Scenario(client)
+        made = sc.new("Item", 5, 1)
+        mixed, steps = sc.read_columns([item, made], "rid"), sc.read_columns([made, made], "rid")
+        seen = sc.run()
+        assert seen[mixed] == {"rid": [4, 5]} and seen[steps] == {"rid": [5, 5]}
 
 
 def test_a_scenario_can_act_on_proxies_and_its_objects_are_proxies_afterwards():
@@ -170,6 +177,8 @@ def test_steps_belong_to_their_scenario_and_names_to_the_exercise():
         box = first.new("Box")
         with pytest.raises(ValueError, match="another scenario"):
             second.call(box, "put", 1)
+        with pytest.raises(ValueError, match="another scenario"):
+            second.read_columns([box], "rid")  # a list of steps, sent by their indices
         with pytest.raises(KeyError, match="does not declare"):
             second.new("Box")
         with pytest.raises(TypeError):

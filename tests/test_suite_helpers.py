@@ -81,6 +81,27 @@ def test_a_failure_that_needs_no_large_numbers_is_shown_with_the_least_ones(help
             assert small_d.step == 1
 
 
+def test_each_step_reads_the_live_requests_and_the_end_reads_everyone(helpers, reference):
+    """A step reads the counts of the requests waiting or running in it, so its cost is what is live;
+    a request that left is read once more after the last step, where a change made to it shows."""
+    sc = helpers.random_scenario("live", "mixed")
+    ref = helpers.run_reference(reference, sc)
+    finished_early = [rid for rid, step in ref[0].left_at.items() if step < ref[-1].step - 1]
+    assert finished_early, "the workload has requests that leave before its end"
+    for rs in ref:
+        assert set(rs.after) == set(rs.live) and not rs.finished & set(rs.live)
+    assert sum(len(rs.after) for rs in ref) < len(sc.reqs) * len(ref)  # not everyone at every step
+    with worker_for(REFERENCE.read_text(), Limits(call_timeout_s=10, import_timeout_s=5)) as client:
+        helpers.run_submission(Names(client), sc, ref)
+    source = (MUTANTS / "31_changes_a_request_that_left.py").read_text()
+    with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
+        with pytest.raises(helpers.Divergence) as caught:
+            helpers.run_submission(Names(client), sc, ref)
+    message = str(caught.value)
+    assert f"step {ref[-1].step}: after the last step, r" in message, message
+    assert "prefilled=0" in message and "a request that has left is changed no more" in message, message
+
+
 def test_the_reference_stops_at_the_step_a_candidate_is_judged_on(helpers, reference):
     sc = helpers.random_scenario("until", "mixed")
     whole = helpers.run_reference(reference, sc)

@@ -65,9 +65,9 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     backend = LocalBackend(warm=True)
     grade(backend, STUB.read_bytes(), tier="free")
     (waiting,) = backend._ready.ready.values()
-    (template,) = backend._templates.values()
-    assert waiting.process.poll() is None  # forked from the template, waiting for its submission
-    folders, pids = [waiting.base, template.base], [waiting.process.pid, template.process.pid]
+    (fork_server,) = backend._fork_servers.values()
+    assert waiting.process.poll() is None  # forked from the fork server, waiting for its submission
+    folders, pids = [waiting.base, fork_server.base], [waiting.process.pid, fork_server.process.pid]
     assert all(folder.is_dir() for folder in folders)
     backend.close()
     assert not any(folder.exists() for folder in folders) and len(backend._ready) == 0
@@ -80,13 +80,13 @@ def test_a_closed_pool_leaves_no_sandbox_behind(tmp_path):
     while time.monotonic() < deadline and any(running(pid) for pid in pids):
         time.sleep(0.05)
     assert not any(running(pid) for pid in pids)
-    left = subprocess.run(["pgrep", "-f", str(template.base)], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", str(fork_server.base)], capture_output=True, text=True).stdout.split()
     assert left == []
 
 
 
 def test_each_grading_forked_from_a_template_has_its_own_process_folder_and_account():
-    """A warm local backend forks every harness from one template of the tier; each fork grades one
+    """A warm local backend forks every harness from one fork server of the tier; each fork grades one
     submission, in its own folder, with its own worker account (as root) and confinement."""
     import os
     import re
@@ -99,9 +99,9 @@ def test_each_grading_forked_from_a_template_has_its_own_process_folder_and_acco
             assert card.status == "graded" and card.score == 0, card.reason
             uids = {re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests}
             (waiting,) = backend._ready.ready.values()
-            (template,) = backend._templates.values()
-            seen.append((uids, template.process.pid, waiting.process.poll(), waiting.process.pid, waiting.base))
-        assert len({pid for _, pid, _, _, _ in seen}) == 1  # one template for the three
+            (fork_server,) = backend._fork_servers.values()
+            seen.append((uids, fork_server.process.pid, waiting.process.poll(), waiting.process.pid, waiting.base))
+        assert len({pid for _, pid, _, _, _ in seen}) == 1  # one fork server for the three
         assert all(code is None for _, _, code, _, _ in seen)  # each next one waits, alive
         children = {child for _, _, _, child, _ in seen}
         assert len(children) == 3 and seen[0][1] not in children
@@ -122,22 +122,22 @@ def test_a_template_that_dies_is_replaced_and_no_grading_is_lost():
     backend = LocalBackend(warm=True)
     try:
         assert grade(backend, REFERENCE.read_bytes(), tier="free").score > 0
-        (template,) = backend._templates.values()
-        os.kill(template.process.pid, signal.SIGKILL)
-        template.process.wait()
-        # The harness that was waiting ends with its template: each grading comes from a new template.
+        (fork_server,) = backend._fork_servers.values()
+        os.kill(fork_server.process.pid, signal.SIGKILL)
+        fork_server.process.wait()
+        # The harness that was waiting ends with its fork server: each grading comes from a new fork server.
         for _ in range(2):
             card = grade(backend, REFERENCE.read_bytes(), tier="free")
             assert card.status == "graded" and card.score == card.max_score > 0, card.reason
-        (replacement,) = backend._templates.values()
-        assert replacement.process.pid != template.process.pid and replacement.process.poll() is None
+        (replacement,) = backend._fork_servers.values()
+        assert replacement.process.pid != fork_server.process.pid and replacement.process.poll() is None
     finally:
         backend.close()
 
 
 def test_a_template_that_dies_during_a_grading_costs_that_grading_nothing():
-    """A harness ends with the template it was forked from: one whose template dies while it grades is
-    graded again in a new template's sandbox (nothing a submission can do reaches a template)."""
+    """A harness ends with the fork server it was forked from: one whose fork server dies while it grades is
+    graded again in a new fork server's sandbox (nothing a submission can do reaches a fork server)."""
     import os
     import signal
     import threading
@@ -148,63 +148,63 @@ def test_a_template_that_dies_during_a_grading_costs_that_grading_nothing():
     backend = LocalBackend(warm=True)
     try:
         assert grade(backend, REFERENCE.read_bytes(), tier="free").score > 0  # and the next harness waits
-        (template,) = backend._templates.values()
-        killer = threading.Timer(1.0, os.kill, (template.process.pid, signal.SIGKILL))
+        (fork_server,) = backend._fork_servers.values()
+        killer = threading.Timer(1.0, os.kill, (fork_server.process.pid, signal.SIGKILL))
         killer.start()
         card = grade(backend, slow, tier="free")
         killer.join()
-        assert template.process.wait(timeout=10) == -signal.SIGKILL  # it died while the grading ran
+        assert fork_server.process.wait(timeout=10) == -signal.SIGKILL  # it died while the grading ran
         assert card.status == "graded" and card.score == card.max_score > 0, card.reason
     finally:
         backend.close()
 
 
 def test_an_order_to_a_dead_template_gets_no_harness_and_leaves_nothing():
-    from grader.sandbox.local import start_template
+    from grader.sandbox.local import start_fork_server
 
     exercise = load_exercise(EXERCISE)
     backend = LocalBackend(warm=True)
-    template = start_template(exercise, "free", backend.settings(None, None))
-    template.process.kill()
-    template.process.wait()
+    fork_server = start_fork_server(exercise, "free", backend.settings(None, None))
+    fork_server.process.kill()
+    fork_server.process.wait()
     try:
-        assert template.order(None, None) is None and template.gone
-        assert not template.fresh_for(exercise, "free")
+        assert fork_server.order(None, None) is None and fork_server.gone
+        assert not fork_server.fresh_for(exercise, "free")
     finally:
-        template.close()
-    assert not template.base.exists()
+        fork_server.close()
+    assert not fork_server.base.exists()
 
 
 def test_a_template_that_does_not_fork_in_time_costs_no_grading(monkeypatch):
-    """A template that never answers an order: the submission is not sent to it, it is graded by a
-    harness of its own, and the backend uses no template again."""
+    """A fork server that never answers an order: the submission is not sent to it, it is graded by a
+    harness of its own, and the backend uses no fork server again."""
     import os
     import signal
 
-    from grader.sandbox import templates
+    from grader.sandbox import forkservers
 
-    monkeypatch.setattr(templates, "TEMPLATE_REPLY_S", 1.0)
+    monkeypatch.setattr(forkservers, "FORK_SERVER_REPLY_S", 1.0)
     backend = LocalBackend(warm=True)
     try:
         assert grade(backend, STUB.read_bytes(), tier="free").status == "graded"
-        (template,) = backend._templates.values()
-        backend._ready.close()  # the harness it forked already: the next order is the stopped template's
-        os.kill(template.process.pid, signal.SIGSTOP)
+        (fork_server,) = backend._fork_servers.values()
+        backend._ready.close()  # the harness it forked already: the next order is the stopped fork server's
+        os.kill(fork_server.process.pid, signal.SIGSTOP)
         try:
             card = grade(backend, REFERENCE.read_bytes(), tier="free")
             assert card.status == "graded" and card.score == card.max_score > 0, card.reason
-            assert "did not fork" in backend.templates_off
-            assert template.abandoned and template.gone
+            assert "did not fork" in backend.fork_servers_off
+            assert fork_server.abandoned and fork_server.gone
             again = grade(backend, REFERENCE.read_bytes(), tier="free")
             assert again.status == "graded" and again.score == again.max_score
         finally:
-            os.kill(template.process.pid, signal.SIGCONT)
+            os.kill(fork_server.process.pid, signal.SIGCONT)
     finally:
         backend.close()
 
 
 def test_an_edit_of_exercise_toml_retires_the_template_and_the_waiting_sandbox(tmp_path):
-    """Limits and names travel in every job: a sandbox or template made before exercise.toml changed
+    """Limits and names travel in every job: a sandbox or fork server made before exercise.toml changed
     is not used after."""
     from tests.helpers import exercise_copy
 
@@ -212,14 +212,14 @@ def test_an_edit_of_exercise_toml_retires_the_template_and_the_waiting_sandbox(t
     backend = LocalBackend(warm=True)
     try:
         assert grade_bytes(REFERENCE.read_bytes(), load_exercise(folder), "free", backend, "warm").status == "graded"
-        (before,) = backend._templates.values()
+        (before,) = backend._fork_servers.values()
         toml = folder / "exercise.toml"
         toml.write_text(toml.read_text().replace("memory_mb = 512", "memory_mb = 500"))
         edited = load_exercise(folder)
         assert edited.limits.memory_mb == 500
         card = grade_bytes(REFERENCE.read_bytes(), edited, "free", backend, "warm")
         assert card.status == "graded" and card.score == card.max_score, card.reason
-        (after,) = backend._templates.values()
+        (after,) = backend._fork_servers.values()
         assert after is not before and after.layout.job.limits.memory_mb == 500
     finally:
         backend.close()

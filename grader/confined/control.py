@@ -7,9 +7,9 @@ passed alongside where a message says so. Three sockets carry them, each served 
     zygote -> harness                {PID} or {REFUSED: why}, once per fork; {SWEPT: n}; {EXIT: pid, CODE}
     zygote -> loader (`loader`)      {OP: FORK, FOLDER} + [to_worker_r, from_worker_w, output]
     loader -> zygote                 {LOADED: clean} once; {PID} or {FAILED: why} per fork; {EXIT: pid, CODE}
-    host -> template (`grader.harness.template`)
+    host -> fork server (`grader.harness.forkserver`)
                                      {ID, PRIVATE, USER, GROUP} + [the run's pipe, the output file]
-    template -> host                 {ID, PID} + [its pidfd] or {ID, ERROR: why}; {EXIT: pid, CODE}
+    fork server -> host                 {ID, PID} + [its pidfd] or {ID, ERROR: why}; {EXIT: pid, CODE}
 
 Unlike the worker's wire, every end of these sockets is trusted code; each reader still checks the shape
 of what it acts on.

@@ -1,4 +1,4 @@
-"""What the fork servers (the zygote, the harness template) share: noticing their children's ends.
+"""What the fork servers (the zygote, the harness fork server) share: noticing their children's ends.
 
 Kept to the standard library's lightest modules: the zygote imports it on every grading.
 """

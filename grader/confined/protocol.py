@@ -48,6 +48,7 @@ REFS = "$refs"
 ROWS = "$rows"
 MAX_ROW_WIDTH = 16
 SLOT = "$slot"  # in a scenario's arguments only: the result of an earlier operation of the same scenario
+SLOTS = "$slots"  # ... and a list of such results, as their operations' indices: {SLOTS: [i, j, ...]}
 # A list a call returned, kept by the worker with a serial number so that a test passing it back unchanged
 # hands the submission its very list (`complete(schedule())`): {KEPT: [serial, the list]} as a call's
 # result, {KEPT: serial} in a later call's arguments. Each side keeps the last KEPT_LISTS of them.

@@ -485,6 +485,8 @@ class Worker:
                 return self.handles[inner]
             if tag == protocol.SLOT:
                 return self.slots[inner]
+            if tag == protocol.SLOTS:
+                return [self.slots[i] for i in inner]
             if tag == protocol.KEPT:
                 if inner not in self.kept:
                     raise ValueError(f"list {inner!r} is no longer kept")

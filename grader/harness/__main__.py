@@ -1,6 +1,6 @@
 """The harness entry point, inside the sandbox: unpack the job, run its suites, report the results.
 
-    python3 -I -c "<contract.bootstrap(root, 'grader.harness.__main__', 'main')>" BASE [--template FD]
+    python3 -I -c "<contract.bootstrap(root, 'grader.harness.__main__', 'main')>" BASE [--fork-server FD]
 
 Standard input brings the job (a tar, see `unpack`), then, possibly much later, the run: the nonce,
 the seed and the submission (see `contract.Job`). In between, the harness gets ready: it imports the
@@ -8,7 +8,7 @@ reference, starts the worker's confinement and lets pytest collect the tests. Th
 standard output as the last line (`contract.results_line`), carrying the nonce: the worker never
 sees the harness's standard input or output, so nothing it prints or writes can pass for them.
 
-With `--template FD` the harness is a template (see `template`): once the tests are collected it forks
+With `--fork-server FD` the harness is a fork server (see `forkserver`): once the tests are collected it forks
 a harness per grading ordered on the socket FD, each with its own input and output.
 """
 
@@ -24,7 +24,7 @@ import pytest
 
 from grader.confined.forking import INPUT_CLOSED, end_with_parent
 from grader.harness import plugin
-from grader.harness.contract import JOB_FILE, Job, read_frame, results_line
+from grader.harness.contract import JOB_FILE, Job, read_input_frame, results_line
 from grader.harness.unpack import unpack
 
 GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)
@@ -44,8 +44,8 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
         "-q", "--no-header", "-p", "no:warnings",
         # No tracebacks or summary of failures for a terminal nobody reads: the results line carries them.
         "--tb=no", "-rN",
-        # Capture at the level of sys.stdout only: a template's child points descriptors 1 and 2 at its
-        # own output, which descriptor-level capture (holding copies of the template's) would undo.
+        # Capture at the level of sys.stdout only: a fork server's child points descriptors 1 and 2 at its
+        # own output, which descriptor-level capture (holding copies of the fork server's) would undo.
         "--capture=sys",
         # Its session-end check runs full garbage collections over everything the run made, a cost that
         # grows with a scenario's size, to report exceptions no test would see; the results don't use it.
@@ -55,27 +55,27 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    template: int | None = None
-    if len(args) == 3 and args[1] == "--template" and args[2].isdigit():
-        template, args = int(args[2]), args[:1]
+    fork_server: int | None = None
+    if len(args) == 3 and args[1] == "--fork-server" and args[2].isdigit():
+        fork_server, args = int(args[2]), args[:1]
     if len(args) != 1:
-        print("usage: python3 -m grader.harness BASE [--template FD]  (the job, then the run, on standard input)",
+        print("usage: python3 -m grader.harness BASE [--fork-server FD]  (the job, then the run, on standard input)",
               file=sys.stderr)
         return 2
-    end_with_parent()  # a host killed outright takes this harness (and a template's gradings) along
+    end_with_parent()  # a host killed outright takes this harness (and a fork server's gradings) along
     base = str(Path(args[0]).resolve())
     # A descriptor of our own for the input: pytest points descriptor 0 at /dev/null while it runs.
     stdin = os.fdopen(os.dup(0), "rb")
     try:
-        unpack(io.BytesIO(read_frame(stdin)), Path(base))
+        unpack(io.BytesIO(read_input_frame(stdin)), Path(base))
     except EOFError:
         return INPUT_CLOSED  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
-    harness = plugin.HarnessState(job, base, stdin, template)
+    harness = plugin.HarnessState(job, base, stdin, fork_server)
     # Everything trusted is loaded before the first worker exists.
     plugin.load_reference(harness)
-    if template is None:
-        harness.pool.warm_up()  # a template's children each start their own
+    if fork_server is None:
+        harness.pool.warm_up()  # a fork server's children each start their own
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked

@@ -51,8 +51,8 @@ RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
 JOB_FILE = "secret/job.json"
 ISOLATIONS = ("namespaces", "container", "account", "none")
-FRAME = struct.Struct(">Q")
-MAX_FRAME_BYTES = 1 << 30
+INPUT_FRAME = struct.Struct(">Q")
+MAX_INPUT_BYTES = 1 << 30
 # The worker side: the `grader.confined` package, whole, shipped to the worker as one zip.
 CONFINED_PACKAGE = "confined"
 
@@ -137,17 +137,18 @@ class Run:
         return cls(nonce=str(data["nonce"]), seed=int(data["seed"]))
 
 
-def frame(data: bytes) -> bytes:
-    return FRAME.pack(len(data)) + data
+def input_frame(data: bytes) -> bytes:
+    """One part of the harness's input: an 8-byte length, then the bytes (not the worker's `protocol.frame`)."""
+    return INPUT_FRAME.pack(len(data)) + data
 
 
-def read_frame(stream: Any) -> bytes:
+def read_input_frame(stream: Any) -> bytes:
     """One frame from a binary stream; EOFError when the stream ends first."""
-    header = stream.read(FRAME.size)
-    if len(header) < FRAME.size:
+    header = stream.read(INPUT_FRAME.size)
+    if len(header) < INPUT_FRAME.size:
         raise EOFError("the input ended before a frame")
-    (length,) = FRAME.unpack(header)
-    if length > MAX_FRAME_BYTES:
+    (length,) = INPUT_FRAME.unpack(header)
+    if length > MAX_INPUT_BYTES:
         raise ValueError(f"a frame of {length} bytes")
     data = stream.read(length)
     if len(data) < length:

@@ -25,9 +25,9 @@ import pytest
 
 from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
-from grader.harness import lanes, template
+from grader.harness import forkserver, lanes
 from grader.harness.client import WorkerClient
-from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_frame
+from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_input_frame
 from grader.harness.feedback import Feedback
 from grader.harness.pool import WorkerPool
 from grader.harness.scenario import Scenario
@@ -66,14 +66,15 @@ class TestRecord:
 class HarnessState:
     """Everything the fixtures and hooks share during one grading run."""
 
-    def __init__(self, job: Job, base: str, stdin: BinaryIO | None = None, template: int | None = None) -> None:
+    def __init__(self, job: Job, base: str, stdin: BinaryIO | None = None, fork_server: int | None = None) -> None:
         self.job = job
         self.base = base
         self.stdin = stdin  # where the run (nonce, seed, submission) arrives, once the tests are collected
-        self.template = template  # a template's control socket: fork a harness per grading (see `template`)
+        self.fork_server = fork_server  # a fork server's control socket: fork a harness per grading (see `fork_server`)
         self.nonce: str | None = None
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
+        self.timed_out: list[str] = []  # the tests of this lane that ended in a timeout, by name
         self.helpers: list[lanes.Helper] = []  # the first lane's helpers
         self.pool = WorkerPool(job, base, self.problems, lambda: [helper.pid for helper in self.helpers])
         self.reference_module: ModuleType | None = None
@@ -120,14 +121,14 @@ class HarnessState:
 
     def receive_run(self) -> None:
         """Wait for the submission (a warm sandbox waits here, its tests collected) and hand it on.
-        A template forks here instead, and each child goes on as the harness of one grading."""
-        if self.template is not None:
-            self.become(template.serve(self.template))
+        A fork server forks here instead, and each child goes on as the harness of one grading."""
+        if self.fork_server is not None:
+            self.become(forkserver.serve(self.fork_server))
         if self.nonce is not None or self.stdin is None:
             return
         try:
-            run = Run.from_json(read_frame(self.stdin).decode("utf-8"))
-            source = read_frame(self.stdin)
+            run = Run.from_json(read_input_frame(self.stdin).decode("utf-8"))
+            source = read_input_frame(self.stdin)
         except (EOFError, ValueError, KeyError, TypeError):
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
             self.pool.end_confinement()
@@ -143,10 +144,10 @@ class HarnessState:
             end_with_input(self.stdin)
         self.pool.load(source)
 
-    def become(self, order: template.Order) -> None:
-        """In a child of the template: take this grading's session, output, folder and worker account,
+    def become(self, order: forkserver.Order) -> None:
+        """In a child of the fork server: take this grading's session, output, folder and worker account,
         and start its own worker confinement."""
-        self.template = None
+        self.fork_server = None
         os.setsid()
         for fd in (1, 2):
             os.dup2(order.output_fd, fd)
@@ -154,7 +155,7 @@ class HarnessState:
         self.stdin = os.fdopen(order.run_fd, "rb")
         self.job.private, self.job.worker_user, self.job.worker_group = order.private, order.user, order.group
         self.pool.subreaper = self.pool.become_subreaper()
-        gc.freeze()  # what the collection made is shared with the template's other children
+        gc.freeze()  # what the collection made is shared with the fork server's other children
         self.pool.warm_up()
 
     def merge_records(self, tests: list[dict[str, Any]]) -> None:
@@ -205,7 +206,12 @@ def not_run_message(total_s: float) -> str:
     return f"not run: the grading's time ran out ({total_s:g} s)"
 
 
-class Namespace(Mapping[str, Any]):
+def not_run_after_timeouts(count: int) -> str:
+    return (f"not run: your code already ran out of time in {count} tests of this grading, so the tests left "
+            "are not run (is there an endless loop?)")
+
+
+class SubmissionNames(Mapping[str, Any]):
     """`ns`: the submission's top-level names, as proxies. The worker starts on first use."""
 
     def __init__(self, harness: HarnessState) -> None:
@@ -246,7 +252,7 @@ def load_reference(harness: HarnessState) -> None:
         harness.reference_module = module
 
 
-NAMESPACE = pytest.StashKey[Namespace]()
+SUBMISSION_NAMES = pytest.StashKey[SubmissionNames]()
 FEEDBACK = pytest.StashKey[Feedback]()
 SUITE = pytest.StashKey[str]()
 CLOCK = pytest.StashKey[OwnDeadline]()
@@ -339,12 +345,12 @@ class GradingPlugin:
     # -- the fixtures ---------------------------------------------------------------------------------
 
     @pytest.fixture
-    def ns(self, request: pytest.FixtureRequest) -> Iterator[Namespace]:
+    def ns(self, request: pytest.FixtureRequest) -> Iterator[SubmissionNames]:
         harness = self.harness
-        namespace = Namespace(harness)
-        request.node.stash[NAMESPACE] = namespace
-        yield namespace
-        client = namespace._client
+        names = SubmissionNames(harness)
+        request.node.stash[SUBMISSION_NAMES] = names
+        yield names
+        client = names._client
         if client is not None:
             record = harness.records.get(request.node.nodeid)
             harness.pool.clean_up_after(client)
@@ -355,7 +361,7 @@ class GradingPlugin:
                 record.output, record.output_cut = text, cut
             # The item lives to the end of the run: let go of the worker's proxies and of what the test's
             # frames held (an incident's traceback keeps them), so no test's values outlive it.
-            namespace._client, namespace._values = None, {}
+            names._client, names._values = None, {}
 
     @pytest.fixture
     def reference(self, request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -392,7 +398,7 @@ class GradingPlugin:
         item.repr_failure = _failure_line  # type: ignore[method-assign]
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        # Each test's suite, found once at collection (in a template, once for every grading forked from it).
+        # Each test's suite, found once at collection (in a fork server, once for every grading forked from it).
         harness = self.harness
         for item in items:
             item.stash[SUITE] = harness.suite_of(Path(str(item.fspath)))
@@ -408,6 +414,10 @@ class GradingPlugin:
             # The grading's time is spent: the tests left fail without running, and the grading is graded
             # (the submission scores what it earned before), not an error the submission could choose.
             record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
+            return True
+        # An import that timed out fails every later test at once (see `WorkerPool.start_worker`), saying why.
+        if len(harness.timed_out) >= harness.job.limits.timed_out_tests and harness.pool.import_failure is None:
+            record.status, record.message = "timeout", not_run_after_timeouts(len(harness.timed_out))
             return True
         return None
 
@@ -473,8 +483,8 @@ class GradingPlugin:
             # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).
             report.longrepr = f"{record.status}: {record.message[:1000]}"
         if call.when == "call":
-            namespace = item.stash.get(NAMESPACE, None)
-            client = namespace._client if namespace is not None else None
+            names = item.stash.get(SUBMISSION_NAMES, None)
+            client = names._client if names is not None else None
             if record.status == "passed" and client is not None and client.incident is not None:
                 # The test swallowed a timeout or crash of the submission: that is never a pass.
                 record.status, record.message = client.incident.status, client.incident.message
@@ -483,6 +493,8 @@ class GradingPlugin:
                 record.artifacts = recorder.artifacts
         if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
             record.cpu_wait_s = round(clock.credited(), 3)
+        if call.when == "teardown" and record.status == "timeout":
+            harness.timed_out.append(record.name)
         if report.skipped and record.status == "passed":
             record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
 
@@ -495,7 +507,7 @@ class GradingPlugin:
         harness = self.harness
         for item in session.items:
             # pytest finds each test's file and line for every report it makes (reading the file's source):
-            # done once here, before the submission, it is shared by every grading a template forks.
+            # done once here, before the submission, it is shared by every grading a fork server forks.
             item.location  # noqa: B018 - a cached property
         harness.receive_run()
         lanes.split(harness, session)

@@ -98,7 +98,14 @@ class Scenario:
     def read_columns(self, targets: list[Any] | Slot, *names: str) -> Slot:
         """The attributes `names` of each of `targets` (a list, or a `group`) in one operation, as a dict
         of lists: name -> the values of the targets in order, None where one has no such attribute."""
-        wire = self._target(targets) if isinstance(targets, Slot) else [self._target(t) for t in targets]
+        if isinstance(targets, Slot):
+            wire = self._target(targets)
+        elif targets and all(type(t) is Slot for t in targets):  # the common case, compactly
+            if any(t.scenario is not self for t in targets):
+                raise ValueError("a step of another scenario cannot be passed here")
+            wire = {protocol.SLOTS: [t.index for t in targets]}
+        else:
+            wire = [self._target(t) for t in targets]
         return self._add([protocol.STEP_COLUMNS, wire, list(names)], f"reading {', '.join(names)}")
 
     def run(self) -> Observations:

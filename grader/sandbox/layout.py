@@ -25,7 +25,7 @@ from pathlib import Path
 
 import grader
 from grader.exercise import Exercise, files_fingerprint
-from grader.harness.contract import JOB_FILE, Job, Run, Suite, frame, worker_zip
+from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_zip
 from grader.seeding import KEY_FILE
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
@@ -158,12 +158,12 @@ def harness_input(layout: JobLayout) -> bytes:
             else:
                 info.size = len(entry.data)
                 archive.addfile(info, io.BytesIO(entry.data))
-    return frame(buffer.getvalue())
+    return input_frame(buffer.getvalue())
 
 
 def run_input(run: Run, source: bytes) -> bytes:
     """The second part: the run (nonce, seed), then the submission, each in a frame."""
-    return frame(run.to_json().encode()) + frame(source)
+    return input_frame(run.to_json().encode()) + input_frame(source)
 
 
 @dataclass

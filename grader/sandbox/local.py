@@ -41,6 +41,7 @@ from grader.harness.contract import (
     wait_for_exit,
 )
 from grader.sandbox.folders import make_job_folder, private_folder, remove_owned_folder
+from grader.sandbox.forkservers import FORK_SERVER_RUNS, ForkedHarness, ForkServerLost, HarnessForkServer
 from grader.sandbox.layout import (
     HARNESS_PACKAGE,
     JobLayout,
@@ -52,7 +53,6 @@ from grader.sandbox.layout import (
     prepare_suites,
     run_input,
 )
-from grader.sandbox.templates import TEMPLATE_RUNS, ForkedHarness, HarnessTemplate, TemplateLost
 from grader.sandbox.warm import WarmSlots
 from grader.sandbox.worker_accounts import worker_account
 
@@ -229,7 +229,7 @@ def refusal(problem: str) -> str:
             "your own trusted code only")
 
 
-TEMPLATES_KEPT = 4  # harness templates a warm backend keeps (one per exercise and tier, the latest used)
+FORK_SERVERS_KEPT = 4  # harness fork servers a warm backend keeps (one per exercise and tier, the latest used)
 
 
 @dataclass
@@ -237,7 +237,7 @@ class LocalBackend:
     """Grades on this machine. `unsafe`: no namespaces, for one's own trusted code only. `warm`: keep
     a sandbox started and ready (harness up, tests collected, workers' confinement waiting) for the
     next submission of the same exercise and tier; each still grades exactly one submission. A warm
-    backend forks each harness from a template of the exercise's tier (see `harness.template`), so
+    backend forks each harness from a fork server of the exercise's tier (see `harness.forkserver`), so
     that pytest's start and the collection happen once, not once per submission."""
 
     name = "local"
@@ -249,9 +249,9 @@ class LocalBackend:
     isolation: str | None = None
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
     _ready: WarmSlots[StartedHarness] = field(default_factory=WarmSlots, repr=False)
-    _templates: dict[tuple[str, str, str], HarnessTemplate] = field(default_factory=dict, repr=False)
-    _retired: list[HarnessTemplate] = field(default_factory=list, repr=False)
-    templates_off: str = ""  # why this backend stopped using templates (one failed it): cold harnesses only
+    _fork_servers: dict[tuple[str, str, str], HarnessForkServer] = field(default_factory=dict, repr=False)
+    _retired: list[HarnessForkServer] = field(default_factory=list, repr=False)
+    fork_servers_off: str = ""  # why this backend stopped using fork servers (one failed it): cold harnesses only
 
     _secrets_checked: set[tuple[str, str, str]] = field(default_factory=set, repr=False)
 
@@ -316,12 +316,12 @@ class LocalBackend:
         uid, gid = account.enter_context(worker_account())
         try:
             self.check_secrets(exercise, tier, uid, gid)
-            if self.warm and not self.templates_off:
-                order = self.template(exercise, tier, self.settings(uid, gid)).order(uid, gid)
+            if self.warm and not self.fork_servers_off:
+                order = self.fork_server(exercise, tier, self.settings(uid, gid)).order(uid, gid)
                 if order is not None:
-                    template = order.process.template
-                    return StartedHarness(order.process, order.folder, order.output, template.layout,
-                                          template.prepared, order.settings, account)
+                    fork_server = order.process.fork_server
+                    return StartedHarness(order.process, order.folder, order.output, fork_server.layout,
+                                          fork_server.prepared, order.settings, account)
             return start_harness(exercise, tier, self.settings(uid, gid, self.lane_accounts(account)), account)
         except BaseException:
             account.close()
@@ -342,20 +342,20 @@ class LocalBackend:
             found.append((uid, gid))
         return tuple(found)
 
-    def template(self, exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
-        """The template of this exercise and tier, started if missing, dead or made from older suites.
-        A replaced template is retired, not ended: a grading forked from it may still be running."""
+    def fork_server(self, exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessForkServer:
+        """The fork server of this exercise and tier, started if missing, dead or made from older suites.
+        A replaced fork server is retired, not ended: a grading forked from it may still be running."""
         key = WarmSlots.key(exercise, tier)
-        template = self._templates.pop(key, None)
-        if template is not None and not template.fresh_for(exercise, tier):
-            self._retired.append(template)
-            template = None
-        if template is None:
-            template = start_template(exercise, tier, settings)
-        self._templates[key] = template  # the latest used last
-        while len(self._templates) > TEMPLATES_KEPT:
-            self._retired.append(self._templates.pop(next(iter(self._templates))))
-        return template
+        fork_server = self._fork_servers.pop(key, None)
+        if fork_server is not None and not fork_server.fresh_for(exercise, tier):
+            self._retired.append(fork_server)
+            fork_server = None
+        if fork_server is None:
+            fork_server = start_fork_server(exercise, tier, settings)
+        self._fork_servers[key] = fork_server  # the latest used last
+        while len(self._fork_servers) > FORK_SERVERS_KEPT:
+            self._retired.append(self._fork_servers.pop(next(iter(self._fork_servers))))
+        return fork_server
 
     def end_retired(self) -> None:
         while self._retired:
@@ -370,22 +370,22 @@ class LocalBackend:
         then = self._ready.refill(exercise, tier, start) if self.warm else None
         try:
             raw = finish_harness(started, exercise, source, run, then)
-        except TemplateLost as lost:
-            # The submission was not sent: grade it in a harness of its own, and use no template again.
-            self.templates_off = str(lost)
+        except ForkServerLost as lost:
+            # The submission was not sent: grade it in a harness of its own, and use no fork server again.
+            self.fork_servers_off = str(lost)
             return finish_harness(start(), exercise, source, run, then)
         if isinstance(started.process, ForkedHarness) and not raw.timed_out \
-                and results_from_output(raw.output) is None and _ended(started.process.template.process):
-            # Its template died (nothing a submission can reach) and took it along, as a harness ends with
-            # its template: the submission is graded again, in a sandbox of a new template.
+                and results_from_output(raw.output) is None and _ended(started.process.fork_server.process):
+            # Its fork server died (nothing a submission can reach) and took it along, as a harness ends with
+            # its fork server: the submission is graded again, in a sandbox of a new fork server.
             return finish_harness(start(), exercise, source, run)
         return raw
 
     def close(self) -> None:
-        """End the sandboxes waiting for a submission, and the templates."""
+        """End the sandboxes waiting for a submission, and the fork servers."""
         self._ready.close()
-        self._retired.extend(self._templates.values())
-        self._templates.clear()
+        self._retired.extend(self._fork_servers.values())
+        self._fork_servers.clear()
         self.end_retired()
 
 
@@ -429,7 +429,7 @@ def sweep_account(uid: int) -> None:
 @dataclass
 class StartedHarness:
     """A harness process that has its job and waits for the run: the submission, its nonce and seed.
-    `base` is its own folder, removed at its end (a forked harness's is inside its template's)."""
+    `base` is its own folder, removed at its end (a forked harness's is inside its fork server's)."""
 
     process: subprocess.Popen[bytes] | ForkedHarness
     base: Path
@@ -460,7 +460,7 @@ class StartedHarness:
             self.output.seek(0)
             printed = self.output.read()
             if isinstance(self.process, ForkedHarness) and self.process.lost:
-                printed += self.process.template.log_tail()  # the template died before forking it: why
+                printed += self.process.fork_server.log_tail()  # the fork server died before forking it: why
         finally:
             if isinstance(self.process, ForkedHarness):
                 self.process.release()
@@ -522,15 +522,15 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
     return started
 
 
-TEMPLATE_END_S = 2.0  # how long a harness that ended without results waits to see its template's end
-TEMPLATE_EXIT_S = 120.0  # ... and how long, once the template is seen ending, for that end to complete
+FORK_SERVER_END_S = 2.0  # how long a harness that ended without results waits to see its fork server's end
+FORK_SERVER_EXIT_S = 120.0  # ... and how long, once the fork server is seen ending, for that end to complete
 
 
 def _ended(process: subprocess.Popen) -> bool:
-    """Whether a template has ended. Its harnesses end with it (the kernel signals them as it exits), which
-    the host may see before the template's own end can be collected: a moment is given for that (its
+    """Whether a fork server has ended. Its harnesses end with it (the kernel signals them as it exits), which
+    the host may see before the fork server's own end can be collected: a moment is given for that (its
     status may also be taken by another thread, which `wait` does not wait for), and as long as it
-    takes for a template that the kernel is ending (a busy machine slows an exit down, never stops it)."""
+    takes for a fork server that the kernel is ending (a busy machine slows an exit down, never stops it)."""
     started = time.monotonic()
     while True:
         try:
@@ -539,19 +539,19 @@ def _ended(process: subprocess.Popen) -> bool:
         except subprocess.TimeoutExpired:
             pass
         waited = time.monotonic() - started
-        if waited >= (TEMPLATE_EXIT_S if process_ending(process.pid) else TEMPLATE_END_S):
+        if waited >= (FORK_SERVER_EXIT_S if process_ending(process.pid) else FORK_SERVER_END_S):
             return False
 
 
-def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessTemplate:
+def start_fork_server(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessForkServer:
     base = job_folder(settings)
-    os.mkdir(base / TEMPLATE_RUNS, 0o700)  # not in the job's tar: the host's, made before the template unpacks
+    os.mkdir(base / FORK_SERVER_RUNS, 0o700)  # not in the job's tar: the host's, made before the fork server unpacks
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         prepared = prepare_suites(exercise, tier)
         layout = build_layout(exercise, tier, settings)
         log = tempfile.TemporaryFile(dir=base)
-        process = subprocess.Popen(harness_command(base, "--template", str(theirs.fileno())), stdin=subprocess.PIPE,
+        process = subprocess.Popen(harness_command(base, "--fork-server", str(theirs.fileno())), stdin=subprocess.PIPE,
                                    stdout=log, stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV,
                                    start_new_session=True, pass_fds=(theirs.fileno(),))
     except BaseException:
@@ -561,7 +561,7 @@ def start_template(exercise: Exercise, tier: str, settings: WorkerSettings) -> H
     finally:
         theirs.close()
     send_job(process, layout, close=True)
-    return HarnessTemplate(process, base, log, layout, prepared, settings, ours)
+    return HarnessForkServer(process, base, log, layout, prepared, settings, ours)
 
 
 def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes, run: Run,
@@ -574,7 +574,7 @@ def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes, r
     if isinstance(process, ForkedHarness) and not process.resolve():
         # No harness took the order: the submission goes nowhere (and is graded elsewhere).
         started.end()
-        raise TemplateLost(process.template.refusal or "the harness template did not fork in time")
+        raise ForkServerLost(process.fork_server.refusal or "the harness fork server did not fork in time")
     try:
         try:
             assert process.stdin is not None

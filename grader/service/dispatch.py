@@ -132,7 +132,7 @@ class RQDispatcher:
     def enqueue(self, submission_id: int) -> None:
         import secrets
 
-        self.queue.enqueue_call("grader.service.worker.grade", args=(submission_id,),
+        self.queue.enqueue_call("grader.service.queue_worker.grade", args=(submission_id,),
                                 job_id=f"submission-{submission_id}-{secrets.token_hex(4)}",
                                 timeout=JOB_TIMEOUT_S, result_ttl=600, failure_ttl=24 * 3600)
 

@@ -109,12 +109,25 @@ class RefStep:
     waiting: list[tuple[int, int, int]]  # (rid, prompt_len, max_new), head first
     reserved: int
     released: list[tuple[int, int]]  # (rid, KV tokens) freed by the previous complete()
-    finished: set[int]  # requests that left before this step
+    left_at: dict[int, int]  # rid -> the step whose complete() it left in, for the whole run (shared)
     plan: Plan
     emitted: list[int] | None  # sorted; None for the final step, where complete() is not called
-    after: dict[int, tuple[int, int]] = field(default_factory=dict)  # rid -> (prefilled, generated)
+    # rid -> (prefilled, generated) after complete(), of the requests live in this step (waiting or
+    # running once its arrivals are added): a request that left is read no more, so a step costs what
+    # is live, not everything the run has seen.
+    after: dict[int, tuple[int, int]] = field(default_factory=dict)
     scheduled: State | None = None  # waiting, running, reserved right after schedule()
     completed: State | None = None  # and right after complete()
+
+    @property
+    def finished(self) -> set[int]:
+        """The requests that left before this step."""
+        return {rid for rid, step in self.left_at.items() if step < self.step}
+
+    @property
+    def live(self) -> list[int]:
+        """The requests waiting or running once this step's arrivals are added: those it can change."""
+        return [r[0] for r in self.running] + [r[0] for r in self.waiting]
 
     @property
     def before(self) -> State:
@@ -133,7 +146,7 @@ def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000, until: in
     objs: dict[int, Any] = {}
     steps: list[RefStep] = []
     released: list[tuple[int, int]] = []
-    finished: set[int] = set()
+    left_at: dict[int, int] = {}
     for step in range(1, max_steps + 1):
         for spec in sc.arrivals(step):
             objs[spec.rid] = reference["Req"](spec.rid, spec.prompt_len, spec.max_new)
@@ -143,7 +156,7 @@ def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000, until: in
             step=step,
             running=[(r.rid, r.prompt_len, r.prefilled, r.max_new) for r in s.running],
             waiting=[(r.rid, r.prompt_len, r.max_new) for r in s.waiting],
-            reserved=s.reserved, released=released, finished=set(finished),
+            reserved=s.reserved, released=released, left_at=left_at,
             plan=[], emitted=None)
         steps.append(rec)
         plan = s.schedule()
@@ -156,8 +169,8 @@ def run_reference(reference: Any, sc: Scenario, max_steps: int = 5000, until: in
         rec.completed = state_of(s)
         still = {r.rid for r in s.running}
         released = [(rid, r.prompt_len + r.max_new) for rid, r in in_step.items() if rid not in still]
-        finished |= {rid for rid, _ in released}
-        rec.after = {rid: (r.prefilled, r.generated) for rid, r in objs.items()}
+        left_at.update((rid, step) for rid, _ in released)
+        rec.after = {rid: (objs[rid].prefilled, objs[rid].generated) for rid in rec.live}
         if step == until:
             return steps
     raise AssertionError("suite bug: the reference did not finish the scenario")
@@ -431,32 +444,49 @@ class StepOps:
     completed: Any = None
 
 
-def _scenario_ops(ns: Any, sc: Scenario, ref: list[RefStep]) -> tuple[Any, Any, list[StepOps]]:
+@dataclass
+class ReplayOps:
+    """A scenario's whole replay on the submission: its scheduler, its steps, and a last read of every
+    request's counts (those that left are read at the end only)."""
+
+    run: Any
+    sched: Any
+    steps: list[StepOps]
+    rids: list[int]  # every request added, in order
+    counts_at_end: Any
+
+
+def _scenario_ops(ns: Any, sc: Scenario, ref: list[RefStep]) -> ReplayOps:
     """The whole replay as one scenario of operations (one message to the worker): the calls the old
-    step-by-step driver made, and a read of the documented state and counts where it checked them."""
+    step-by-step driver made, and a read of the documented state and counts where it checked them.
+    Each step reads the counts of the requests live in it (its cost is what is live, not what the run
+    has seen); what a step could change of a request that left is read once, after the last step."""
     run = ns.scenario()
     sched = run.new("Scheduler", sc.budget, sc.max_seqs, sc.kv_tokens)
-    rids: list[int] = []
-    everyone: Any = None  # every request added so far, gathered in the worker: sent once, read every step
+    made_of: dict[int, Any] = {}  # rid -> its Req(...) step
+    everyone: Any = None  # every request added so far, gathered in the worker: sent once, read at the end
     steps: list[StepOps] = []
     for rs in ref:
         made = []
         for spec in sc.arrivals(rs.step):
             r = run.new("Req", spec.rid, spec.prompt_len, spec.max_new)
             made.append((spec.rid, r, run.call(sched, "add", r)))
-            rids.append(spec.rid)
+            made_of[spec.rid] = r
         if made:
             everyone = run.group(*([everyone] if everyone is not None else []), *(r for _, r, _ in made))
         before = run.read(sched, *STATE_NAMES) if made else None
         plan = run.call(sched, "schedule")
-        ops = StepOps(made, before, plan, list(rids), run.read_columns(everyone or [], "prefilled", "generated"),
+        live = rs.live
+        targets = [made_of[rid] for rid in live]
+        ops = StepOps(made, before, plan, live, run.read_columns(targets, "prefilled", "generated"),
                       run.read(sched, *STATE_NAMES))
         if rs.emitted is not None:
             ops.emitted = run.call(sched, "complete", plan)
-            ops.counts_completed = run.read_columns(everyone or [], "prefilled", "generated")
+            ops.counts_completed = run.read_columns(targets, "prefilled", "generated")
             ops.completed = run.read(sched, *STATE_NAMES)
         steps.append(ops)
-    return run, sched, steps
+    at_end = run.read_columns(everyone, "prefilled", "generated") if everyone is not None else None
+    return ReplayOps(run, sched, steps, list(made_of), at_end)
 
 
 def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
@@ -468,13 +498,14 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
     step, in the order it happened, so an exception of the submission surfaces at the step it happened.
     Checked at every step: the documented state (waiting, running, reserved) after this step's add()
     calls, the plan, that schedule() changed no prefilled/generated, the state after schedule(), the
-    ids complete() returns, every request's counts and the state after complete().
+    ids complete() returns, the live requests' counts and the state after complete(); every request's
+    counts once more after the last step.
     `expected` and `got` (filled step by step) tell the caller how far it went if the submission raises;
     `work[0]` counts the steps judged times the requests of the scenario (the shrinker's work bound).
     """
-    run, sched, steps = _scenario_ops(ns, sc, ref)
-    seen = run.run()
-    seen[sched]
+    replay = _scenario_ops(ns, sc, ref)
+    seen = replay.run.run()
+    seen[replay.sched]
     ids: dict[int, int] = {}  # id(request proxy) -> rid
     counts: dict[int, tuple[int, int]] = {}  # rid -> (prefilled, generated) after the last complete()
     expected = [] if expected is None else expected
@@ -483,7 +514,7 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
     def diverge(step: int, message: str) -> Divergence:
         return Divergence(step, f"step {step}: {message}", expected, got)
 
-    for rs, ops in zip(ref, steps):
+    for rs, ops in zip(ref, replay.steps):
         step = rs.step
         if work is not None:
             work[0] += len(sc.reqs)
@@ -517,7 +548,7 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
         if problem := _state_problem(_plain_state(seen[ops.scheduled], ids), rs.scheduled, "schedule()"):
             raise diverge(step, problem)
         if rs.emitted is None:
-            return
+            break
         emitted = _plain_ids(seen[ops.emitted], step, expected, got)
         if emitted != rs.emitted:
             raise Divergence(step, f"step {step}: the plan {fmt_plan(plan)} is right, but complete() "
@@ -537,10 +568,22 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                 raise Divergence(step, f"step {step}: after complete(), r{rid} has prefilled={have[0]}, "
                                        f"generated={have[1]}, but expected prefilled={want[0]}, "
                                        f"generated={want[1]}{hint}", expected, got)
-        counts = dict(rs.after)
+        counts.update(rs.after)
         assert rs.completed is not None
         if problem := _state_problem(_plain_state(seen[ops.completed], ids), rs.completed, "complete()"):
             raise diverge(step, problem)
+    if replay.counts_at_end is None:
+        return
+    # A request that left is read no more step by step: what any later call changed of it shows here.
+    for rid, have in zip(replay.rids, _counts(seen[replay.counts_at_end])):
+        want = counts[rid]
+        if have != want:
+            left_in = ref[0].left_at.get(rid)
+            when = f"it left in step {left_in} with" if left_in is not None else "after its last complete() it had"
+            raise diverge(ref[len(replay.steps) - 1].step,
+                          f"after the last step, r{rid} has prefilled={have[0]}, generated={have[1]}, but "
+                          f"{when} prefilled={want[0]}, generated={want[1]}: a request that has left is "
+                          f"changed no more")
 
 
 def sc_req(sc: Scenario, rid: int) -> R:

@@ -1,20 +1,20 @@
-"""A harness template: one harness that has started, loaded the reference and collected the tests of
+"""A harness fork server: one harness that has started, loaded the reference and collected the tests of
 an exercise's tier, and forks a fresh harness for each grading.
 
 Starting a harness costs CPU (Python, pytest and the suites' imports, the collection of the tests),
-the same for every submission of a batch. A warm local backend starts one template per
-exercise and tier; the template stops where a harness would wait for its submission (the tests
+the same for every submission of a batch. A warm local backend starts one fork server per
+exercise and tier; the fork server stops where a harness would wait for its submission (the tests
 collected) and from then on only forks. Each child becomes an ordinary harness for one grading: its
 own session, folder, output, worker account and worker confinement (the confinement is started after
-the fork, so no two gradings share a zygote or a namespace). The template never receives a
+the fork, so no two gradings share a zygote or a namespace). The fork server never receives a
 submission, and no worker ever runs in it or beside it.
 
 Messages on the control socket (SOCK_SEQPACKET, JSON, descriptors passed alongside):
-    host -> template   {"id": k, "private": P, "user": u, "group": g} + [run_r, output]
+    host -> fork server   {"id": k, "private": P, "user": u, "group": g} + [run_r, output]
                        a grading: its own folder P (relative to the job's base, made by the host),
                        the worker account u/g, where its submission will come from and where its
                        output goes
-    template -> host   {"id": k, "pid": n} + [pidfd]   the child that grades it
+    fork server -> host   {"id": k, "pid": n} + [pidfd]   the child that grades it
                        {"id": k, "error": why}          no child for that order (a fork that failed)
                        {"exit": n, "code": c}           whenever a child ends (c as Popen.returncode)
 """
@@ -50,7 +50,7 @@ def serve(control_fd: int) -> Order:
     channel = socket.socket(fileno=control_fd)
     children = ChildWatch()
     watched: list[socket.socket | ChildWatch] = [channel, children]
-    template = os.getpid()
+    fork_server = os.getpid()
     forked: set[int] = set()  # as a subreaper it also reaps orphans (a killed child's bwrap): not news
     while True:
         ready, _, _ = select.select(watched, [], [])
@@ -70,7 +70,7 @@ def serve(control_fd: int) -> Order:
         except OSError:
             os._exit(0)
         if not data:
-            os._exit(0)  # the host closed the template
+            os._exit(0)  # the host closed the fork server
         try:
             request = control.decode(data)
             order = Order(str(request[control.PRIVATE]), request.get(control.USER), request.get(control.GROUP),
@@ -84,10 +84,10 @@ def serve(control_fd: int) -> Order:
         try:
             pid = os.fork()
         except OSError as exc:
-            _refuse(channel, request, fds, f"the template could not fork ({exc})")
+            _refuse(channel, request, fds, f"the fork server could not fork ({exc})")
             continue
         if pid == 0:
-            die_with_parent(template)  # a template that ends (its host gone) takes its gradings along
+            die_with_parent(fork_server)  # a fork server that ends (its host gone) takes its gradings along
             children.forget()
             channel.close()
             return order

@@ -1,9 +1,9 @@
-"""The host's side of a harness template (see `grader.harness.template`): ordering a harness for a
-grading, and watching the forked harness through the pidfd the template sends.
+"""The host's side of a harness fork server (see `grader.harness.forkserver`): ordering a harness for a
+grading, and watching the forked harness through the pidfd the fork server sends.
 
-A forked harness is the template's child, not the host's: it is watched and killed through its pidfd,
+A forked harness is the fork server's child, not the host's: it is watched and killed through its pidfd,
 which cannot reach another process should its pid be reused, and its exit code comes as the
-template's note. A submission is sent only once its harness exists (`ForkedHarness.resolve`).
+fork server's note. A submission is sent only once its harness exists (`ForkedHarness.resolve`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from grader.sandbox.layout import JobLayout, PreparedSuites, WorkerSettings, pre
 
 @dataclass
 class Order:
-    """A harness the template forked (or was asked to fork) for one grading, with its folder and output."""
+    """A harness the fork server forked (or was asked to fork) for one grading, with its folder and output."""
 
     process: ForkedHarness
     folder: Path
@@ -37,14 +37,14 @@ class Order:
     settings: WorkerSettings
 
 
-TEMPLATE_REPLY_S = 60.0  # how long a template may take to start, collect and fork (a busy machine)
-TEMPLATE_RUNS = "runs"  # in a template's job folder: the folder of each grading forked from it
+FORK_SERVER_REPLY_S = 60.0  # how long a fork server may take to start, collect and fork (a busy machine)
+FORK_SERVER_RUNS = "runs"  # in a fork server's job folder: the folder of each grading forked from it
 
 
 @dataclass
-class HarnessTemplate:
+class HarnessForkServer:
     """A harness that collected the tests of one exercise and tier and forks a harness per grading
-    (see `harness.template`). Its job folder holds each grading's own folder."""
+    (see `harness.forkserver`). Its job folder holds each grading's own folder."""
 
     process: subprocess.Popen[bytes]
     base: Path
@@ -57,15 +57,15 @@ class HarnessTemplate:
     children: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # order -> (pid, pidfd); None: refused
     exits: dict[int, int] = field(default_factory=dict)  # pid -> exit code
     abandoned: set[int] = field(default_factory=set)  # orders given up on: their harness is killed on sight
-    refusal: str = ""  # why the template refused an order
+    refusal: str = ""  # why the fork server refused an order
     gone: bool = False
 
     def fresh_for(self, exercise: Exercise, tier: str) -> bool:
         return not self.gone and self.process.poll() is None and prepare_suites(exercise, tier) is self.prepared
 
     def order(self, user: int | None, group: int | None) -> Order | None:
-        """A harness forked for one grading, waiting for its submission; None when the template is gone."""
-        folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.base / TEMPLATE_RUNS))
+        """A harness forked for one grading, waiting for its submission; None when the fork server is gone."""
+        folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.base / FORK_SERVER_RUNS))
         output = tempfile.TemporaryFile(dir=folder)
         run_r, run_w = os.pipe()
         self.orders += 1
@@ -85,15 +85,15 @@ class HarnessTemplate:
         return Order(ForkedHarness(self, self.orders, os.fdopen(run_w, "wb")), folder, output, settings)
 
     def child(self, order: int) -> tuple[int, int] | None:
-        """(pid, pidfd) of the harness forked for `order`, once the template says; None if it never will
+        """(pid, pidfd) of the harness forked for `order`, once the fork server says; None if it never will
         (then the order is abandoned: a harness forked for it later is killed when its pid comes)."""
-        deadline = time.monotonic() + TEMPLATE_REPLY_S
+        deadline = time.monotonic() + FORK_SERVER_REPLY_S
         while order not in self.children and self._next(deadline):
             pass
         found = self.children.pop(order, None)
         if found is None:
             self.abandoned.add(order)
-            self.gone = True  # a template that does not fork in time is not used again
+            self.gone = True  # a fork server that does not fork in time is not used again
         return found
 
     def exit_code(self, pid: int, timeout: float) -> int | None:
@@ -103,7 +103,7 @@ class HarnessTemplate:
         return self.exits.pop(pid, None)
 
     def _next(self, deadline: float) -> bool:
-        """File the template's next message; False when none came in time or the template is gone."""
+        """File the fork server's next message; False when none came in time or the fork server is gone."""
         left = deadline - time.monotonic()
         if self.gone or left <= 0 or not select.select([self.channel], [], [], left)[0]:
             return False
@@ -138,7 +138,7 @@ class HarnessTemplate:
             return b""
 
     def close(self) -> None:
-        """End the template (its children are ended by their gradings) and remove its folder."""
+        """End the fork server (its children are ended by their gradings) and remove its folder."""
         if self.abandoned:  # a harness forked late for an order given up on: its pid may be waiting
             self._next(time.monotonic() + 0.1)
         self.gone = True
@@ -156,8 +156,8 @@ class HarnessTemplate:
         remove_owned_folder(self.base)
 
 
-class TemplateLost(Exception):
-    """The template did not fork the harness of an order: the submission was not sent to it."""
+class ForkServerLost(Exception):
+    """The fork server did not fork the harness of an order: the submission was not sent to it."""
 
 
 def _kill_by_pidfd(pidfd: int) -> None:
@@ -168,23 +168,23 @@ def _kill_by_pidfd(pidfd: int) -> None:
 
 
 class ForkedHarness:
-    """A harness forked by a template, with the part of `subprocess.Popen`'s interface a grading uses.
-    It is the template's child, not ours: it is watched and killed through a pidfd, which cannot
+    """A harness forked by a fork server, with the part of `subprocess.Popen`'s interface a grading uses.
+    It is the fork server's child, not ours: it is watched and killed through a pidfd, which cannot
     reach another process should its pid be reused."""
 
-    def __init__(self, template: HarnessTemplate, order: int, stdin: IO[bytes]) -> None:
-        self.template, self.order, self.stdin = template, order, stdin
-        self.args = f"harness {order} of template {template.process.pid}"
+    def __init__(self, fork_server: HarnessForkServer, order: int, stdin: IO[bytes]) -> None:
+        self.fork_server, self.order, self.stdin = fork_server, order, stdin
+        self.args = f"harness {order} of fork server {fork_server.process.pid}"
         self.pid: int | None = None
         self.pidfd: int | None = None
-        self.lost = False  # the template never forked it
+        self.lost = False  # the fork server never forked it
         self.ended = False
         self.returncode: int | None = None
 
     def _resolve(self) -> int | None:
-        """Its pidfd, asked of the template the first time; None when the template never forked it."""
+        """Its pidfd, asked of the fork server the first time; None when the fork server never forked it."""
         if self.pidfd is None and not self.lost:
-            found = self.template.child(self.order)
+            found = self.fork_server.child(self.order)
             if found is None:
                 self.lost = self.ended = True
             else:
@@ -192,7 +192,7 @@ class ForkedHarness:
         return self.pidfd
 
     def poll(self) -> int | None:
-        """None while it runs, else its exit code (-1 when unknown: its template is gone)."""
+        """None while it runs, else its exit code (-1 when unknown: its fork server is gone)."""
         if not self.ended and (pidfd := self._resolve()) is not None and select.select([pidfd], [], [], 0)[0]:
             self._ended()
         return None if not self.ended else (self.returncode if self.returncode is not None else -1)
@@ -207,12 +207,12 @@ class ForkedHarness:
     def _ended(self) -> None:
         self.ended = True
         assert self.pid is not None
-        # The template reports each harness's end as soon as it reaps it; one that is gone reports nothing
+        # The fork server reports each harness's end as soon as it reaps it; one that is gone reports nothing
         # and `exit_code` returns at once: a busy machine only delays the report.
-        self.returncode = self.template.exit_code(self.pid, TEMPLATE_REPLY_S)
+        self.returncode = self.fork_server.exit_code(self.pid, FORK_SERVER_REPLY_S)
 
     def resolve(self) -> bool:
-        """Whether the template forked this harness (waiting for its word if need be)."""
+        """Whether the fork server forked this harness (waiting for its word if need be)."""
         return self._resolve() is not None
 
     def kill(self) -> None:

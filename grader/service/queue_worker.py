@@ -48,7 +48,7 @@ def grade(submission_id: int) -> int | None:
     It runs in the worker's own process (SimpleWorker), with the store and sandbox that `run_worker`
     set up."""
     if _config is None:
-        raise RuntimeError("grader.service.worker.grade runs inside `grader worker` only")
+        raise RuntimeError("grader.service.queue_worker.grade runs inside `grader worker` only")
     started = time.monotonic()
     graded = _while_the_store_is_away(lambda: jobs.grade_next(_config.store, _config.backend, _config.lease_s))
     if graded is not None:  # one line a grading, for whoever runs the worker
