@@ -98,8 +98,8 @@ def test_each_step_reads_the_live_requests_and_the_end_reads_everyone(helpers, r
         with pytest.raises(helpers.Divergence) as caught:
             helpers.run_submission(Names(client), sc, ref)
     message = str(caught.value)
-    assert f"step {ref[-1].step}: after the last step, r" in message, message
     assert "prefilled=0" in message and "a request that has left is changed no more" in message, message
+    assert caught.value.step < ref[-1].step or "after the last step, r" in message, message
 
 
 def test_the_reference_stops_at_the_step_a_candidate_is_judged_on(helpers, reference):
