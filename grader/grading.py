@@ -7,7 +7,6 @@ with a test missing is an `error` scorecard with the reason, never a pass.
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any, Protocol
 
 import grader
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
-from grader.harness.contract import RESULTS_SCHEMA, Run, results_from_output
+from grader.harness.contract import Results, Run, results_from_output
 from grader.sandbox.layout import RawRun
 from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult, utc_now
 from grader.seeding import seed_for_source
@@ -131,13 +130,11 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
         return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
                      f" (exit status {raw.exit_status})"))
     try:
-        results = json.loads(printed)
-        if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
-            raise ValueError("unknown results format")
-        if results.get("nonce") != nonce:
+        results = Results.from_json(printed)
+        if results.nonce != nonce:
             return error("the results file was not written by this run's harness (it may have been forged)")
-        tests = [result_from(entry, exercise) for entry in results["tests"]]
-        problems = [valid_text(p, MESSAGE_CHARS) for p in results["problems"]]
+        tests = [result_from(entry, exercise) for entry in results.tests]
+        problems = [valid_text(p, MESSAGE_CHARS) for p in results.problems]
     except (ValueError, KeyError, TypeError) as exc:
         return error(f"the harness's results could not be read ({exc})")
     if problems:

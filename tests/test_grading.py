@@ -12,7 +12,7 @@ import pytest
 from grader.cli import main
 from grader.exercise import list_tests, load_exercise
 from grader.grading import PlainBackend, grade_bytes, judge
-from grader.harness.contract import RESULTS_MARKER, results_line
+from grader.harness.contract import RESULTS_MARKER, Results, results_line
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from grader.scorecard import Scorecard
@@ -105,7 +105,7 @@ def test_unusable_files_are_rejected_with_a_specific_message_and_score_zero(exer
 
 
 def test_results_without_this_runs_nonce_are_refused(exercise, reference_card):
-    results = {"schema": 1, "nonce": "forged", "problems": [], "tests": []}
+    results = Results("forged", [], [])
     card = replace(reference_card, tests=[], score=0, status="graded")
     judge(card, RawRun(results_line(results).encode(), 0, False, 0.1), exercise, "premium", "the-real-nonce")
     assert card.status == "error" and card.score == 0 and "forged" in card.reason
@@ -118,7 +118,7 @@ def test_the_host_makes_the_run_and_the_card_keeps_the_seed_it_sent(exercise):
 
     def backend(ex, source, tier, run):
         sent.append(run)
-        return RawRun(results_line({"schema": 1, "nonce": run.nonce, "problems": ["stop here"], "tests": []}).encode(),
+        return RawRun(results_line(Results(run.nonce, ["stop here"], [])).encode(),
                       0, False, 0.1)
 
     first = grade_bytes(REFERENCE.read_bytes(), exercise, "free", PlainBackend(backend), "fake")
@@ -135,7 +135,7 @@ def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     passed = {"nodeid": "x", "suite": "visible", "name": "test_decodes_run_before_the_prompt", "status": "passed",
               "message": "", "description": "", "duration_s": 0.1, "traceback": [], "output": "",
               "output_cut": 0, "artifacts": []}
-    results = {"schema": 1, "nonce": "n", "problems": [], "tests": [passed]}
+    results = Results("n", [], [passed])
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
     judge(card, RawRun(results_line(results).encode(), 0, False, 0.1), exercise, "premium", "n")
     assert card.status == "error" and card.score == 0 and "no result for" in card.reason
@@ -213,3 +213,18 @@ def test_a_prompt_left_out_of_the_plan_is_said_to_be_missing_not_to_have_got_a_d
     card = grade_bytes(source.encode(), exercise, "free", run_local, "local")
     message = {t.name: t.message for t in card.tests}["test_decodes_run_before_the_prompt"]
     assert "the plan holds none of it" in message and "got 1" not in message, message
+
+
+@pytest.mark.parametrize("document", [
+    '{"schema": 2, "nonce": "n", "problems": [], "tests": []}',
+    '{"schema": 1, "nonce": 5, "problems": [], "tests": []}',
+    '{"schema": 1, "nonce": "n", "problems": "none", "tests": []}',
+    '{"schema": 1, "nonce": "n", "problems": [3], "tests": []}',
+    '{"schema": 1, "nonce": "n", "problems": [], "tests": [["x"]]}',
+    '[1, 2]',
+])
+def test_the_results_document_reads_back_what_it_wrote_and_refuses_other_shapes(document):
+    written = Results("n", ["a problem"], [{"name": "test_x", "status": "passed"}])
+    assert Results.from_json(written.to_json()) == written
+    with pytest.raises(ValueError):
+        Results.from_json(document)

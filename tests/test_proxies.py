@@ -410,7 +410,8 @@ def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
 def test_lists_of_objects_cross_as_handles_with_every_bound_still_kept():
     from collections import deque
 
-    from grader.confined.worker import MAX_ITEMS, TooBig, Worker
+    from grader.confined.values import MAX_ITEMS, TooBig
+    from grader.confined.worker import Worker
 
     class Req:
         def __init__(self, rid: int) -> None:

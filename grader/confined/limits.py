@@ -6,6 +6,8 @@ rlimits and deadlines, the Docker backend also into container settings.
 
 from __future__ import annotations
 
+import resource
+import signal
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -68,3 +70,24 @@ class Limits:
             "memory_mb": self.memory_mb, "file_size_mb": self.file_size_mb, "open_files": self.open_files,
             "cpu_s": self.cpu_s, "processes": self.processes,
         }
+
+
+def apply_limits(limits: dict[str, int]) -> None:
+    """Resource limits on this process and what it starts, before any student code runs."""
+    mib = 1024 * 1024
+    wanted = {
+        resource.RLIMIT_AS: limits["memory_mb"] * mib,
+        resource.RLIMIT_FSIZE: limits["file_size_mb"] * mib,
+        resource.RLIMIT_NOFILE: limits["open_files"],
+        resource.RLIMIT_CPU: limits["cpu_s"],
+        resource.RLIMIT_CORE: 0,
+    }
+    if limits.get("processes"):  # absent for the zygote, which sets it in each child
+        wanted[resource.RLIMIT_NPROC] = limits["processes"]
+    for which, value in wanted.items():
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+    # Writing past the file-size limit should be an OSError the student sees, not a silent kill.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import builtins
 import collections
-import errno
 import importlib.util
-import io
-import os
-import resource
 import signal
 import sys
 import time
@@ -24,185 +20,32 @@ import traceback
 from typing import Any
 
 from grader.confined import protocol
+from grader.confined.values import (
+    MAX_ITEMS,
+    NOT_KEPT,
+    ROW_SCALARS,
+    Group,
+    TooBig,
+    adds_methods,
+    base_items,
+    check_scalar,
+    container_base,
+    has_own_attributes,
+    keep_attribute,
+    packed,
+    plain_scalar,
+    public_methods,
+    read_attributes,
+    read_columns,
+    same_snapshot,
+    small_ints,
+    snapshot_size,
+    spend,
+)
 
-SCALARS = (type(None), bool, int, float, str)
-MAX_ITEMS = 100_000  # elements in one encoded value
 MAX_TEXT = 4_000  # characters of an exception message
 MAX_NAMES_READ = 256  # public names of one object read for its snapshot (each read may run its code)
-NOT_KEPT = object()  # an attribute value the snapshot leaves to be read on demand
 WATCH_BYTES = 1 << 20  # about how much of a reply the prefetched snapshots of watched objects may take
-
-
-class TooBig(Exception):
-    """A value the grader refuses to carry; the message says what it was ("an int with 5,000 digits")."""
-
-
-def int_digits(value: int) -> int:
-    """The number of decimal digits of `value`, without converting it to text (Python refuses past 4,300)."""
-    magnitude = -value if value < 0 else value
-    if magnitude < 10:
-        return 1
-    estimate = int(magnitude.bit_length() * 0.30102999566398120) + 1  # within one of the truth
-    if estimate <= 100_000 and magnitude < 10 ** (estimate - 1):  # past that, within one is enough
-        estimate -= 1
-    return estimate
-
-
-def plain_scalar(value: Any) -> Any:
-    """A scalar of a builtin type (or of a subclass of one) as the base type's own value; NOT_KEPT else.
-
-    The base type's own methods read the value, so an override (an `__eq__` that is always true, an
-    `__int__` that lies) has no say: `EqInt(-1)` crosses as -1. A bool stays a bool."""
-    kind = type(value)
-    if kind in SCALARS:
-        return value
-    try:
-        if issubclass(kind, int):  # bool cannot be subclassed, so this is never a bool
-            return int.__index__(value)
-        if issubclass(kind, float):
-            return float.__float__(value)
-        if issubclass(kind, str):
-            return str.__str__(value)
-    except Exception:  # a type whose layout lies about its base: keep it an object
-        pass
-    return NOT_KEPT
-
-
-def keep_attribute(attrs: dict[str, Any], name: Any, value: Any) -> None:
-    """Add an attribute to a snapshot if the harness may keep a copy of it (a scalar within the bounds,
-    under a public name); any other is read on demand."""
-    if type(name) is not str or name[:1] == "_" or len(attrs) >= protocol.MAX_ATTRS or len(name) > 200:
-        return
-    value = plain_scalar(value)
-    if value is NOT_KEPT or (type(value) is str and len(value) > protocol.MAX_ATTR_CHARS):
-        return
-    if type(value) is int and value.bit_length() > 13_000 and int_digits(value) > protocol.MAX_INT_DIGITS:
-        return
-    attrs[name] = value
-
-
-def spend(budget: list[int], count: int) -> None:
-    """Count `count` elements of a value against its budget; TooBig past MAX_ITEMS."""
-    budget[0] -= count
-    if budget[0] < 0:
-        raise TooBig(f"a value with more than {MAX_ITEMS:,} elements")
-
-
-ROW_SCALARS = frozenset(SCALARS)  # what a column of a plan may hold besides objects
-
-
-def _small_ints(values: list[int]) -> bool:
-    """Whether every int of `values` is within check_scalar's bound (the extremes tell)."""
-    return max(values).bit_length() <= 13_000 and min(values).bit_length() <= 13_000
-
-
-def check_scalar(value: Any) -> Any:
-    """A plain scalar, or TooBig when it is past the grader's bounds."""
-    if type(value) is int and value.bit_length() > 13_000:  # 4,000 digits need about 13,300 bits
-        digits = int_digits(value)
-        if digits > protocol.MAX_INT_DIGITS:
-            raise TooBig(f"an int with {digits:,} digits")
-    if type(value) is str and len(value) > protocol.MAX_STRING_CHARS:
-        raise TooBig(f"a string of {len(value):,} characters")
-    return value
-
-
-def base_items(value: Any) -> tuple[Any, Any] | None:
-    """(the tag or kind, the elements) of a container of a builtin type or a subclass of one, read with
-    the base type's own methods so that overridden `__iter__`/`__len__`/`items` have no say."""
-    kind = type(value)
-    try:
-        if issubclass(kind, (list, collections.deque)):
-            return list, list(list.__iter__(value) if issubclass(kind, list) else collections.deque.__iter__(value))
-        if issubclass(kind, tuple):
-            return tuple, list(tuple.__iter__(value))
-        if issubclass(kind, dict):
-            return dict, list(dict.items(value))
-        if issubclass(kind, frozenset):
-            return set, list(frozenset.__iter__(value))
-        if issubclass(kind, set):
-            return set, list(set.__iter__(value))
-    except Exception:
-        pass
-    return None
-
-
-def apply_limits(limits: dict[str, int]) -> None:
-    """Resource limits on this process and what it starts, before any student code runs."""
-    mib = 1024 * 1024
-    wanted = {
-        resource.RLIMIT_AS: limits["memory_mb"] * mib,
-        resource.RLIMIT_FSIZE: limits["file_size_mb"] * mib,
-        resource.RLIMIT_NOFILE: limits["open_files"],
-        resource.RLIMIT_CPU: limits["cpu_s"],
-        resource.RLIMIT_CORE: 0,
-    }
-    if limits.get("processes"):  # absent for the zygote, which sets it in each child
-        wanted[resource.RLIMIT_NPROC] = limits["processes"]
-    for which, value in wanted.items():
-        _soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(which, (value, value))
-    # Writing past the file-size limit should be an OSError the student sees, not a silent kill.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
-class PrintedOutput(io.RawIOBase):
-    """Standard output or error of a worker (descriptors 1 and 2: one write-only file, whose tail the
-    scorecard keeps). Past the file-size limit a write does not fail: the file is cut to the latest
-    KEEP_BYTES printed through here, after a line saying how much went, and the write goes on. Chatty
-    but correct code (a debug line on every one of 12,000 calls) keeps its marks; writes to the
-    descriptor itself still meet the limit, as any file's do."""
-
-    KEEP_BYTES = 64 * 1024
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self.fd = fd
-        self.recent = bytearray()  # the latest bytes written through here (the file cannot be read)
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def write(self, data: Any) -> int:
-        data = bytes(data)
-        done = 0
-        while done < len(data):
-            try:
-                done += os.write(self.fd, data[done:])
-            except OSError as exc:
-                if exc.errno != errno.EFBIG or not self.cut():
-                    raise
-        self.recent += data[-self.KEEP_BYTES:]
-        if len(self.recent) > 2 * self.KEEP_BYTES:
-            del self.recent[:-self.KEEP_BYTES]
-        return len(data)
-
-    def cut(self) -> bool:
-        """Start the file again with its latest bytes; False when that would not make room."""
-        size = os.fstat(self.fd).st_size
-        tail = bytes(self.recent[-self.KEEP_BYTES:])
-        if size <= len(tail) + 4096:
-            return False
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] // (1024 * 1024)
-        note = f"[{size - len(tail):,} bytes printed before this were cut: a test keeps at most {limit} MiB]\n"
-        os.write(self.fd, note.encode() + tail)
-        self.recent = bytearray(tail)
-        return True
-
-
-def keep_printing() -> None:
-    """Standard output and error as `PrintedOutput`, with their encodings and unbuffered (as `-u`)."""
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        setattr(sys, name, io.TextIOWrapper(PrintedOutput(stream.fileno()), encoding=stream.encoding,
-                                            errors=stream.errors, write_through=True))
 
 
 class Worker:
@@ -293,7 +136,7 @@ class Worker:
         their types, with the value their elements one by one would give."""
         if value and depth + 2 <= protocol.MAX_DEPTH:
             kinds = set(map(type, value))
-            if kinds == {int} and _small_ints(value):
+            if kinds == {int} and small_ints(value):
                 spend(budget, len(value))  # a column of counts: nothing to encode one by one
                 return list(value)
             if len(value) > 1 and kinds <= self.object_types:
@@ -319,7 +162,7 @@ class Worker:
             if kinds <= self.object_types:
                 refs.append(at)
                 flat.extend(self.handles_of(column))
-            elif kinds <= ROW_SCALARS and (int not in kinds or _small_ints([v for v in column if type(v) is int])) \
+            elif kinds <= ROW_SCALARS and (int not in kinds or small_ints([v for v in column if type(v) is int])) \
                     and (str not in kinds or max(len(v) for v in column if type(v) is str) <= protocol.MAX_STRING_CHARS):
                 flat.extend(column)
             else:
@@ -769,112 +612,3 @@ class Worker:
         if op == protocol.OP_METHOD:
             return getattr(target, request[protocol.NAME])(*args, **kwargs)
         raise ValueError(f"unknown operation {op!r}")
-
-
-def packed(items: list[Any]) -> Any:
-    """A list of the submission's objects as one flat list of handles (`protocol.REFS`), else as is."""
-    if len(items) < 2:
-        return items
-    for item in items:
-        if type(item) is not dict or len(item) != 1 or protocol.REF not in item:
-            return items
-    return {protocol.REFS: [item[protocol.REF] for item in items]}
-
-
-class Group(list):
-    """Objects a scenario gathered to read together (`columns`); a group in a group adds its members."""
-
-
-def same_snapshot(current: dict[str, Any], last: dict[str, Any]) -> bool:
-    """Whether two snapshots hold exactly the same values: of the same types (1, 1.0 and True are equal
-    to Python, not to a test), floats bit for bit (0.0 == -0.0; a NaN is not equal to itself)."""
-    if current.keys() != last.keys():
-        return False
-    for name, value in current.items():
-        old = last[name]
-        if type(value) is not type(old):
-            return False
-        if value != old if type(value) is not float else value.hex() != old.hex():
-            return False
-    return True
-
-
-def read_columns(targets: list[Any], names: list[str]) -> dict[str, list[Any]]:
-    """Each attribute of `names` of every target, a list per name (None where one is missing): many
-    objects' attributes as a few flat lists, the cheapest shape to send and to check."""
-    targets = list(targets)
-    return {name: [getattr(target, name, None) for target in targets] for name in names}
-
-
-def read_attributes(target: Any, names: list[str]) -> dict[str, Any]:
-    found = {}
-    for name in names:
-        try:
-            found[name] = getattr(target, name)
-        except AttributeError:
-            continue
-    return found
-
-
-def text_size(value: str) -> int:
-    """At least the bytes of `value` as JSON text (escapes included)."""
-    return len(value) * (2 if value.isascii() and value.isprintable() else 12) + 2
-
-
-def snapshot_size(attrs: dict[str, Any]) -> int:
-    """About the bytes of a snapshot as JSON, never less (a kept int has at most 4,000 digits)."""
-    size = 16
-    for name, value in attrs.items():
-        size += text_size(name) + 2
-        if type(value) is str:
-            size += text_size(value)
-        elif type(value) is int and value.bit_length() > 64:
-            size += value.bit_length() // 3 + 2
-        else:
-            size += 24
-    return size
-
-
-CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
-
-
-def container_base(kind: type) -> type | None:
-    """The builtin container a subclass builds on, or None (the container itself, or no container)."""
-    try:
-        base = next((c for c in kind.__mro__ if c in CONTAINERS), None)
-    except Exception:
-        return None
-    return None if base is kind else base
-
-
-def adds_methods(kind: type) -> bool:
-    """Whether a subclass of a builtin container has public methods its builtin base lacks."""
-    base = container_base(kind)
-    return base is not None and bool(set(public_methods(kind)) - set(public_methods(base)))
-
-
-def has_own_attributes(value: Any) -> bool:
-    """Whether an object of a builtin container's subclass holds public attributes of its own (`self.rid`)."""
-    try:
-        own = object.__getattribute__(value, "__dict__")
-    except (AttributeError, TypeError):
-        return False
-    return type(own) is dict and any(type(name) is str and not name.startswith("_") for name in own)
-
-
-def public_methods(kind: type) -> list[str]:
-    names = []
-    try:
-        candidates = dir(kind)
-    except Exception:
-        return []
-    for name in candidates:
-        if type(name) is not str or name.startswith("_") or len(name) > 100:
-            continue
-        try:
-            if callable(getattr(kind, name)) and not isinstance(getattr(kind, name), type):
-                names.append(name)
-        except Exception:
-            continue
-    return names
-

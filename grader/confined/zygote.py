@@ -56,6 +56,8 @@ def serve() -> None:
     import importlib
 
     from grader.confined import worker  # imported once here, inherited by every child
+    from grader.confined.limits import apply_limits
+    from grader.confined.printing import keep_printing
 
     for name in PRELOADED:
         try:
@@ -70,8 +72,8 @@ def serve() -> None:
     config = json.loads(sys.argv[-1])
     limits = dict(config["limits"])
     processes = limits.pop("processes", None)
-    worker.apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
-    worker.keep_printing()
+    apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
+    keep_printing()
     prctl(PR_SET_DUMPABLE, 0)
     if config.get("subreaper"):
         # Workers whose loader died are reparented here, so that their ends are still reported.

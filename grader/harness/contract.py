@@ -189,9 +189,37 @@ def _bytecode(name: str, source: bytes) -> bytes:
     return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
-def results_line(results: dict[str, Any]) -> str:
+@dataclass
+class Results:
+    """The results document: what the harness hands back at the end of a run. It carries the run's
+    nonce (results without it were not written by this run's harness), the problems that keep the run
+    from being vouched for, and one record per test (`plugin.TestRecord`'s fields). Read by the host,
+    which checks every field of each record (`grading.result_from`)."""
+
+    nonce: str | None
+    problems: list[str]
+    tests: list[dict[str, Any]]
+
+    def to_json(self) -> str:
+        return json.dumps({"schema": RESULTS_SCHEMA, "nonce": self.nonce, "problems": self.problems,
+                           "tests": self.tests})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Results:
+        """The document's parts, in their types; ValueError for anything else."""
+        data = json.loads(text)
+        if type(data) is not dict or data.get("schema") != RESULTS_SCHEMA:
+            raise ValueError("unknown results format")
+        nonce, problems, tests = data.get("nonce"), data.get("problems"), data.get("tests")
+        if not (nonce is None or type(nonce) is str) or type(problems) is not list or type(tests) is not list \
+                or not all(type(p) is str for p in problems) or not all(type(t) is dict for t in tests):
+            raise ValueError("a results document of the wrong shape")
+        return cls(nonce, problems, tests)
+
+
+def results_line(results: Results) -> str:
     """The harness's last line of output: the results document, which carries the run's nonce."""
-    return f"{RESULTS_MARKER} {base64.b64encode(json.dumps(results).encode()).decode()}"
+    return f"{RESULTS_MARKER} {base64.b64encode(results.to_json().encode()).decode()}"
 
 
 def results_from_output(output: bytes) -> bytes | None:

@@ -27,7 +27,7 @@ from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
 from grader.harness.client import WorkerClient
-from grader.harness.contract import RESULTS_SCHEMA, Job, Run, Suite, collection_error, read_input_frame
+from grader.harness.contract import Job, Results, Run, Suite, collection_error, read_input_frame
 from grader.harness.feedback import Feedback
 from grader.harness.pool import WorkerPool
 from grader.harness.scenario import Scenario
@@ -78,7 +78,7 @@ class HarnessState:
         self.helpers: list[lanes.Helper] = []  # the first lane's helpers
         self.pool = WorkerPool(job, base, self.problems, lambda: [helper.pid for helper in self.helpers])
         self.reference_module: ModuleType | None = None
-        self.results: dict[str, Any] | None = None  # what the run hands back, once it is over
+        self.results: Results | None = None  # what the run hands back, once it is over
         self.lane = 0  # which of the grading's lanes this process runs (see `lanes`)
         self.lane_results: int | None = None  # a helper lane's pipe to the first lane
         self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
@@ -521,12 +521,7 @@ class GradingPlugin:
         if harness.lane:
             lanes.send(harness)  # a helper lane leaves here
         lanes.gather(harness)
-        harness.results = {
-            "schema": RESULTS_SCHEMA,
-            "nonce": harness.nonce,
-            "problems": harness.problems,
-            "tests": [vars(r) for r in harness.records.values()],
-        }
+        harness.results = Results(harness.nonce, harness.problems, [vars(r) for r in harness.records.values()])
 
 
 GRADING = pytest.StashKey[GradingPlugin]()
