@@ -32,19 +32,28 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table  # noqa: E402
+from benchmarks.run_case import CASES  # noqa: E402
 from grader.exercise import load_exercise  # noqa: E402
 
-ALL_CASES = ("floor", "in-process", "grade", "local", "docker-run", "docker")
+ALL_CASES = ("floor", *CASES)
 
 
-def make_class(folder: Path, exercise, count: int) -> None:
-    sources = itertools.cycle([exercise.reference, *exercise.mutants, exercise.stub])
+# A class of every kind of submission in turn, of copies of the reference, or of copies of the stub (whose
+# tests all fail at their first call: what a submission costs before its tests' own work).
+KINDS = ("mixed", "reference", "stub")
+
+
+def make_class(folder: Path, exercise, count: int, kind: str = "mixed") -> None:
+    pool = {"mixed": [exercise.reference, *exercise.mutants, exercise.stub], "reference": [exercise.reference],
+            "stub": [exercise.stub]}[kind]
+    sources = itertools.cycle(pool)
     for number in range(count):
         source = next(sources)
         # A trailing comment makes every file distinct, as real submissions are.
@@ -71,7 +80,7 @@ def engine_cpu_seconds() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def measure_case(case: str, folder: Path, args: argparse.Namespace, round_number: int) -> Measured:
+def measure_case(case: str, folder: Path, args: Comparison, round_number: int) -> Measured:
     """One run of `case` over the class, in a cgroup of its own. The floor counts its process's own CPU
     of the tests' calls (its start and collection are not the tests' work); the others their group's."""
     name = f"grader-bench-{os.getpid()}-{round_number}-{case}"
@@ -87,16 +96,23 @@ def measure_case(case: str, folder: Path, args: argparse.Namespace, round_number
     return measured
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--tier", default="premium")
-    parser.add_argument("--cases", default=",".join(ALL_CASES))
-    parser.add_argument("--exercise", default="continuous_batching")
-    args = parser.parse_args()
-    cases = [case.strip() for case in args.cases.split(",") if case.strip()]
+@dataclass
+class Comparison:
+    """What a grading benchmark compares: which cases, over what class, how many times."""
+
+    cases: list[str]
+    count: int = 40
+    rounds: int = 3
+    jobs: int = 1
+    tier: str = "premium"
+    exercise: str = "continuous_batching"
+    kind: str = "mixed"
+
+
+def compare(args: Comparison) -> None:
+    """Grade one class every way of `args.cases` (the floor always first), in alternating rounds, each
+    case in a cgroup of its own; print each against the floor."""
+    cases = list(args.cases)
     unknown = sorted(set(cases) - set(ALL_CASES))
     if unknown:
         raise SystemExit(f"unknown cases: {', '.join(unknown)} (known: {', '.join(ALL_CASES)})")
@@ -112,10 +128,12 @@ def main() -> None:
     exercise = load_exercise(args.exercise, ROOT)
     folder = Path(tempfile.mkdtemp(prefix="grader-bench-class-"))
     try:
-        make_class(folder, exercise, args.count)
-        print(f"{args.count} submissions of {exercise.slug} (reference, {len(exercise.mutants)} mutants, stub), "
-              f"tier {args.tier}, --jobs {args.jobs}, {args.rounds} rounds alternating (medians; a warm-up "
-              f"round not counted), CPU from each case's own cgroup")
+        make_class(folder, exercise, args.count, args.kind)
+        made_of = (f"reference, {len(exercise.mutants)} mutants, stub" if args.kind == "mixed"
+                   else f"copies of the {args.kind}")
+        print(f"{args.count} submissions of {exercise.slug} ({made_of}), tier {args.tier}, --jobs {args.jobs}, "
+              f"{args.rounds} rounds alternating (medians; a warm-up round not counted), CPU from each case's "
+              f"own cgroup")
         engine: dict[str, list[float]] = {case: [] for case in cases}
 
         def measure(case: str, round_number: int) -> Measured:
@@ -133,6 +151,27 @@ def main() -> None:
                 print(f"  {case}: the engine's own processes, besides: {used / args.count:.3f} s a submission")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def arguments(description: str, cases: tuple[str, ...], count: int, kind: str) -> Comparison:
+    """The options every grading benchmark takes, with its own defaults."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--count", type=int, default=count)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--tier", default="premium")
+    parser.add_argument("--cases", default=",".join(cases))
+    parser.add_argument("--exercise", default="continuous_batching")
+    parser.add_argument("--class", dest="kind", choices=KINDS, default=kind,
+                        help="every kind of submission in turn, copies of the reference, or of the stub")
+    args = parser.parse_args()
+    return Comparison([case.strip() for case in args.cases.split(",") if case.strip()], args.count, args.rounds,
+                      args.jobs, args.tier, args.exercise, args.kind)
+
+
+def main() -> None:
+    compare(arguments(__doc__.split("\n\n")[0], ("floor", "in-process", "grade", "local", "docker-run", "docker"),
+                      40, "mixed"))
 
 
 if __name__ == "__main__":

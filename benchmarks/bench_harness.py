@@ -1,22 +1,31 @@
-"""Benchmark: the isolated harness against the same suites run in-process, side by side.
+"""Benchmark: the local sandbox against the same suites unprotected, and against the floor.
 
-Grades the reference N times through the local sandbox as `grader grade` does (job folder, harness
-process, workers in namespaces of their own, a fresh worker per test, every call over the pipe; two
-lanes as root on two cores or more), N times with one lane, N times through the same sandbox without
-namespaces (`--unsafe-local`, one lane: what the namespaces cost), and runs the same test
-files N times in-process with the plain `grader.harness.inprocess` fixture (the submission imported
-into pytest itself). Every side pays for one Python start-up and one pytest session per run, so the
-ratios are what isolation costs. Runs alternate so that a busy machine slows all alike.
+Grades one class (copies of the reference by default, each made distinct, so each has its own seed)
+every way the local sandbox can grade a single submission, in alternating rounds, each case in a cgroup
+of its own (its CPU is that of its own processes, never the machine's), with the seed the grader gives
+each submission:
 
-    python benchmarks/bench_harness.py [--runs 10] [--tier premium]
+  floor                the suites' tests called in one warm process (`floor.py`)
+  in-process           a fresh `pytest -p grader.harness.inprocess` a submission: no isolation at all
+  grade                `grader grade --sandbox local`, as a user runs it
+  sandbox              the local sandbox in a fresh Python a submission (`grader grade` without the
+                       command line's start), with the lanes a single grading gets (two as root)
+  sandbox-one-lane     the same with one lane
+  sandbox-unprotected  the same without namespaces (`--unsafe-local`, one lane)
+
+Then, apart and in wall time, what a confinement's start costs: bubblewrap's namespaces against a
+plain process, to a first worker that imported a submission.
+
+    python benchmarks/bench_harness.py [--count 6] [--rounds 3] [--tier premium] [--class reference]
+                                       [--cases floor,in-process,grade,sandbox,...]
+
+Needs root (it makes cgroups and lends worker accounts).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,45 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.exercise import load_exercise  # noqa: E402
-from grader.grading import grade_bytes  # noqa: E402
-from grader.sandbox.local import HARNESS_ENV, LocalBackend, worker_account  # noqa: E402
+from benchmarks.bench_batch import arguments, compare  # noqa: E402
+from grader.sandbox.local import worker_account  # noqa: E402
 
-
-def finished(status: int, failures_allowed: bool) -> bool:
-    """Whether a pytest run ended as it should: all passed (0), or with failed tests (1) when allowed."""
-    return status == 0 or (failures_allowed and status == 1)
-
-
-def in_process(exercise, tier: str, submission: Path | None = None, seed: int | None = None,
-               failures_allowed: bool = False) -> float:
-    """Seconds of one fresh `pytest -p grader.harness.inprocess` run of the tier's suites against the
-    submission (the reference by default) imported into pytest itself: no isolation at all."""
-    reference = str(exercise.reference)
-    env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission or reference), "GRADER_REFERENCE": reference,
-           "PYTHONPATH": str(ROOT)}
-    if seed is not None:
-        env["GRADER_SEED"] = str(seed)
-    suites = [str(s.path) for s in exercise.suites_for(tier)]
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "grader.harness.inprocess", "-p",
-                           "no:cacheprovider", "-c", os.devnull, "--rootdir", str(ROOT), *suites],
-                          capture_output=True, text=True, cwd=ROOT, env=env)
-    elapsed = time.perf_counter() - started
-    if not finished(done.returncode, failures_allowed):
-        raise SystemExit(f"the in-process run failed:\n{done.stdout[-2000:]}")
-    return elapsed
-
-
-def isolated(exercise, tier: str, backend: LocalBackend | None = None) -> tuple[float, int]:
-    backend = backend or LocalBackend()
-    data = exercise.reference.read_bytes()
-    started = time.perf_counter()
-    card = grade_bytes(data, exercise, tier, backend, "local")
-    elapsed = time.perf_counter() - started
-    if card.score != card.max_score:
-        raise SystemExit(f"the reference did not get full marks through the harness: {card.reason}")
-    return elapsed, len(card.tests)
+CASES = ("floor", "in-process", "grade", "sandbox", "sandbox-one-lane", "sandbox-unprotected")
 
 
 def confinement_start(isolation: str, uid: int | None) -> float:
@@ -99,40 +73,16 @@ def confinement_start(isolation: str, uid: int | None) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--tier", default="premium")
-    parser.add_argument("--exercise", default="continuous_batching")
-    args = parser.parse_args()
-    exercise = load_exercise(args.exercise, ROOT)
-    isolated(exercise, args.tier), in_process(exercise, args.tier)  # warm the file cache
-    default, one_lane, unprotected = LocalBackend(), LocalBackend(lanes=1), LocalBackend(unsafe=True)
-    isolated(exercise, args.tier, one_lane), isolated(exercise, args.tier, unprotected)
-    harness_times, lane_times, bare_times, plain_times, tests = [], [], [], [], 0
-    for _ in range(args.runs):
-        elapsed, tests = isolated(exercise, args.tier, default)
-        harness_times.append(elapsed)
-        lane_times.append(isolated(exercise, args.tier, one_lane)[0])
-        bare_times.append(isolated(exercise, args.tier, unprotected)[0])
-        plain_times.append(in_process(exercise, args.tier))
-    h, o, b, p = (statistics.median(t) for t in (harness_times, lane_times, bare_times, plain_times))
-    spread = lambda times: f"(min {min(times):.3f}, max {max(times):.3f})"  # noqa: E731
-    print(f"exercise {exercise.slug}, tier {args.tier}, {tests} tests, {args.runs} runs each, alternating")
-    print(f"  isolated harness, {default.lane_count()} lane(s) (grader grade): median {h:.3f} s  {spread(harness_times)}")
-    print(f"  isolated harness, one lane:             median {o:.3f} s  {spread(lane_times)}")
-    print(f"  one lane without namespaces:            median {b:.3f} s  {spread(bare_times)}")
-    print(f"  in-process, plain fixture:              median {p:.3f} s  {spread(plain_times)}")
-    print(f"  ratio isolated / in-process: {h / p:.2f}x (one lane: {o / p:.2f}x)")
-    print(f"  isolation cost per test, one lane: {(o - p) / tests * 1000:.1f} ms")
-    print(f"  namespaces cost per grading (one lane, isolated - without namespaces): {(o - b) * 1000:+.0f} ms")
+    args = arguments(__doc__.split("\n\n")[0], CASES, 6, "reference")
+    compare(args)
     with worker_account() as (uid, _):
         starts: dict[str, list[float]] = {"namespaces": [], "none": []}
-        for _ in range(args.runs * 3):
+        for _ in range(max(3, args.rounds * 3)):
             for isolation in starts:
                 starts[isolation].append(confinement_start(isolation, uid))
     n, plain = statistics.median(starts["namespaces"]), statistics.median(starts["none"])
-    print(f"  a confinement's start to a first ready worker: bubblewrap namespaces {n * 1000:.1f} ms, "
-          f"a plain process {plain * 1000:.1f} ms: namespaces add {(n - plain) * 1000:+.1f} ms per grading")
+    print(f"  a confinement's start to a first ready worker (wall): bubblewrap namespaces {n * 1000:.1f} ms, "
+          f"a plain process {plain * 1000:.1f} ms: namespaces add {(n - plain) * 1000:+.1f} ms a grading")
 
 
 if __name__ == "__main__":

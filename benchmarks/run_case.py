@@ -9,6 +9,13 @@ CASE is one of:
   local       the folder through `grader batch`'s grading (a warm local sandbox per job)
   docker-run  each submission in one throwaway `docker run` of the in-process suites (Gradescope's way)
   docker      the folder through `grader batch`'s grading with the Docker sandbox
+  sandbox              each submission graded by the local sandbox (`grade_bytes`, the lanes
+                       `grader grade` uses) in a fresh Python of its own: `grader grade` without the
+                       command line's start
+  sandbox-one-lane     the same with one lane
+  sandbox-unprotected  the same without namespaces (`--unsafe-local`, one lane)
+  docker-single        each submission graded by a cold Docker sandbox (a container started for it) in
+                       a fresh Python of its own, as `grader grade --sandbox docker` grades
 Docker cases place their containers under `--cgroup-parent`, so that the containers' CPU is counted
 in the case's group.
 """
@@ -25,21 +32,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_docker import gradescope_style  # noqa: E402
-from benchmarks.bench_harness import in_process  # noqa: E402
-from grader.batch import discover, run_batch  # noqa: E402
 from grader.exercise import load_exercise  # noqa: E402
-from grader.sandbox.choose import choose_backend  # noqa: E402
-from grader.sandbox.docker_backend import DockerBackend  # noqa: E402
-from grader.sandbox.engine import engine_client  # noqa: E402
-from grader.sandbox.image import ensure_image  # noqa: E402
-from grader.seeding import seed_for_source  # noqa: E402
-from grader.store import Store  # noqa: E402
 
-CASES = ("in-process", "grade", "local", "docker-run", "docker")
+# What each case needs is imported where it is used: a case that grades one submission in a fresh
+# Python a submission (`SINGLE`) would otherwise count the store's and the Docker SDK's imports.
+
+# A fresh Python a submission that grades it with one backend (the sandbox's cost without the command
+# line's): the backend's settings.
+SINGLE = {"sandbox": {}, "sandbox-one-lane": {"lanes": 1}, "sandbox-unprotected": {"unsafe": True},
+          "docker-single": {}}
+CASES = ("in-process", "grade", "local", "docker-run", "docker", *SINGLE)
 
 
 def batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int, cgroup_parent: str | None) -> None:
+    from grader.batch import discover, run_batch
+    from grader.sandbox.choose import choose_backend
+    from grader.sandbox.docker_backend import DockerBackend
+    from grader.store import Store
+
     def make_backend():
         backend = choose_backend(sandbox, warm=True)
         if isinstance(backend, DockerBackend):
@@ -65,6 +75,37 @@ def grade_command(path: Path, exercise, tier: str) -> None:
         raise SystemExit(f"grader grade {path} failed ({done.returncode}):\n{done.stderr[-2000:]}")
 
 
+def single(case: str, path: Path, exercise, tier: str, cgroup_parent: str | None) -> None:
+    """Grade one submission with the backend of `case`, in this process (started for it by `fresh`)."""
+    from grader.grading import grade_bytes
+    from grader.sandbox.local import LocalBackend
+
+    if case == "docker-single":
+        from grader.sandbox.docker_backend import DockerBackend
+        from grader.sandbox.engine import engine_client
+
+        client = engine_client()
+        backend = DockerBackend(client, cgroup_parent=cgroup_parent)
+        sandbox = "docker"
+    else:
+        backend, sandbox = LocalBackend(**SINGLE[case]), "local"
+    try:
+        card = grade_bytes(path.read_bytes(), exercise, tier, backend, sandbox)
+    finally:
+        backend.close()
+    if card.status == "error":
+        raise SystemExit(f"{path}: the grading ended in an error: {card.reason}")
+
+
+def fresh(case: str, path: Path, exercise, tier: str, cgroup_parent: str | None) -> None:
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), case, str(path), "--single",
+                           "--exercise", exercise.slug, "--tier", tier,
+                           *(["--cgroup-parent", cgroup_parent] if cgroup_parent else [])],
+                          cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{case} {path} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("case", choices=CASES)
@@ -73,19 +114,29 @@ def main() -> None:
     parser.add_argument("--tier", default="premium")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--cgroup-parent")
+    parser.add_argument("--single", action="store_true", help=argparse.SUPPRESS)  # FOLDER is one file: grade it here
     args = parser.parse_args()
     exercise = load_exercise(args.exercise, ROOT)
-    seed = lambda path: seed_for_source(path.read_bytes(), exercise)  # noqa: E731
+    if args.single:
+        single(args.case, args.folder, exercise, args.tier, args.cgroup_parent)
+        return
     if args.case == "in-process":
-        each(args.folder, args.jobs, lambda path: in_process(exercise, args.tier, path, seed(path),
-                                                             failures_allowed=True))
+        from benchmarks.unprotected import in_process
+
+        each(args.folder, args.jobs, lambda path: in_process(exercise, args.tier, path, failures_allowed=True))
     elif args.case == "grade":
         each(args.folder, args.jobs, lambda path: grade_command(path, exercise, args.tier))
+    elif args.case in SINGLE:
+        each(args.folder, args.jobs, lambda path: fresh(args.case, path, exercise, args.tier, args.cgroup_parent))
     elif args.case == "docker-run":
+        from benchmarks.unprotected import gradescope_style
+        from grader.sandbox.engine import engine_client
+        from grader.sandbox.image import ensure_image
+
         client = engine_client()
         image = ensure_image(client, None, exercise.packages)
         each(args.folder, args.jobs, lambda path: gradescope_style(
-            client, image, exercise, args.tier, path, seed(path), failures_allowed=True,
+            client, image, exercise, args.tier, path, failures_allowed=True,
             cgroup_parent=args.cgroup_parent))
     else:
         batch(args.folder, exercise, args.tier, args.case, args.jobs, args.cgroup_parent)

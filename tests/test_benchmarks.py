@@ -1,5 +1,5 @@
 """The benchmarks' own machinery: the floor runs the suites' tests in one process with each submission's
-seed, and the batch benchmark reads each case against it from cgroups of its own."""
+seed, and the grading benchmarks read each case against it from cgroups of their own."""
 
 from __future__ import annotations
 
@@ -47,20 +47,66 @@ def test_the_floor_refuses_a_file_that_is_not_there(tmp_path):
     assert done.returncode != 0 and "no such file" in done.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not cgroups_writable() and os.environ.get("CI") != "true",
-                    reason="makes cgroups: needs root on a writable /sys/fs/cgroup")
-def test_the_batch_benchmark_prints_each_case_against_the_floor():
-    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "bench_batch.py"), "--count", "2",
-                                "--rounds", "1", "--cases", "in-process,local"],
+def against_the_floor(script: str, *options: str) -> tuple[dict[str, float], str]:
+    """Run a grading benchmark; each case's CPU as a multiple of the floor, and what it printed. Checks
+    that it left none of its cgroups behind."""
+    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / script), *options],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    stdout, stderr = process.communicate(timeout=600)
+    stdout, stderr = process.communicate(timeout=900)
     assert process.returncode == 0, stderr
+    leftover = [p.name for p in Path("/sys/fs/cgroup").glob(f"**/grader-bench-{process.pid}-*")]
+    assert not leftover, f"cgroups left behind: {leftover}"
     rows = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\s+(\S+)\s+CPU .*?(\d+\.\d+)x the floor",
                                                                   stdout, re.M)}
+    return rows, stdout
+
+
+needs_cgroups = pytest.mark.skipif(not cgroups_writable() and os.environ.get("CI") != "true",
+                                   reason="makes cgroups: needs root on a writable /sys/fs/cgroup")
+
+
+@pytest.mark.slow
+@needs_cgroups
+def test_the_batch_benchmark_prints_each_case_against_the_floor():
+    rows, stdout = against_the_floor("bench_batch.py", "--count", "2", "--rounds", "1", "--cases", "in-process,local")
     assert rows.keys() == {"floor", "in-process", "local"}, stdout
     assert rows["floor"] == 1.0
     # A fresh pytest (and a sandbox) per submission costs more than the tests' own calls in a warm process.
     assert rows["in-process"] > 1 and rows["local"] > 1, stdout
-    leftover = [p.name for p in Path("/sys/fs/cgroup").glob(f"*/grader-bench-{process.pid}-*")]
-    assert not leftover, f"cgroups left behind: {leftover}"
+
+
+@pytest.mark.slow
+@needs_cgroups
+def test_the_sandbox_benchmark_prints_every_way_of_grading_one_submission_against_the_floor():
+    rows, stdout = against_the_floor("bench_harness.py", "--count", "1", "--rounds", "1")
+    assert rows.keys() == {"floor", "in-process", "grade", "sandbox", "sandbox-one-lane", "sandbox-unprotected"}, stdout
+    assert rows["floor"] == 1.0 and all(ratio > 1 for case, ratio in rows.items() if case != "floor"), stdout
+    assert "copies of the reference" in stdout and "namespaces add" in stdout, stdout
+
+
+def test_every_unprotected_case_grades_with_the_seed_the_grader_gives_the_submission(tmp_path, monkeypatch):
+    """The cases compared do the same work: the in-process run is given the submission's own seed."""
+    import benchmarks.unprotected as unprotected
+    from grader.seeding import seed_for_source
+
+    seen: dict[str, str] = {}
+
+    def run(argv, **kwargs):
+        seen.update(kwargs["env"])
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(unprotected.subprocess, "run", run)
+    submission = tmp_path / "scheduler.py"
+    submission.write_bytes(EXERCISE.stub.read_bytes() + b"\n# mine\n")
+    unprotected.in_process(EXERCISE, "premium", submission, failures_allowed=True)
+    assert seen["GRADER_SUBMISSION"] == str(submission)
+    assert seen["GRADER_SEED"] == str(seed_for_source(submission.read_bytes(), EXERCISE))
+
+
+@pytest.mark.slow
+@needs_cgroups
+def test_the_docker_benchmark_counts_each_case_with_its_containers_against_the_floor(docker_client, grading_image):
+    rows, stdout = against_the_floor("bench_docker.py", "--count", "1", "--rounds", "1")
+    assert rows.keys() == {"floor", "in-process", "docker-run", "docker-single", "docker", "sandbox"}, stdout
+    assert rows["floor"] == 1.0 and all(ratio > 1 for case, ratio in rows.items() if case != "floor"), stdout
+    assert "harness in container" in stdout, stdout
