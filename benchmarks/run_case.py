@@ -34,11 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from grader.exercise import load_exercise  # noqa: E402
 
-# What each case needs is imported where it is used: a case that grades one submission in a fresh
-# Python a submission (`SINGLE`) would otherwise count the store's and the Docker SDK's imports.
-
-# A fresh Python a submission that grades it with one backend (the sandbox's cost without the command
-# line's): the backend's settings.
+# The cases that grade each submission in a fresh Python of its own with one backend (the sandbox's cost
+# without the command line's), and that backend's settings. What every case needs is imported where it
+# is used: such a fresh Python would otherwise count the store's and the Docker SDK's imports too.
 SINGLE = {"sandbox": {}, "sandbox-one-lane": {"lanes": 1}, "sandbox-unprotected": {"unsafe": True},
           "docker-single": {}}
 CASES = ("in-process", "grade", "local", "docker-run", "docker", *SINGLE)
