@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from grader import page_settings
+from grader.disk_cache import keep, read_cached
 from grader.harness.contract import Limits, collection_error
 from grader.page_settings import Prediction, WebSettings
 
@@ -441,21 +442,17 @@ def _collection_errors(output: str) -> str:
     return "\n".join(found) if found else output[-2000:]
 
 
-def _cache_file(digest: str) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "grader" / f"tests-{digest}.json"
-
-
 @functools.lru_cache(maxsize=64)
 def _collect(folder: str, digest: str) -> tuple[str, ...]:
     """pytest's collection of `folder`, kept on disk by the suite's content (a collection costs a whole
     pytest start), so that every grading of an unchanged suite reuses it."""
-    cache = _cache_file(digest)
+    cache = f"tests-{digest}.json"
+    kept = read_cached(cache)
     try:
-        names = json.loads(cache.read_text(encoding="utf-8"))
+        names = json.loads(kept) if kept is not None else None
         if isinstance(names, list) and all(isinstance(n, str) for n in names):
             return tuple(names)
-    except (OSError, ValueError):
+    except ValueError:
         pass
     # The path this process found pytest on (a platform bundle's own folder of packages, say), as the harness gets.
     path = os.pathsep.join(entry for entry in sys.path[1:] if entry)
@@ -468,11 +465,5 @@ def _collect(folder: str, digest: str) -> tuple[str, ...]:
     if done.returncode not in (0, 5):
         raise ExerciseError(f"the suite in {folder} cannot be collected:\n{_collection_errors(done.stdout)}")
     found = tuple(line for line in done.stdout.splitlines() if "::" in line)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(f".{os.getpid()}.partial")
-        temporary.write_text(json.dumps(list(found)), encoding="utf-8")
-        os.replace(temporary, cache)
-    except OSError:
-        pass  # no cache where the home folder is read-only: collect again next time
+    keep(cache, json.dumps(list(found)).encode())
     return found

@@ -134,3 +134,49 @@ def test_the_worker_zip_carries_bytecode_and_a_foreign_python_compiles_the_sourc
     assert (done.returncode == 0) == magic_ok, done.stderr[-500:]
     if not magic_ok:
         assert "SyntaxError" in done.stderr
+
+
+def test_the_worker_zip_is_kept_on_disk_and_a_kept_one_that_does_not_hold_the_sources_is_made_again(
+        tmp_path, monkeypatch):
+    """A later run reads the zip the first one kept instead of compiling the worker again; a kept file
+    that is not the zip of these very sources (another version's, cut short, or with bytecode that is
+    not its source's) is never handed to a worker: the zip is made again and kept in its place."""
+    import io
+    import zipfile
+
+    from grader.harness.contract import worker_files, worker_zip, zip_holds
+    from grader.sandbox import layout
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = worker_zip(layout.HARNESS_PACKAGE)
+    files = worker_files(layout.HARNESS_PACKAGE)
+    assert zip_holds(fresh, files)
+    layout._worker_zip.cache_clear()
+    try:
+        assert layout._worker_zip() == fresh
+        (kept,) = (tmp_path / "grader").glob("worker-*.zip")
+        assert kept.read_bytes() == fresh
+
+        # Read from the disk: what the file holds is what the next run gets, once it is checked.
+        compiled: list[str] = []
+        monkeypatch.setattr(layout, "worker_zip", lambda package: compiled.append("made") or fresh)
+        layout._worker_zip.cache_clear()
+        assert layout._worker_zip() == fresh and compiled == []
+
+        # Bytecode that is not its source's: refused, made again, and the kept file replaced.
+        rebuilt = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(fresh)) as archive, zipfile.ZipFile(rebuilt, "w") as out:
+            for name in archive.namelist():
+                data = archive.read(name)
+                if name == "grader/confined/worker.pyc":
+                    data = archive.read("grader/confined/zygote.pyc")
+                out.writestr(name, data)
+        for tampered in (rebuilt.getvalue(), fresh[: len(fresh) // 2], b""):
+            kept.write_bytes(tampered)
+            assert not zip_holds(tampered, files)
+            layout._worker_zip.cache_clear()
+            assert layout._worker_zip() == fresh
+            assert kept.read_bytes() == fresh
+        assert compiled == ["made"] * 3
+    finally:
+        layout._worker_zip.cache_clear()

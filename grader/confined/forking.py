@@ -22,12 +22,22 @@ PR_SET_CHILD_SUBREAPER = 36
 INPUT_CLOSED = 4
 
 
-def prctl(option: int, value: int) -> bool:
-    """`prctl(option, value)` on this process; False where it failed or the C library has none."""
-    try:
-        import ctypes  # here, not at the top: only the processes that need it pay for it
+_prctl: Any = None  # the C library's prctl, found once per process and inherited by its forks
 
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+
+def prctl(option: int, value: int) -> bool:
+    """`prctl(option, value)` on this process; False where it failed or the C library has none.
+
+    The function is looked up once: the fork servers call it before they fork, so a worker calls it
+    without loading the C library again (a lookup in every worker touched a hundred pages of its
+    parent's memory, each a copy-on-write fault)."""
+    global _prctl
+    try:
+        if _prctl is None:
+            import ctypes  # here, not at the top: only the processes that need it pay for it
+
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return bool(_prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
@@ -174,11 +184,15 @@ def settle(stdout: int, extra: list[int], folder: str, env: dict[str, str], proc
         folder = "/"
         os.chdir(folder)
     own_temp = os.environ.get("TMPDIR")  # a restricted zygote's scratch folder (zygote._restrict)
-    os.environ.clear()
-    os.environ.update(env)
-    os.environ["HOME"] = folder
-    if own_temp:
-        os.environ["TMPDIR"] = own_temp
+    wanted = {**env, "HOME": folder, **({"TMPDIR": own_temp} if own_temp else {})}
+    # Only what differs is changed: a loader's workers inherit its environment, all but HOME already as
+    # wanted, and every variable set again cost a fresh worker its C environment's rewrite.
+    environ = os.environ
+    for name in [name for name in environ if name not in wanted]:
+        del environ[name]
+    for name, value in wanted.items():
+        if environ.get(name) != value:
+            environ[name] = value
     if processes:
         import resource
 

@@ -179,14 +179,35 @@ def worker_zip(package_dir: Path) -> bytes:
     return buffer.getvalue()
 
 
+def zip_holds(archive: bytes, files: list[tuple[str, bytes]]) -> bool:
+    """Whether `archive` is `worker_zip` of exactly `files`: their sources, each with bytecode of this
+    Python's version compiled from it (its header names the source's hash)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+            if sorted(opened.namelist()) != sorted([name for name, _ in files] + [name + "c" for name, _ in files]):
+                return False
+            for name, data in files:
+                header = opened.read(name + "c")[:16]
+                if opened.read(name) != data or header != _bytecode_header(data):
+                    return False
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError):
+        return False
+    return True
+
+
+def _bytecode_header(source: bytes) -> bytes:
+    import importlib.util
+
+    flags = 0b01  # hash-based, source not checked: the zip is built from this very source
+    return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + importlib.util.source_hash(source)
+
+
 def _bytecode(name: str, source: bytes) -> bytes:
     """`source` compiled, as an unchecked hash-based .pyc (PEP 552): valid whatever the zip's dates."""
-    import importlib.util
     import marshal
 
     code = compile(source, name, "exec", dont_inherit=True, optimize=0)  # asserts kept, whatever -O says
-    flags = 0b01  # hash-based, source not checked: the zip is built from this very source
-    return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
+    return _bytecode_header(source) + marshal.dumps(code)
 
 
 @dataclass

@@ -82,6 +82,7 @@ class HarnessState:
         self.lane = 0  # which of the grading's lanes this process runs (see `lanes`)
         self.lane_results: int | None = None  # a helper lane's pipe to the first lane
         self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
+        self.suite_by_file: dict[str, Suite | None] = {}  # see `suite`
         # The grading's time (exercise.toml's total_timeout_s), on the charged clock of this harness and its
         # workers, from the run's arrival: once it is spent, the tests left are not run (see `budget_left`).
         self.budget: OwnDeadline | None = None
@@ -94,14 +95,16 @@ class HarnessState:
         return self.job.at(self.base, relative)
 
     def suite(self, path: Path) -> Suite | None:
-        """The job's suite that holds the test file `path`."""
-        for suite in self.job.suites:
-            try:
-                path.resolve().relative_to(Path(self.path(suite.path)).resolve())
-                return suite
-            except ValueError:
-                continue
-        return None
+        """The job's suite that holds the test file `path` (found once a file: a file's tests share it)."""
+        key = str(path)
+        if key not in self.suite_by_file:
+            self.suite_by_file[key] = None
+            resolved = path.resolve()
+            for suite in self.job.suites:
+                if resolved.is_relative_to(Path(self.path(suite.path)).resolve()):
+                    self.suite_by_file[key] = suite
+                    break
+        return self.suite_by_file[key]
 
     def suite_of(self, path: Path) -> str:
         suite = self.suite(path)

@@ -16,6 +16,8 @@ process (a batch, a service) until their files change.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import io
 import secrets
 import tarfile
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
+from grader.disk_cache import keep, read_cached
 from grader.exercise import Exercise, files_fingerprint
-from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_zip
+from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_files, worker_zip, zip_holds
 from grader.seeding import KEY_FILE
 
 HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
@@ -122,7 +125,20 @@ def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
 
 @functools.lru_cache(maxsize=1)
 def _worker_zip() -> bytes:
-    return worker_zip(HARNESS_PACKAGE)
+    """The worker's zip, kept on disk by a digest of its sources and of the bytecode's version: a
+    one-shot `grader grade` would otherwise compile the worker's modules on every run. A kept zip is
+    used only when it holds exactly these sources, each with its own bytecode."""
+    files = worker_files(HARNESS_PACKAGE)
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    for name, data in files:
+        digest.update(f"{name}\0{len(data)}\0".encode() + data)
+    kept_as = f"worker-{digest.hexdigest()[:32]}.zip"
+    kept = read_cached(kept_as)
+    if kept is not None and zip_holds(kept, files):
+        return kept
+    made = worker_zip(HARNESS_PACKAGE)
+    keep(kept_as, made)
+    return made
 
 
 def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> JobLayout:
