@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,52 @@ def test_the_docker_benchmark_counts_each_case_with_its_containers_against_the_f
     assert rows.keys() == {"floor", "in-process", "docker-run", "docker-single", "docker", "sandbox"}, stdout
     assert rows["floor"] == 1.0 and all(ratio > 1 for case, ratio in rows.items() if case != "floor"), stdout
     assert "harness in container" in stdout, stdout
+
+
+def test_each_process_of_a_grading_is_put_down_to_its_role_from_the_shape_of_the_tree():
+    """bench_roles.py knows a process by where it stands: a `bwrap` is started by a harness and runs a
+    zygote, whose child with children is the loader; a `bwrap` whose Python forks nothing is the host's
+    check; a harness forked (not started) from another is a grading's (or a lane's)."""
+    from benchmarks.bench_roles import Roles, Tree
+
+    tree = Tree()
+    python, worker_python = "/usr/local/bin/python3.11", "/usr/bin/python3"
+    processes = {  # pid: (parent, what it executed, if anything)
+        10: (1, python),  # the batch (the host)
+        11: (10, "/usr/bin/bwrap"), 12: (11, worker_python),  # the host's check of namespaces
+        20: (10, python),  # the harness started for the job: a fork server
+        21: (20, None),  # a grading's harness, forked from it
+        22: (21, "/usr/bin/bwrap"), 23: (22, worker_python),  # its confinement and zygote
+        24: (23, None), 25: (23, None),  # the zygote's first worker, then the loader
+        26: (25, None), 27: (25, None),  # workers forked by the loader
+        28: (26, None),  # what a worker left behind
+        30: (1, python),  # not the case's
+    }
+    for pid, (parent, executed) in processes.items():
+        tree.parent[pid] = parent
+        if executed:
+            tree.executed[pid] = executed
+    roles = Roles(tree, root=10)
+    assert {pid: roles.role(pid) for pid in processes} == {
+        10: "host", 11: "isolation check", 12: "isolation check", 20: "harness", 21: "harness, forked",
+        22: "bubblewrap", 23: "zygote", 24: "worker", 25: "loader", 26: "worker", 27: "worker", 28: "worker",
+        30: None}
+
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None and os.environ.get("CI") != "true",
+                                reason="samples the case with perf (Debian: linux-perf)")
+
+
+@pytest.mark.slow
+@needs_cgroups
+@needs_perf
+def test_the_roles_benchmark_shares_a_batch_out_among_its_processes_beside_the_floor():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_roles.py"), "--count", "2"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {match[0].strip(): float(match[1]) for match in
+            re.findall(r"^  (\D+?)\s+([\d.]+) s", done.stdout, re.M)}
+    assert {"floor", "host", "harness, forked", "zygote", "loader", "worker", "all of it"} <= rows.keys(), done.stdout
+    parts = sum(seconds for name, seconds in rows.items() if name not in ("floor", "all of it"))
+    assert parts == pytest.approx(rows["all of it"], abs=0.01), done.stdout
+    assert "70 workers" in done.stdout, done.stdout  # 35 tests a submission, a fresh worker each

@@ -14,6 +14,8 @@ from typing import Any
 # Below these the grader's own processes cannot work (the worker's Python does not start under a smaller
 # address space; the worker and its fork server need their pipes and files), so every student would fail.
 MINIMUMS = {"memory_mb": 32, "open_files": 16}
+# The grader's own processes under a worker's account: bubblewrap, the zygote, the loader, the next test's worker.
+ACCOUNT_PROCESSES = 4
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Limits:
     test_timeout_s: float = 60.0  # one whole test, the harness's work on it included
     total_timeout_s: float = 600.0  # the whole grading: past it the tests left are not run
     memory_mb: int = 512  # the worker's address space; the container's memory (+ harness headroom)
-    processes: int = 32  # processes and threads the worker's user may have
+    processes: int = 32  # processes and threads a test's worker may start, besides itself (see `nproc`)
     file_size_mb: int = 16  # the largest file the worker may write (its printed output included)
     open_files: int = 64
     cpu_s: int = 60  # CPU seconds of one worker
@@ -65,10 +67,19 @@ class Limits:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def nproc(self) -> int:
+        """The worker's RLIMIT_NPROC. The kernel counts every task of the worker's account: beside what
+        the submission starts (`processes`) and the worker itself, the account runs the grader's own
+        bubblewrap, zygote and loader and the next test's worker, which must not take from the
+        submission's share (a pool of `processes` threads would otherwise fail whenever it starts all
+        its threads before any is idle, as it does on a busy machine). A fork bomb stops at this bound."""
+        return self.processes + 1 + ACCOUNT_PROCESSES
+
     def for_worker(self) -> dict[str, int]:
         return {
             "memory_mb": self.memory_mb, "file_size_mb": self.file_size_mb, "open_files": self.open_files,
-            "cpu_s": self.cpu_s, "processes": self.processes,
+            "cpu_s": self.cpu_s, "processes": self.nproc,
         }
 
 
