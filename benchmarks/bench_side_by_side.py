@@ -4,8 +4,12 @@ and the CPU each used. On a shared or virtual machine whose speed changes from o
 runs made one after the other cannot show a change of a few percent; run at once, both meet the same
 machine.
 
+With `--grade`, single gradings instead: one `grader grade` of each submission at a time, the two
+checkouts in turn (two single gradings at once would each want both cores, as their lanes do), each
+command in a cgroup of its own; the CPU and the wall time of each checkout's commands are compared.
+
     git worktree add /tmp/before HEAD~3
-    python benchmarks/bench_side_by_side.py /tmp/before [--count 40] [--pairs 3] [--sandbox local]
+    python benchmarks/bench_side_by_side.py /tmp/before [--count 40] [--pairs 3] [--sandbox local] [--grade]
 
 Needs write access to the cgroup hierarchy (cgroup v2, or v1's cpuacct controller): run it as root.
 """
@@ -55,6 +59,29 @@ def pair(checkouts: list[Path], folder: Path, args: argparse.Namespace, scratch:
             group.remove()
 
 
+def in_turn(checkouts: list[Path], folder: Path, args: argparse.Namespace, number: int
+            ) -> tuple[list[float], list[float]]:
+    """Each submission graded by `grader grade` from each checkout in turn: the CPU seconds and the wall
+    seconds of each checkout's commands in all."""
+    cpu, wall = [0.0] * len(checkouts), [0.0] * len(checkouts)
+    for at, submission in enumerate(sorted(folder.glob("*.py"))):
+        turn = list(enumerate(checkouts))
+        for i, checkout in turn[at % 2:] + turn[:at % 2]:  # which one goes first alternates
+            group = CpuGroup(f"grader-bench-{os.getpid()}-{number}-{at}-{i}")
+            try:
+                before, started = group.used(), time.perf_counter()
+                argv = [sys.executable, "-m", "grader.cli", "grade", str(submission), "--exercise", args.exercise,
+                        "--tier", args.tier, "--sandbox", args.sandbox, "--json", os.devnull]
+                done = subprocess.run(group.command(argv), cwd=checkout, capture_output=True, text=True)
+                wall[i] += time.perf_counter() - started
+                cpu[i] += group.used() - before
+            finally:
+                group.remove()
+            if done.returncode != 0:
+                raise SystemExit(f"grader grade in {checkout} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return cpu, wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("other", type=Path, help="the other checkout (a git worktree of another commit)")
@@ -63,6 +90,7 @@ def main() -> None:
     parser.add_argument("--tier", default="premium")
     parser.add_argument("--sandbox", default="local", choices=["local", "docker"])
     parser.add_argument("--exercise", default="continuous_batching")
+    parser.add_argument("--grade", action="store_true", help="single gradings in turn instead of batches at once")
     args = parser.parse_args()
     other = args.other.resolve()
     if not (other / "grader" / "cli.py").is_file():
@@ -72,6 +100,20 @@ def main() -> None:
         folder = Path(scratch) / "class"
         folder.mkdir()
         make_class(folder, exercise, args.count)
+        if args.grade:
+            print(f"{args.count} submissions of {exercise.slug}, tier {args.tier}, {args.sandbox} sandbox, "
+                  f"one `grader grade` at a time from each checkout in turn, {args.pairs} rounds")
+            cpu_ratios, wall_ratios = [], []
+            for number in range(args.pairs):
+                cpu, wall = in_turn([ROOT, other], folder, args, number)
+                cpu_ratios.append(cpu[0] / cpu[1])
+                wall_ratios.append(wall[0] / wall[1])
+                print(f"  round {number + 1}: this checkout {cpu[0] / args.count:.3f} s of CPU and {wall[0] / args.count:.3f} s "
+                      f"wall a grading, {other} {cpu[1] / args.count:.3f} s and {wall[1] / args.count:.3f} s")
+            print(f"  this checkout / {other}: {statistics.median(cpu_ratios):.3f} of the CPU "
+                  f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}), {statistics.median(wall_ratios):.3f} of the wall "
+                  f"time ({min(wall_ratios):.3f}-{max(wall_ratios):.3f}), medians of the rounds")
+            return
         print(f"{args.count} submissions of {exercise.slug}, tier {args.tier}, {args.sandbox} sandbox, "
               f"`grader batch --jobs 1` in each checkout at the same time, {args.pairs} pairs")
         ratios = []

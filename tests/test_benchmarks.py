@@ -160,3 +160,15 @@ def test_the_roles_benchmark_shares_a_batch_out_among_its_processes_beside_the_f
     parts = sum(seconds for name, seconds in rows.items() if name not in ("floor", "all of it"))
     assert parts == pytest.approx(rows["all of it"], abs=0.01), done.stdout
     assert "70 workers" in done.stdout, done.stdout  # 35 tests a submission, a fresh worker each
+
+
+@pytest.mark.slow
+@needs_cgroups
+def test_the_side_by_side_benchmark_grades_one_submission_at_a_time_from_each_checkout_in_turn():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_side_by_side.py"), str(ROOT), "--grade",
+                           "--count", "2", "--pairs", "1"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r"this checkout ([\d.]+) s of CPU and ([\d.]+) s wall a grading, \S+ ([\d.]+) s and ([\d.]+) s",
+                      done.stdout)
+    assert found and all(float(value) > 0 for value in found.groups()), done.stdout
+    assert re.search(r"([\d.]+) of the CPU \(.*\), ([\d.]+) of the wall time", done.stdout), done.stdout
