@@ -180,8 +180,8 @@ def worker_zip(package_dir: Path) -> bytes:
 
 
 def zip_holds(archive: bytes, files: list[tuple[str, bytes]]) -> bool:
-    """Whether `archive` is `worker_zip` of exactly `files`: their sources, each with bytecode of this
-    Python's version compiled from it (its header names the source's hash)."""
+    """Whether `archive` holds exactly `files`, each with bytecode of this Python's version whose header
+    names that source's hash: a zip of other sources, another version's or one cut short is refused."""
     try:
         with zipfile.ZipFile(io.BytesIO(archive)) as opened:
             if sorted(opened.namelist()) != sorted([name for name, _ in files] + [name + "c" for name, _ in files]):

@@ -127,7 +127,8 @@ def prepare_suites(exercise: Exercise, tier: str) -> PreparedSuites:
 def _worker_zip() -> bytes:
     """The worker's zip, kept on disk by a digest of its sources and of the bytecode's version: a
     one-shot `grader grade` would otherwise compile the worker's modules on every run. A kept zip is
-    used only when it holds exactly these sources, each with its own bytecode."""
+    used only when it holds exactly these sources, each with bytecode whose header names its source (the
+    cache folder is trusted as the installation is: docs/security.md)."""
     files = worker_files(HARNESS_PACKAGE)
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for name, data in files:
