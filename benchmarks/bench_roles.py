@@ -105,9 +105,11 @@ class Roles:
     tree: Tree
     root: int
     of: dict[int, str] = field(default_factory=dict)
+    parents: set[int] = field(default_factory=set)  # the processes that forked
 
     def __post_init__(self) -> None:
-        tree, has_children = self.tree, set(self.tree.parent.values())
+        tree, has_children = self.tree, self.parents
+        has_children.update(tree.parent.values())
         for bwrap, program in tree.executed.items():
             if not program.endswith("/bwrap"):
                 continue
@@ -132,7 +134,7 @@ class Roles:
         for depth, ancestor in enumerate(chain):
             known = self.of.get(ancestor)
             if known == "zygote" and depth:
-                return "loader" if depth == 1 and pid in set(self.tree.parent.values()) else "worker"
+                return "loader" if depth == 1 and pid in self.parents else "worker"
             if known is not None:
                 return known if depth == 0 or known != "harness" else "harness, forked"
             if ancestor in self.tree.executed:
