@@ -1,35 +1,51 @@
 """`grader audit`: proof that an exercise's suites are strong enough to trust.
 
 The reference must get full marks, the stub nothing (every test failing cleanly, no harness error),
-and every mutant (a plausible bug, one per file) must fail at least one test of the top tier: the
-tier that runs the most suites. Each tier the exercise declares also gets its figure, how many
-mutants its own suites catch, so an author sees what the free tier leaves unchecked.
+and every mutant must fail at least one test of the top tier (the tier that runs the most suites) on
+every seed it is graded on. The mutants are the author's own (solutions/<slug>/mutants/, one plausible
+bug a file) and the ones the audit makes itself from the reference (grader/mutate.py), which find the
+mistakes nobody thought of. A generated mutant that behaves exactly as the reference does is declared
+in exercise.toml's [audit.equivalent] with its reason; every other one must be caught.
 
-Everything is graded once, on the top tier; a tier's figure counts the failing tests of the suites
-that tier runs. A tier running a suite the top tier does not is graded on its own.
+A mutant is graded as a submission is, by the harness, on `[audit] seeds` seeds: first its own, then
+others drawn the same way. A test that does not take the `seed` fixture does the same on every seed, so
+a mutant one of those catches is caught on all of them and graded once; a mutant only the random
+workloads catch is graded on every seed, and must be caught on each: a lucky workload is no catch.
+
+Each tier the exercise declares also gets its figure, how many of the author's mutants its own suites
+catch, so an author sees what the free tier leaves unchecked. A tier running a suite the top tier does
+not is graded on its own.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.exercise import Exercise, ExerciseError
 from grader.grading import Backend, grade_bytes
+from grader.mutate import Mutant, generate_mutants
 from grader.scorecard import Scorecard
-from grader.seed_checks import check_seeds
+from grader.seed_checks import check_seeds, seeded_tests
+from grader.seeding import audit_seeds
 
 
 @dataclass
 class AuditRow:
     label: str
     path: Path
-    card: Scorecard  # graded on the top tier
+    card: Scorecard  # graded on the top tier, on the submission's own seed
     description: str = ""
     problems: list[str] = field(default_factory=list)
     other_cards: dict[str, Scorecard] = field(default_factory=dict)  # tiers the top tier does not cover
+    more_seeds: list[Scorecard] = field(default_factory=list)  # the same tier, on the audit's other seeds
+    mutant: Mutant | None = None  # a generated mutant's change
+    equivalent: str = ""  # why exercise.toml says no test can catch it
 
     @property
     def caught_by(self) -> list[str]:
@@ -39,6 +55,16 @@ class AuditRow:
     def caught_by_suites(self, suites: tuple[str, ...], tier: str) -> list[str]:
         card = self.other_cards.get(tier, self.card)
         return [t.name for t in card.tests if t.status != "passed" and t.suite in suites]
+
+    @property
+    def cards(self) -> list[Scorecard]:
+        return [self.card, *self.more_seeds]
+
+    @property
+    def missed_on(self) -> list[int | None]:
+        """The seeds on which no test caught it."""
+        return [card.seed for card in self.cards
+                if card.status == "graded" and not any(t.status != "passed" for t in card.tests)]
 
 
 @dataclass
@@ -53,15 +79,22 @@ class TierFigure:
 class Audit:
     reference: AuditRow
     stub: AuditRow
-    mutants: list[AuditRow]
+    mutants: list[AuditRow]  # the author's, from solutions/<slug>/mutants/
     tier: str = ""  # the top tier, everything is graded on
     tiers: list[TierFigure] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # of the suites as written (their seeds): not strong
     warnings: list[str] = field(default_factory=list)  # said, for the author to judge
+    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.mutate
+    seeds: int = 1
 
     @property
     def rows(self) -> list[AuditRow]:
-        return [self.reference, self.stub, *self.mutants]
+        return [self.reference, self.stub, *self.mutants, *self.generated]
+
+    @property
+    def survivors(self) -> list[AuditRow]:
+        """Generated mutants some seed let through, and not declared equivalent."""
+        return [row for row in self.generated if row.problems]
 
     @property
     def ok(self) -> bool:
@@ -76,47 +109,124 @@ def mutant_description(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc else "(no description)"
 
 
+def _base(test_name: str) -> str:
+    return test_name.split("[", 1)[0].rsplit("::", 1)[-1]
+
+
 def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str | None = None,
-              on_row: Callable[[AuditRow], None] | None = None) -> Audit:
+              on_row: Callable[[AuditRow], None] | None = None, seeds: int | None = None,
+              generated: bool = True, jobs: int | None = None,
+              on_start: Callable[[int], None] | None = None,
+              make_backend: Callable[[], Backend] | None = None) -> Audit:
+    """Grade the reference, the stub and every mutant, `jobs` gradings at a time; `on_start` hears how
+    many mutants there are before they are graded, `on_row` each row as it is done. With
+    `make_backend`, each grading thread makes a backend of its own (a warm one, as a batch's), closed
+    at the end; else every grading uses `backend`."""
     tier = tier or exercise.top_tier
     for what, path in (("the reference", exercise.reference), ("the stub", exercise.stub)):
         if not path.is_file():
             raise ExerciseError(f"an audit grades {what}, and there is no {path}")
+    seeds = seeds or exercise.audit.seeds
     covered = set(exercise.tiers[tier])
     uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
+    seeded = seeded_tests(exercise)
+    local = threading.local()
+    made_backends: list[Backend] = []
 
-    def grade(label: str, path: Path, mutant: bool = False) -> AuditRow:
-        data = path.read_bytes()
-        row = AuditRow(label, path, grade_bytes(data, exercise, tier, backend, backend_name))
-        if mutant:
-            row.other_cards = {name: grade_bytes(data, exercise, name, backend, backend_name) for name in uncovered}
-        for card in (row.card, *row.other_cards.values()):
+    def grade_bytes_here(data: bytes, tier: str, seed: int | None = None) -> Scorecard:
+        if make_backend is None:
+            return grade_bytes(data, exercise, tier, backend, backend_name, seed)
+        if not hasattr(local, "backend"):
+            local.backend = make_backend()
+            made_backends.append(local.backend)
+        return grade_bytes(data, exercise, tier, local.backend, backend_name, seed)
+
+    def grade(label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
+        every_seed = audit_seeds(data, exercise, seeds) if mutant else [None]
+        row = AuditRow(label, path, grade_bytes_here(data, tier, every_seed[0]), mutant=made)
+        if mutant and made is None:
+            row.other_cards = {name: grade_bytes_here(data, name) for name in uncovered}
+        if mutant and row.caught_by and all(_base(name) in seeded for name in row.caught_by):
+            # Only the random workloads caught it: each other seed must catch it too.
+            for seed in every_seed[1:]:
+                row.more_seeds.append(grade_bytes_here(data, tier, seed))
+                if row.missed_on:
+                    break  # one seed that lets it through is enough to say so
+        for card in (*row.cards, *row.other_cards.values()):
             if card.status != "graded":
                 row.problems.append(f"{card.tier}: {card.status}: {card.reason}")
-        if on_row:
-            on_row(row)
         return row
 
-    reference = grade("reference", exercise.reference)
+    reference = grade("reference", exercise.reference, exercise.reference.read_bytes())
+    if on_row:
+        on_row(reference)
     if reference.card.score != reference.card.max_score or not reference.card.tests:
         failing = [t.name for t in reference.card.tests if t.status != "passed"]
         reference.problems.append(f"the reference must get full marks; it fails: {', '.join(failing) or 'everything'}")
-    stub = grade("stub", exercise.stub)
+    stub = grade("stub", exercise.stub, exercise.stub.read_bytes())
+    if on_row:
+        on_row(stub)
     if stub.card.score != 0:
         stub.problems.append(f"the stub must score 0, it scored {stub.card.score}")
     unclear = [t.name for t in stub.card.tests if t.status != "failed" or "not implemented" not in t.message]
     if unclear:
         stub.problems.append(f"these tests do not fail the stub with a clear 'not implemented': {', '.join(unclear)}")
-    mutants = []
-    for path in exercise.mutants:
-        row = grade(f"mutant {path.stem}", path, mutant=True)
-        row.description = mutant_description(path)
-        if row.card.status == "graded" and not row.caught_by:
-            row.problems.append("no test catches this mutant")
-        mutants.append(row)
+
+    made = generate_mutants(exercise.reference.read_text(encoding="utf-8")) if generated else []
+    if on_start:
+        on_start(len(exercise.mutants) + len(made))
+    work: list[tuple[str, Path, bytes, Mutant | None]] = [
+        (f"mutant {path.stem}", path, path.read_bytes(), None) for path in exercise.mutants]
+    work += [(mutant.name, exercise.reference, mutant.source.encode(), mutant) for mutant in made]
+    rows: dict[int, AuditRow] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1), thread_name_prefix="audit") as pool:
+            pending: dict[Future[AuditRow], int] = {
+                pool.submit(grade, label, path, data, True, mutant): k for k, (label, path, data, mutant) in enumerate(work)}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    rows[pending.pop(future)] = row = future.result()
+                    if on_row:
+                        on_row(row)
+    finally:
+        for made_backend in made_backends:
+            made_backend.close()
+    ordered = [rows[k] for k in range(len(work))]
+    mutants = ordered[:len(exercise.mutants)]
+    for row in mutants:
+        row.description = mutant_description(row.path)
+        _judge(row)
     if len(mutants) == 0:
         stub.problems.append(f"no mutants in {exercise.root / 'solutions' / exercise.slug / 'mutants'}")
+    warnings: list[str] = []
+    generated_rows = ordered[len(exercise.mutants):]
+    for row in generated_rows:
+        assert row.mutant is not None
+        row.description = row.mutant.operator
+        row.equivalent = exercise.audit.equivalent.get(row.mutant.name, "")
+        if row.equivalent and row.caught_by:
+            warnings.append(f"{row.mutant.name!r} is declared equivalent, but {row.caught_by[0]} catches it: "
+                            "remove it from [audit.equivalent]")
+        elif not row.equivalent:
+            _judge(row)
+    if generated:
+        names = {row.mutant.name for row in generated_rows if row.mutant}
+        warnings += [f"[audit.equivalent] names {name!r}, which the reference no longer gives: remove it"
+                     for name in exercise.audit.equivalent if name not in names]
     figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
                for name, suites in exercise.tiers.items()]
-    seeds = check_seeds(exercise)
-    return Audit(reference, stub, mutants, tier, figures, seeds.refusals, seeds.warnings)
+    found = check_seeds(exercise)
+    return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
+                 generated_rows, seeds)
+
+
+def _judge(row: AuditRow) -> None:
+    if any(card.status != "graded" for card in row.cards):
+        return  # said already: graded with an error
+    missed = row.missed_on
+    if missed and len(missed) == len(row.cards):
+        row.problems.append("no test catches this mutant")
+    elif missed:
+        row.problems.append(f"only some seeds catch this mutant: none of the tests fails on seed {missed[0]}; "
+                            "a test that does not depend on the seed should catch it")

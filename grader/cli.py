@@ -145,6 +145,17 @@ def read_submission(path: str, max_bytes: int) -> bytes:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, refused with a sentence otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
 def sandbox_for(args: argparse.Namespace, console: Console) -> Backend:
     """The backend to grade with; says which one `auto` chose, warns on every unprotected run, and shows
     the lines of a first image build."""
@@ -268,52 +279,23 @@ def command_new(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_audit(args: argparse.Namespace, console: Console) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from grader.audit import run_audit
+    from grader.audit_view import print_audit
 
     exercise = load_exercise(args.exercise)
     backend = sandbox_for(args, console)
-    name = backend.name
-    console.print(f"auditing {exercise.slug} on the {name} sandbox: reference, stub and {len(exercise.mutants)} mutants")
-    audit = run_audit(exercise, backend, name,
-                      on_row=lambda row: console.print(Text(f"  graded {row.label}: {row.card.score}/{row.card.max_score}", style="dim")))
-    tests = [t.name for t in audit.reference.card.tests]
-    table = Table(title="which tests catch which mutant (x = the test fails)", header_style="bold")
-    table.add_column("submission")
-    table.add_column("score")
-    table.add_column("caught by")
-    for row in audit.mutants:
-        caught = row.caught_by
-        table.add_row(Text(f"{row.path.stem}\n{row.description}"), f"{row.card.score}/{row.card.max_score}",
-                      Text(", ".join(caught) if caught else "NOTHING", style="" if caught else "red bold"))
-    console.print(table)
-    # One compact line of marks per test, so the matrix fits a terminal whatever the number of mutants.
-    matrix = Table(header_style="bold", box=None, title="x = the test catches mutant n (columns 1..N, in order)")
-    matrix.add_column("test", overflow="fold")
-    matrix.add_column("".join(str(i % 10) for i in range(1, len(audit.mutants) + 1)), no_wrap=True)
-    matrix.add_column("kills", justify="right")
-    for test in tests:
-        marks = "".join("x" if test in row.caught_by else "·" for row in audit.mutants)
-        matrix.add_row(Text(test), marks, str(marks.count("x")))
-    console.print(matrix)
-    for row in audit.rows:
-        for problem in row.problems:
-            console.print(Text(f"{row.label}: {problem}", style="red bold"))
-    if audit.reference.card.status == "error":  # nothing graded the suites: no verdict on them
-        verdict = "the exercise cannot be graded"
-    else:
-        verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
-    for refusal in audit.refusals:
-        console.print(Text(f"seeds: {refusal}", style="red bold"), soft_wrap=True)
-    for warning in audit.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
-    caught_count = sum(1 for row in audit.mutants if row.caught_by)
-    for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
-        console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
-                      f"{figure.mutants} mutants; {figure.mutants - figure.caught} go unnoticed on this tier")
-    console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
-                       f"stub {audit.stub.card.score}, {caught_count}/{len(audit.mutants)} mutants caught "
-                       f"on the {audit.tier} tier",
-                       style="green bold" if audit.ok else "red bold"))
+    console.print(f"auditing {exercise.slug} on the {backend.name} sandbox: reference, stub, its "
+                  f"{len(exercise.mutants)} mutants" + ("" if args.no_generated else " and the mutants made from the reference"))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("grading", total=None)
+        audit = run_audit(exercise, backend, backend.name, seeds=args.seeds, generated=not args.no_generated,
+                          jobs=args.jobs, on_start=lambda count: progress.update(task, total=count),
+                          make_backend=lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local, warm=True),
+                          on_row=lambda row: progress.advance(task) if row.label not in ("reference", "stub") else None)
+    print_audit(audit, console, exercise.submission_file)
     return OK if audit.ok else UNVOUCHED
 
 
@@ -982,6 +964,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help=EXERCISE_HELP)
+    audit.add_argument("--seeds", type=positive_int, default=None,
+                       help="grade each mutant on this many seeds (default: exercise.toml's [audit] seeds, else 3)")
+    audit.add_argument("--jobs", type=positive_int, default=None,
+                       help="gradings at a time (default: one a CPU)")
+    audit.add_argument("--no-generated", action="store_true",
+                       help="grade only the exercise's own mutants, not those made from the reference")
     add_sandbox_options(audit)
     audit.set_defaults(run=command_audit)
     add_examples(parser)

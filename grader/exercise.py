@@ -41,9 +41,10 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 # What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
 TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
-                  "tiers", "points", "sandbox", "prediction", "web", "similarity")
+                  "tiers", "points", "sandbox", "prediction", "web", "similarity", "audit")
 TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why", "hides"),
-              "web": ("solution", "submission_interval_s", "due", "closes"), "similarity": ("given",)}
+              "web": ("solution", "submission_interval_s", "due", "closes"), "similarity": ("given",),
+              "audit": ("seeds", "equivalent")}
 
 
 class ExerciseError(Exception):
@@ -59,6 +60,14 @@ class SuiteSpec:
     reference: bool = False  # its tests may use the `reference` fixture (the reference ships with the job)
     details: bool = True  # a failed assertion shows its expression when the author wrote no message
     visibility: str = ""  # when Gradescope shows its results to students (VISIBILITIES); "": the default
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """exercise.toml's [audit]: how many seeds each mutant is graded on, and the generated mutants that
+    behave exactly as the reference does (by name, with the reason), which no test can catch."""
+    seeds: int = 3
+    equivalent: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,7 @@ class Exercise:
     # Files students were given besides the stub (exercise.toml's [similarity] given, relative to the
     # exercise's folder): code in them never makes two students look alike.
     given_code: tuple[Path, ...] = ()
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
     @property
     def folder(self) -> Path:
@@ -246,12 +256,25 @@ def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
         default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
         packages=tuple(sorted(set(packages))), prediction=prediction, web=web,
         given_code=_given_code(_table(config, "similarity", source), root / "exercises" / slug, source),
+        audit=_audit_settings(_table(config, "audit", source), source),
     )
     needing = [name for name, suite in suites.items() if suite.reference]
     if needing and not exercise.reference.is_file():
         raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
                             f"there is no {exercise.reference}")
     return exercise
+
+
+def _audit_settings(table: dict, source: Path) -> AuditSettings:
+    seeds = table.get("seeds", AuditSettings.seeds)
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or not 1 <= seeds <= 20:
+        raise ExerciseError(f"{source}: [audit] seeds is how many seeds each mutant is graded on, 1 to 20, not {seeds!r}")
+    equivalent = table.get("equivalent", {})
+    if not isinstance(equivalent, dict) or not all(isinstance(v, str) and v.strip() for v in equivalent.values()):
+        raise ExerciseError(f"{source}: [audit.equivalent] maps a generated mutant's name (as `grader audit` prints "
+                            "it) to the reason no test can tell it from the reference, such as "
+                            '"Scheduler.add: a ⇄ b" = "both checks raise the same ValueError"')
+    return AuditSettings(seeds, dict(equivalent))
 
 
 def _given_code(table: dict, folder: Path, source: Path) -> tuple[Path, ...]:

@@ -51,19 +51,21 @@ class PlainBackend:
     def close(self) -> None:
         pass
 
-def new_run(exercise: Exercise, source: bytes) -> Run:
+def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     """What the host sends with a submission: a fresh nonce, which the harness's results must carry,
-    and the submission's seed (grader.seeding). Made here once a grading, and nowhere else."""
-    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise))
+    and the submission's seed (grader.seeding; `audit` chooses others, to grade a mutant on several).
+    Made here once a grading, and nowhere else."""
+    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
 
 
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
-                backend_name: str | None = None) -> Scorecard:
+                backend_name: str | None = None, seed: int | None = None) -> Scorecard:
     """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
-    its own name unless `backend_name` says otherwise."""
+    its own name unless `backend_name` says otherwise; the random workloads draw from the submission's
+    own seed unless `seed` is given."""
     backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
@@ -77,7 +79,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     else:
         card.submission_sha256 = submission.sha256
         # The run is the host's: its nonce authenticates the results, and its seed is the one on the card.
-        run = new_run(exercise, submission.source)
+        run = new_run(exercise, submission.source, seed)
         card.seed = run.seed
         judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected)
     card.graded_at = utc_now()  # when the grading ended

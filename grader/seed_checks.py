@@ -40,6 +40,25 @@ def _suite_files(exercise: Exercise) -> list[Path]:
     return sorted(files)
 
 
+def _takes_seed(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test") \
+        and any(arg.arg == "seed" for arg in node.args.args)
+
+
+def seeded_tests(exercise: Exercise) -> set[str]:
+    """The tests (by function name) that take the `seed` fixture: the only ones whose outcome may change
+    with the seed. Every other test does the same on every seed."""
+    names: set[str] = set()
+    for path in _suite_files(exercise):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+        names.update(node.name for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _takes_seed(node))
+    return names
+
+
 def check_seeds(exercise: Exercise) -> SeedFindings:
     findings = SeedFindings()
     uses_seed: list[str] = []
@@ -50,8 +69,8 @@ def check_seeds(exercise: Exercise) -> SeedFindings:
             continue  # the exercise's own loading reports a suite that does not parse
         shown = path.relative_to(exercise.root) if path.is_relative_to(exercise.root) else path
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test") \
-                    and any(arg.arg == "seed" for arg in node.args.args):
+            if _takes_seed(node):
+                assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 uses_seed.append(f"{shown}::{node.name}")
             if isinstance(node, ast.Call) and _name(node.func) in SEEDING_CALLS and node.args \
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value is not None \

@@ -46,3 +46,10 @@ def derive_seed(submission_sha256: str, exercise: Exercise) -> int:
 
 def seed_for_source(source: bytes, exercise: Exercise) -> int:
     return derive_seed(hashlib.sha256(source).hexdigest(), exercise)
+
+
+def audit_seeds(source: bytes, exercise: Exercise, count: int) -> list[int]:
+    """The seeds `audit` grades a mutant on: the one it would get as a submission, then others drawn
+    the same way (from the key, the exercise and the file), so a rerun grades the same workloads."""
+    sha = hashlib.sha256(source).hexdigest()
+    return [derive_seed(sha if k == 0 else f"{sha}:{k}", exercise) for k in range(count)]

@@ -5,11 +5,14 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 
+import pytest
+
 from grader.cli import main
 from tests.helpers import EXERCISE, REFERENCE, exercise_copy
 
 
-def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants(capsys):
+@pytest.mark.slow
+def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants_and_every_generated_one(capsys):
     assert main(["audit", EXERCISE, "--sandbox", "local"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "the suite is strong" in out
@@ -20,6 +23,9 @@ def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants(capsys):
     premium = out.split("tier premium (visible, hidden): its tests catch ")[1].split(" mutants")[0]
     assert premium == f"{total} of {total}"
     assert 0 < int(free.split(" of ")[0]) < int(total)
+    # The mutants made from the reference: well over a hundred, every one caught but those declared equivalent.
+    killed, made = out.split(" generated mutants caught on every seed")[0].rsplit(" ", 1)[1].split("/")
+    assert killed == made and int(made) >= 100 and "survivor:" not in out
 
 
 def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
@@ -29,7 +35,7 @@ def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
     mutants.mkdir()
     survivor = mutants / "01_same_as_reference.py"
     survivor.write_text(REFERENCE.read_text())  # identical to the reference: nothing can catch it
-    assert main(["audit", str(folder), "--sandbox", "local"]) == 1
+    assert main(["audit", str(folder), "--sandbox", "local", "--no-generated"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "no test catches this mutant" in out and "the suite is WEAK" in out
 
@@ -53,7 +59,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
         (mutants / f"{name}.py").write_text(bug)
     graded = []
 
-    def fake_grade(data, exercise, tier, backend, name):
+    def fake_grade(data, exercise, tier, backend, name, seed=None):
         graded.append(tier)
         bug = data.decode()
         tests = [TestResult(f"{suite}::t", f"test_{suite}", suite, "failed" if bug in (suite, "stub") else "passed",
@@ -83,7 +89,94 @@ def test_an_exercise_that_cannot_be_graded_gets_no_verdict_on_its_suite(tmp_path
     visible = folder / "tests" / "test_visible.py"  # a visible test asks for the reference it may not use
     visible.write_text(visible.read_text().replace("def test_decodes_run_before_the_prompt(ns):",
                                                    "def test_decodes_run_before_the_prompt(ns, reference):"))
-    assert main(["audit", str(folder), "--sandbox", "local"]) == 1
+    assert main(["audit", str(folder), "--sandbox", "local", "--no-generated"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "the exercise is misconfigured" in out and "must say reference = true" in out
     assert "the exercise cannot be graded" in out and "WEAK" not in out
+
+
+def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=None, generated=False):
+    """An audit with grading stood in for: `outcome(text, seed)` names the tests a file fails on a seed."""
+    import grader.audit as audit
+    from grader.exercise import AuditSettings, load_exercise
+    from grader.scorecard import Scorecard, TestResult
+
+    copy = load_exercise(str(exercise_copy(tmp_path)))
+    exercise = replace(copy, tiers={"free": ("visible",), "premium": ("visible", "hidden")},
+                       audit=AuditSettings(3, equivalent or {}))
+    copy.reference.write_text(reference)
+    copy.stub.write_text("stub")
+    mutants = copy.reference.parent / "mutants"
+    shutil.rmtree(mutants)
+    mutants.mkdir()
+    for name in ("rule", "random_always", "random_once"):
+        (mutants / f"{name}.py").write_text(name)
+    graded: list[tuple[str, int | None]] = []
+    names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]")
+
+    def fake_grade(data, exercise, tier, backend, name, seed=None):
+        text = data.decode()
+        graded.append((text, seed))
+        failing = names if text == "stub" else outcome(text, seed)
+        tests = [TestResult(f"t::{test}", test, "visible" if "decodes" in test else "hidden",
+                            "failed" if test in failing else "passed", 0 if test in failing else 1, 1,
+                            message="not implemented" if text == "stub" else "") for test in names]
+        return Scorecard(exercise.slug, tier, "", "graded", sum(t.score for t in tests), len(tests), tests=tests,
+                         seed=seed)
+
+    monkeypatch.setattr(audit, "grade_bytes", fake_grade)
+    return audit.run_audit(exercise, backend=None, backend_name="none", generated=generated, jobs=2), graded
+
+
+def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(tmp_path, monkeypatch):
+    firsts: dict[str, int] = {}
+
+    def outcome(text, seed):
+        firsts.setdefault(text, seed)
+        if text == "rule":
+            return {"test_decodes_run_before_the_prompt"}
+        if text == "random_always" or (text == "random_once" and seed == firsts[text]):
+            return {"test_random_workloads_match_the_reference[mixed]"}
+        return set()
+
+    result, graded = _seeded_audit(tmp_path, monkeypatch, outcome)
+    problems = {row.path.stem: row.problems for row in result.mutants}
+    assert problems["rule"] == [] and problems["random_always"] == []
+    assert problems["random_once"] and problems["random_once"][0].startswith("only some seeds catch this mutant")
+    assert not result.ok
+    count = {text: sum(1 for t, _ in graded if t == text) for text in ("rule", "random_always", "random_once")}
+    # A test that does not take the seed catches on every seed: graded once. The random workloads' catch is
+    # checked on each of the three seeds, and the audit stops at the first seed that lets it through.
+    assert count == {"rule": 1, "random_always": 3, "random_once": 2}
+    assert len({seed for text, seed in graded if text == "random_always"}) == 3
+
+
+def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_its_reason(tmp_path, monkeypatch):
+    reference = "def f(x):\n    return x < 1\n"
+
+    def outcome(text, seed):  # nothing tells `x <= 1` from the reference
+        return set() if text in (reference, "def f(x):\n    return x <= 1\n") else {"test_decodes_run_before_the_prompt"}
+
+    weak, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, generated=True)
+    assert [row.mutant.name for row in weak.survivors] == ["f: return x < 1 → return x <= 1"]
+    assert not weak.ok and "no test catches this mutant" in weak.survivors[0].problems
+    declared = {"f: return x < 1 → return x <= 1": "x is never 1 here", "f: gone → away": "an old one"}
+    strong, _ = _seeded_audit(tmp_path / "again", monkeypatch, outcome, reference, declared, generated=True)
+    assert strong.ok and not strong.survivors
+    assert [row.equivalent for row in strong.generated if row.equivalent] == ["x is never 1 here"]
+    assert any("'f: gone → away'" in warning and "no longer gives" in warning for warning in strong.warnings)
+
+
+def test_a_declared_equivalent_that_a_test_catches_is_pointed_out(tmp_path, monkeypatch):
+    reference = "def f(x):\n    return x < 1\n"
+    declared = {"f: return x < 1 → return x <= 1": "wrongly thought equivalent"}
+    result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: set() if text == reference else
+                              {"test_decodes_run_before_the_prompt"}, reference, declared, generated=True)
+    assert result.ok
+    assert any("is declared equivalent, but test_decodes_run_before_the_prompt catches it" in w for w in result.warnings)
+
+
+def test_audit_options_are_checked(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", EXERCISE, "--seeds", "0"])
+    assert "0 must be at least 1" in capsys.readouterr().err
