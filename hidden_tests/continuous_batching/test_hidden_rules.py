@@ -59,6 +59,16 @@ def test_decodes_follow_admission_order(ns, reference, feedback):
                   [(0, 1), (1, 1), (2, 1)]])
 
 
+def test_decodes_follow_admission_order_not_id_order(ns, reference, feedback):
+    """Oldest first means first admitted, whatever the ids: requests added as r5, r2, r9 decode as r5, r2, r9."""
+    # Ids say nothing of age: r5 arrives first, then r2, then r9 (a step later). Decodes, prompt
+    # chunks and running all follow the order of admission.
+    sc = Scenario(8, 8, 1000, (R(5, 1, 3), R(2, 1, 4), R(9, 2, 3, at=2)))
+    check(ns, reference, feedback, sc,
+          about="running, and the decodes, follow the order requests were admitted in, not their ids",
+          expect=[[(5, 1), (2, 1)], [(5, 1), (2, 1), (9, 2)], [(5, 1), (2, 1), (9, 1)], [(2, 1), (9, 1)]])
+
+
 # --- head-of-line blocking ------------------------------------------------------------------------
 
 def test_head_that_does_not_fit_blocks_everyone_behind_it(ns, reference, feedback):
