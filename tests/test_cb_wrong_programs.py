@@ -33,7 +33,7 @@ def seeded(path: Path, seed: int) -> bytes:
     return path.read_bytes() + f"\n# graded as variant {seed}\n".encode()
 
 
-def tests_drawing_workloads() -> set[str]:
+def names_of_seeded_tests() -> set[str]:
     """The names of the tests that take the `seed` fixture (their workloads depend on the seed)."""
     names = set()
     for folder in SUITES:
@@ -80,7 +80,7 @@ def failed(card) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", WRONG)
 def test_a_wrong_program_loses_points_on_every_seed_in_a_named_test(cards, name):
-    drawing = tests_drawing_workloads()
+    drawing = names_of_seeded_tests()
     for seed in range(SEEDS):
         card = cards[("wrong", name, seed)]
         assert card.status == "graded", (name, seed, card.status, card.reason)
