@@ -361,6 +361,15 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
     return plan
 
 
+def plain_plan(raw: Any, ids: dict[int, int], step: int) -> Plan:
+    """A plan of the submission as [(rid, n)]; a malformed one fails the test with a plain sentence."""
+    try:
+        return _plain_plan(raw, ids, step, [], [])
+    except Divergence as d:
+        message = d.message
+    pytest.fail(message, pytrace=False)
+
+
 def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> list[int]:
     if type(raw) is list and set(map(type, raw)) <= {int}:  # the usual answer, in one pass over its types
         return sorted(raw)
@@ -566,17 +575,9 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
                 continue
             want = rs.after[rid]
             if have != want:
-                hint = ""
-                if have[0] != want[0]:
-                    hint = ": complete() adds each prefill chunk's n_tokens to prefilled"
-                elif have[1] > want[1] and want[1] == sc_req(sc, rid).max_new:
-                    hint = ": a request stops after max_new output tokens"
-                else:
-                    hint = (": a decode emits one token, and the chunk that finishes a prompt emits the "
-                            "first output token")
-                raise Divergence(step, f"step {step}: after complete(), r{rid} has prefilled={have[0]}, "
-                                       f"generated={have[1]}, but expected prefilled={want[0]}, "
-                                       f"generated={want[1]}{hint}", expected, got)
+                r = sc_req(sc, rid)
+                raise diverge(step, count_problem(rid, have, want, counts[rid], dict(plan).get(rid),
+                                                  r.prompt_len, r.max_new))
         counts.update(rs.after)
         assert rs.completed is not None
         if problem := _state_problem(_plain_state(seen[ops.completed], ids), rs.completed, "complete()"):
@@ -588,6 +589,40 @@ def run_submission(ns: Any, sc: Scenario, ref: list[RefStep],
         if have != counts[rid]:
             raise diverge(ref[len(replay.steps) - 1].step,
                           "after the last step, " + _changed_after_leaving(rid, have, counts[rid], ref[0].left_at))
+
+
+def count_problem(rid: int, have: tuple[Any, Any], want: tuple[int, int], before: tuple[int, int],
+                  n: int | None, prompt_len: int, max_new: int) -> str:
+    """What complete() did wrong to one request's counts, from the entry the plan gave it (`n` tokens,
+    None if the plan did not hold it) and its counts before the step. The sentence depends on the
+    mistake only, never on the numbers of a scenario, so one mistake reads the same in every test."""
+    head = (f"after complete(), r{rid} has prefilled={have[0]}, generated={have[1]}, but expected "
+            f"prefilled={want[0]}, generated={want[1]}")
+    finishing = n is not None and before[0] < prompt_len and before[0] + n >= prompt_len
+    decode = n is not None and before[0] >= prompt_len
+    if n is None:
+        why = "r{} was not in the plan: complete() changes only the requests of the plan it is given"
+        return f"{head}: {why.format(rid)}"
+    if have[0] != want[0]:
+        if decode:
+            return f"{head}: a decode entry emits a token and leaves prefilled as it is"
+        return f"{head}: complete() adds each prefill chunk's n_tokens to prefilled"
+    if not _is_int(have[1]):
+        return f"{head}: generated counts the output tokens emitted"
+    if have[1] > want[1]:
+        if finishing and have[1] - before[1] > 1:
+            return (f"{head}: the chunk that finishes a prompt emits exactly one token, the first output "
+                    f"token; complete() counted it twice (as the chunk that finished the prompt, then again "
+                    f"as a decode)")
+        if not finishing and not decode:
+            return f"{head}: a chunk that leaves part of the prompt unprocessed emits nothing yet"
+        if have[1] > max_new:
+            return f"{head}: a request stops after max_new output tokens"
+        return f"{head}: a decode emits exactly one token"
+    if finishing:
+        return (f"{head}: the chunk that finishes a prompt emits the first output token in this same step "
+                f"(generated += 1)")
+    return f"{head}: a decode emits one output token (generated += 1)"
 
 
 def _changed_after_leaving(rid: int, have: tuple[Any, Any], want: tuple[int, int], left_at: dict[int, int]) -> str:
@@ -800,20 +835,34 @@ def check_random(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: st
 
 # ----------------------------------------------------------------------------------------- by hand
 
-def expect_progress(sc: Scenario, generated: dict[int, int], cap: int) -> None:
+def expect_progress(sc: Scenario, generated: dict[int, int], cap: int,
+                    last_planned: dict[int, int] | None = None, steps: int = 0) -> None:
     """Every request of the scenario emitted exactly its max_new tokens within `cap` steps: too many
     (it stayed running, or complete() reported it more often than it emitted) and too few are said
-    apart."""
+    apart. With `last_planned` (rid -> the last step whose plan held it) and `steps` (the steps run),
+    a request that owes tokens and was dropped from the plans long before the end is said first: it
+    left running early, which is complete()'s doing, not schedule()'s."""
     over = [r for r in sc.reqs if generated.get(r.rid, 0) > r.max_new]
     under = [r for r in sc.reqs if generated.get(r.rid, 0) < r.max_new]
 
-    def listed(reqs: list[R]) -> str:
-        shown = [f"r{r.rid} ({generated.get(r.rid, 0)} of {r.max_new})" for r in reqs[:8]]
+    def listed(reqs: list[R], when: bool = False) -> str:
+        shown = [f"r{r.rid} ({generated.get(r.rid, 0)} of {r.max_new}"
+                 + (f", last planned in step {last_planned[r.rid]})" if when and last_planned else ")")
+                 for r in reqs[:8]]
         return ", ".join(shown) + (f" and {len(reqs) - 8} more" if len(reqs) > 8 else "")
 
     expect_that(not over, f"{len(over)} of {len(sc.reqs)} requests emitted more than their max_new tokens "
                           f"(complete() reported them after their last token, or they stayed running): "
                           f"{listed(over)}")
+    if last_planned is not None:
+        # A request that emitted a token is running; one that owes tokens yet is planned no more while
+        # the run goes on was taken out of running early (complete()), or left out of the plans (schedule()).
+        dropped = [r for r in under if generated.get(r.rid, 0) > 0 and last_planned.get(r.rid, steps) < steps - 1]
+        expect_that(not dropped, f"{len(dropped)} of {len(sc.reqs)} requests were planned no more after emitting "
+                                 f"some of their max_new tokens (counted from the ids complete() returned): "
+                                 f"{listed(dropped, True)}; a request stays running until complete() has counted "
+                                 f"its max_new-th token, and a running request is planned while budget remains: "
+                                 f"complete() let it leave running early, or schedule() left it out")
     expect_that(not under, f"{len(under)} of {len(sc.reqs)} requests never emitted all their max_new tokens "
                            f"(the run stops when schedule() plans nothing once every request has arrived, or "
                            f"after {cap} steps): {listed(under)}")
@@ -884,39 +933,154 @@ def drive_alone(ns: Any, sc: Scenario, max_steps: int, chunk: int) -> Iterator[t
 
 
 class Session:
-    """The submission's scheduler driven by hand; every result is converted to plain data first."""
+    """The submission's scheduler driven by hand; every result is converted to plain data first.
 
-    def __init__(self, ns: Any, budget: int, max_seqs: int, kv_tokens: int) -> None:
+    With `reference`, every call also runs on the reference, and each schedule() and complete() is
+    judged at once, as the random workloads judge them: the plan and the state after schedule(); the
+    ids, every request's counts and the state after complete(). A test then fails at the first call
+    that went wrong, naming that call, with the same sentence as every other test that meets the same
+    mistake, and with a replay: the calls that build the state from a fresh scheduler."""
+
+    def __init__(self, ns: Any, budget: int, max_seqs: int, kv_tokens: int, reference: Any = None) -> None:
         self.ns = ns
         self.sched = ns["Scheduler"](budget, max_seqs, kv_tokens)
+        self.limits = (budget, max_seqs, kv_tokens)
         self.reqs: dict[int, Any] = {}
         self.ids: dict[int, int] = {}
         self.plans: list[Plan] = []
+        self.replay = ["from scheduler import Req, Scheduler", f"s = Scheduler({budget}, {max_seqs}, {kv_tokens})"]
+        self.ref = reference["Scheduler"](budget, max_seqs, kv_tokens) if reference is not None else None
+        self.reference = reference
+        self.ref_reqs: dict[int, Any] = {}  # rid -> the reference's request (the latest of that id)
+        self.specs: dict[int, R] = {}
+        self.ref_plan: Any = None
+        self.left_at: dict[int, int] = {}
+        self.released: list[tuple[int, int]] = []
 
     def new(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        """A request of the submission, not added yet (`add`, or `refused` then `ref_add`, adds it)."""
         r = self.ns["Req"](rid, prompt_len, max_new)
-        self.reqs[rid], self.ids[id(r)] = r, rid
+        self.ids[id(r)] = rid
         return r
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> Any:
         r = self.new(rid, prompt_len, max_new)
         self.sched.add(r)
+        self.replay.append(f"s.add(Req({rid}, {prompt_len}, {max_new}))")
+        self.ref_add(r)
         return r
 
-    def schedule(self) -> tuple[Any, Plan]:
-        raw = self.sched.schedule()
+    def ref_add(self, r: Any) -> None:
+        """`r`, which the submission's add() accepted, is added: the reference adds its own copy of it."""
+        rid, prompt_len, max_new = self.ids[id(r)], r.prompt_len, r.max_new
+        self.reqs[rid] = r
+        if self.ref is not None:
+            self.ref_reqs[rid] = self.reference["Req"](rid, prompt_len, max_new)
+            self.ref.add(self.ref_reqs[rid])
+            self.specs[rid] = R(rid, prompt_len, max_new)
+            self.left_at.pop(rid, None)
+
+    def refused(self, r: Any) -> bool:
+        """Whether the submission's add() refuses `r` (made with `new`) with ValueError; the replay
+        records the call either way."""
+        self.replay.append(f"s.add(Req({r.rid}, {r.prompt_len}, {r.max_new}))   # refused with ValueError")
         try:
-            plan = _plain_plan(raw, self.ids, len(self.plans) + 1, [], [])
+            self.sched.add(r)
+        except ValueError:
+            return True
+        self.replay[-1] = self.replay[-1].split("   #")[0] + "   # accepted"
+        return False
+
+    def fail(self, message: str) -> None:
+        """Fail with `message` (its first line says what broke) and the replay of the calls so far."""
+        pytest.fail(f"{message}.\nReplay, from a fresh scheduler:\n  " + "\n  ".join(self.replay), pytrace=False)
+
+    def _state(self) -> State | str:
+        found = {}
+        for name in STATE_NAMES:
+            try:
+                found[name] = getattr(self.sched, name)
+            except AttributeError:
+                pass
+        return _plain_state(found, self.ids)
+
+    def _ref_state(self) -> State:
+        assert self.ref is not None
+        return state_of(self.ref)
+
+    def _counts(self) -> dict[int, tuple[Any, Any]]:
+        return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
+
+    def _ref_counts(self) -> dict[int, tuple[int, int]]:
+        return {rid: (r.prefilled, r.generated) for rid, r in self.ref_reqs.items()}
+
+    def schedule(self) -> tuple[Any, Plan]:
+        step = len(self.plans) + 1
+        ref_before = None
+        if self.ref is not None:
+            ref_before = RefStep(
+                step=step, running=[(r.rid, r.prompt_len, r.prefilled, r.max_new) for r in self.ref.running],
+                waiting=[(r.rid, r.prompt_len, r.max_new) for r in self.ref.waiting], reserved=self.ref.reserved,
+                released=self.released, left_at=self.left_at, plan=[], emitted=None)
+            counts = self._ref_counts()
+        raw = self.sched.schedule()
+        self.replay.append("plan = s.schedule()")
+        try:
+            plan = _plain_plan(raw, self.ids, step, [], [])
         except Divergence as d:
             message = d.message
         else:
             self.plans.append(plan)
+            self.replay[-1] += f"   # {fmt_plan(plan)}"
+            if self.ref is not None and ref_before is not None:
+                self.ref_plan = self.ref.schedule()
+                want = [(r.rid, n) for r, n in self.ref_plan]
+                ref_before.plan = want
+                if plan != want:
+                    sc = Scenario(*self.limits, tuple(self.specs.values()))
+                    self.fail(f"step {step}: expected plan {fmt_plan(want)} but your schedule() returned "
+                              f"{fmt_plan(plan)}: {explain_plan(ref_before, sc, plan)}")
+                for rid, have in self._counts().items():
+                    if have != counts[rid]:
+                        self.fail(f"step {step}: schedule() changed r{rid} from prefilled={counts[rid][0]}, "
+                                  f"generated={counts[rid][1]} to prefilled={have[0]}, generated={have[1]}: "
+                                  f"schedule() only plans the step, complete() applies it once the step has run")
+                if problem := _state_problem(self._state(), self._ref_state(), "schedule()"):
+                    self.fail(f"step {step}: {problem}")
             return raw, plan
-        pytest.fail(message, pytrace=False)
+        self.fail(message.rstrip("."))
+        raise AssertionError  # not reached: fail() raises
 
     def complete(self, raw: Any) -> list[int]:
+        step = len(self.plans)
         try:
-            return _plain_ids(self.sched.complete(raw), len(self.plans), [], [])
+            emitted = _plain_ids(self.sched.complete(raw), step, [], [])
         except Divergence as d:
-            message = d.message
-        pytest.fail(message, pytrace=False)
+            self.fail(d.message.rstrip("."))
+        self.replay.append(f"s.complete(plan)   # returns {fmt_ids(emitted)} (in any order)")
+        if self.ref is None:
+            return emitted
+        plan = self.plans[-1] if self.plans else []
+        ref_plan = self.ref_plan if self.ref_plan is not None else []
+        before = self._ref_counts()
+        in_step = {r.rid: r for r in self.ref.running}
+        want = sorted(self.ref.complete(ref_plan))
+        self.ref_plan = None
+        still = {r.rid for r in self.ref.running}
+        self.released = [(rid, r.prompt_len + r.max_new) for rid, r in in_step.items() if rid not in still]
+        self.left_at.update((rid, step) for rid, _ in self.released)
+        if emitted != want:
+            rs = RefStep(step=step, running=[(rid, r.prompt_len, before[rid][0], r.max_new)
+                                             for rid, r in in_step.items()],
+                         waiting=[], reserved=0, released=[], left_at=self.left_at, plan=plan, emitted=want)
+            self.fail(f"step {step}: the plan {fmt_plan(plan)} is right, but complete() returned "
+                      f"{fmt_ids(emitted)} instead of {fmt_ids(want)} (in any order): {explain_emitted(rs, emitted)}")
+        after = self._ref_counts()
+        for rid, have in self._counts().items():
+            if have != after[rid]:
+                spec = self.specs[rid]
+                self.fail(f"step {step}: " + count_problem(rid, have, after[rid], before[rid], dict(plan).get(rid),
+                                                            spec.prompt_len, spec.max_new))
+        if problem := _state_problem(self._state(), self._ref_state(), "complete()"):
+            self.fail(f"step {step}: {problem}")
+        return emitted

@@ -1,8 +1,10 @@
 """Premium suite: the questions the statement answers beyond the exercise page, one test each.
 
 Limits of 0, empty prompts, max_new of 0 and duplicate ids are refused by the provided code; each
-test then runs a scheduler to the end, so it also demands that the submission makes progress (the stub,
-or a scheduler that does nothing, fails every test here).
+test then has the scheduler plan work, so the stub, or a scheduler that does nothing, fails every test
+here. A test driven by hand (`Session` with the reference) judges every schedule() and complete() as it
+comes, so a test fails at the first call that went wrong and names that call, never a later one that
+only follows from it.
 """
 
 import os
@@ -11,20 +13,7 @@ import sys
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_steps, expect_that, fmt_plan  # noqa: E402
-
-
-def _run_to_the_end(s, steps=20):
-    """Plans until an empty one, completing each (the empty one too: the test goes on with more calls,
-    and the engine completes every plan before the next schedule()); returns the plans."""
-    plans = []
-    for _ in range(steps):
-        raw, plan = s.schedule()
-        plans.append(plan)
-        s.complete(raw)
-        if not plan:
-            break
-    return plans
+from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_ids, fmt_plan, plain_plan  # noqa: E402
 
 
 def _refused(call, *args):
@@ -35,54 +24,49 @@ def _refused(call, *args):
     return False
 
 
-def test_limits_of_zero_are_refused(ns):
-    """Scheduler() raises ValueError for a token_budget, max_seqs or kv_tokens of 0; limits of 1 work."""
+def test_limits_of_zero_are_refused_and_limits_of_one_work(ns):
+    """Scheduler() raises ValueError for a token_budget, max_seqs or kv_tokens of 0; with limits of 1 a request is scheduled."""
     for args in ((0, 4, 100), (8, 0, 100), (8, 4, 0)):
         expect_that(_refused(ns["Scheduler"], *args),
                     f"Scheduler{args} was accepted: a limit of 0 lets nothing ever run, so Scheduler() must "
                     f"raise ValueError (keep the provided __init__)")
     s = Session(ns, 1, 1, 2)
     s.add(0, 1, 1)
-    plans = _run_to_the_end(s)
-    expect_steps(plans, [[(0, 1)], []], "with token_budget=1, max_seqs=1, kv_tokens=2, r0 (prompt_len 1, max_new 1) "
-                                        "runs in one step")
+    _, plan = s.schedule()
+    expect_that(plan == [(0, 1)], f"with token_budget=1, max_seqs=1, kv_tokens=2 and r0 (prompt_len 1, max_new 1) "
+                                  f"waiting, the first schedule() should plan [(r0, 1)], but it returned {fmt_plan(plan)}")
 
 
-def test_add_refuses_an_empty_prompt_or_no_output(ns):
-    """add() raises ValueError for prompt_len 0 or max_new 0, and the scheduler goes on without them."""
-    s = Session(ns, 16, 4, 100)
+def test_add_refuses_an_empty_prompt_or_no_output(ns, reference):
+    """add() raises ValueError for prompt_len 0 or max_new 0, and the next schedule() goes on without them."""
+    s = Session(ns, 16, 4, 100, reference)
     for rid, prompt_len, max_new in ((0, 0, 5), (1, 5, 0)):
         r = s.new(rid, prompt_len, max_new)
-        expect_that(_refused(s.sched.add, r),
+        expect_that(s.refused(r),
                     f"add() accepted r{rid} with prompt_len {prompt_len} and max_new {max_new}: add() refuses "
                     f"prompt_len < 1 and max_new < 1 with ValueError (keep the provided add())")
     s.add(2, 3, 2)
-    plans = _run_to_the_end(s)
-    want = [[(2, 3)], [(2, 1)], []]
-    expect_steps(plans, want, "after refusing r0 and r1, the scheduler runs r2 (prompt_len 3, max_new 2) only")
+    s.schedule()  # judged against the reference: [(r2, 3)], and r2 alone in running
 
 
-def test_add_refuses_a_live_duplicate_id_and_accepts_it_once_finished(ns):
+def test_add_refuses_a_live_duplicate_id_and_accepts_it_once_finished(ns, reference):
     """add() raises ValueError for an id already waiting or running; a finished request's id can be used again."""
-    s = Session(ns, 16, 4, 100)
-    s.add(7, 4, 2)
-    twin = s.ns["Req"](7, 4, 2)
-    expect_that(_refused(s.sched.add, twin), "add() accepted a second r7 while r7 was waiting: an id already "
-                                             "waiting or running is refused with ValueError")
-    raw, plan = s.schedule()
-    expect_that(plan == [(7, 4)], f"step 1: expected the plan [(r7, 4)], got {fmt_plan(plan)}")
-    s.complete(raw)  # r7 emitted its first token and is running (max_new 2): add() comes between steps
-    expect_that(_refused(s.sched.add, twin), "add() accepted a second r7 while r7 was running: an id already "
-                                             "waiting or running is refused with ValueError")
-    plans = _run_to_the_end(s)
-    expect_steps(plans, [[(7, 1)], []], "after the refused twin, r7 (prompt_len 4, max_new 2) goes on alone")
+    s = Session(ns, 16, 4, 100, reference)
+    s.add(7, 4, 1)
+    twin = s.new(7, 4, 1)
+    expect_that(s.refused(twin), "add() accepted a second r7 while r7 was waiting: an id already "
+                                 "waiting or running is refused with ValueError")
+    raw, _ = s.schedule()  # r7 is admitted: running from now on, until complete() counts its only token
+    twin = s.new(7, 4, 1)
+    expect_that(s.refused(twin), "add() accepted a second r7 while r7 was running (added between schedule() and "
+                                 "complete()): an id already waiting or running is refused with ValueError")
+    s.complete(raw)  # judged against the reference: r7 emits its only token and leaves
     s.add(70, 2, 1)  # a fresh id, then the old one again: both accepted now that r7 has finished
     again = s.new(7, 3, 1)
-    expect_that(not _refused(s.sched.add, again), "add() refused r7 after the first r7 had finished: a "
-                                                  "finished request's id may be used again")
-    plans = _run_to_the_end(s)
-    expect_steps(plans, [[(70, 2), (7, 3)], []], "then r70 (prompt_len 2, max_new 1) and a new r7 (prompt_len 3, "
-                                                 "max_new 1) run")
+    expect_that(not s.refused(again), "add() refused r7 after the first r7 had finished: a finished request's id "
+                                      "may be used again")
+    s.ref_add(again)
+    s.schedule()  # judged against the reference: [(r70, 2), (r7, 3)]
 
 
 def test_schedule_changes_no_counts_until_complete(ns, reference, feedback):
@@ -115,16 +99,85 @@ def test_a_crowd_of_decodes_all_run_in_one_step(ns, reference, feedback):
                   [(i, 1) for i in range(150)]])
 
 
-def test_complete_accepts_an_empty_plan(ns):
-    """complete([]) returns no ids and changes nothing; the requests added next run normally."""
-    s = Session(ns, 8, 2, 20)
+def test_complete_accepts_an_empty_plan(ns, reference):
+    """complete([]) returns no ids and changes nothing: a request added before it still waits, for the next schedule()."""
+    s = Session(ns, 8, 2, 20, reference)
     raw, plan = s.schedule()
     expect_that(plan == [], f"an empty scheduler plans nothing, but schedule() returned {fmt_plan(plan)}")
-    ids = s.complete(raw)
-    expect_that(ids == [], f"complete([]) must return no ids, got {ids}")
-    s.add(0, 2, 1)
-    plans = _run_to_the_end(s)
-    expect_steps(plans, [[(0, 2)], []], "then r0 (prompt_len 2, max_new 1) runs")
+    s.add(0, 2, 1)  # between schedule() and complete(): it waits
+    ids = s.complete(raw)  # judged against the reference: no ids, r0 still waiting with nothing reserved
+    expect_that(ids == [], f"complete([]) must return no ids, got {fmt_ids(ids)}")
+    s.schedule()  # judged against the reference: [(r0, 2)]
+
+
+def test_a_request_added_before_complete_waits_for_the_next_schedule(ns, reference):
+    """A request added between schedule() and complete() stays waiting: complete() neither applies nor admits it, even when a seat frees."""
+    # max_seqs=1: r0 holds the only seat. r1 arrives after the plan is made; complete() lets r0 go
+    # (its only token) but must leave r1 waiting, untouched; the next schedule() admits it.
+    s = Session(ns, 16, 1, 100, reference)
+    s.add(0, 4, 1)
+    raw, _ = s.schedule()
+    s.add(1, 3, 2)
+    s.complete(raw)  # judged against the reference: r0 emits and leaves; waiting [r1], running [], reserved 0
+    s.schedule()  # judged against the reference: [(r1, 3)]
+
+
+def test_requests_admitted_earlier_in_a_step_count_against_max_seqs(ns, reference, feedback):
+    """A request admitted in this step takes its seat at once: with max_seqs=2 and one running, only one more gets in."""
+    # r0 is running; r1, r2, r3 arrive at step 2. r1 takes the second seat, so r2 and r3 wait although
+    # budget and KV are left over; they get in as seats free.
+    sc = Scenario(100, 2, 10**6, (R(0, 1, 3), R(1, 5, 1, at=2), R(2, 5, 1, at=2), R(3, 5, 1, at=2)))
+    check(ns, reference, feedback, sc,
+          about="the requests admitted earlier in a step are in running at once and count against max_seqs",
+          expect=[[(0, 1)], [(0, 1), (1, 5)], [(0, 1), (2, 5)], [(3, 5)]])
+
+
+def test_requests_admitted_earlier_in_a_step_count_against_the_kv_cache(ns, reference, feedback):
+    """A request admitted in this step reserves its KV at once: the next head is checked against what is left."""
+    # kv_tokens=30: r0 reserves 1 + 3 = 4; r1 and r2 (5 + 5 = 10 each) get in (24 reserved), and r3 would
+    # make 34 > 30, so it waits, although each request alone would fit in what was free before the step;
+    # it gets in (an exact fit, 30) once r0 has left and released its 4.
+    sc = Scenario(100, 8, 30, (R(0, 1, 3), R(1, 5, 5, at=2), R(2, 5, 5, at=2), R(3, 5, 5, at=2)))
+    check(ns, reference, feedback, sc,
+          about="the requests admitted earlier in a step have their reservation in reserved at once, and the "
+                "KV check of the next head counts it",
+          expect=[[(0, 1)], [(0, 1), (1, 5), (2, 5)], [(0, 1), (1, 1), (2, 1)], [(1, 1), (2, 1), (3, 5)],
+                  [(1, 1), (2, 1), (3, 1)], [(1, 1), (2, 1), (3, 1)], [(3, 1)], [(3, 1)]])
+
+
+def test_running_keeps_its_order_when_a_request_leaves(ns, reference, feedback):
+    """When a request in the middle of running leaves, the others keep their order, oldest first."""
+    # r1 leaves first (max_new 2), then r3 (max_new 3), then r0 and r2: running goes
+    # [r0, r1, r2, r3] -> [r0, r2, r3] -> [r0, r2] -> [], and each step decodes in that order.
+    sc = Scenario(16, 8, 1000, (R(0, 1, 5), R(1, 1, 2), R(2, 1, 5), R(3, 1, 3)))
+    check(ns, reference, feedback, sc,
+          about="a request that leaves is taken out of running, and the others keep their order (oldest first)",
+          expect=[[(0, 1), (1, 1), (2, 1), (3, 1)], [(0, 1), (1, 1), (2, 1), (3, 1)], [(0, 1), (2, 1), (3, 1)],
+                  [(0, 1), (2, 1)], [(0, 1), (2, 1)]])
+
+
+def test_complete_leaves_the_plan_unchanged(ns):
+    """complete() only reads the plan it is given: after it, the list holds the same entries as schedule() returned."""
+    # Two steps with a decode, a chunk that leaves prompt to go, a chunk that finishes a prompt, and
+    # requests that leave: the plan object schedule() returned is read again after complete().
+    run = ns.scenario()
+    sched = run.new("Scheduler", 8, 4, 100)
+    reqs = [(rid, run.new("Req", rid, p, m)) for rid, p, m in ((0, 1, 2), (1, 10, 1))]
+    for _, r in reqs:
+        run.call(sched, "add", r)
+    steps = []
+    for _ in range(2):
+        plan = run.call(sched, "schedule")
+        run.call(sched, "complete", plan)
+        steps.append((plan, run.call(plan, "__mul__", 1)))  # a copy of the plan as it is after complete()
+    seen = run.run()
+    ids = {id(seen[r]): rid for rid, r in reqs}
+    for step, (plan, after) in enumerate(steps, 1):
+        before = plain_plan(seen[plan], ids, step)
+        now = plain_plan(seen[after], ids, step)
+        expect_that(now == before, f"step {step}: schedule() returned {fmt_plan(before)}, and after complete() that "
+                                   f"same list holds {fmt_plan(now)}: complete() only reads the plan, it must leave "
+                                   f"the list as it was (the engine keeps it)")
 
 
 def test_complete_returns_every_emitting_request_once(ns, reference, feedback):

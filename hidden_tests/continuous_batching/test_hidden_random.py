@@ -51,9 +51,12 @@ def test_the_budget_holds_across_a_random_workload(ns, reference, seed):
     steps = len(run_reference(reference, sc))
     cap = 2 * steps + 10
     generated: dict[int, int] = {}
+    last_planned: dict[int, int] = {}
+    step = 0
     for step, plan, emitted in drive_alone(ns, sc, cap, steps):
         for rid in emitted:
             generated[rid] = generated.get(rid, 0) + 1
+        last_planned.update((rid, step) for rid, _ in plan)
         total = sum(n for _, n in plan)
         expect_that(total <= sc.budget, f"step {step}: the plan {fmt_plan(plan)} spends {total} tokens "
                                         f"but token_budget is {sc.budget}")
@@ -62,7 +65,7 @@ def test_the_budget_holds_across_a_random_workload(ns, reference, seed):
         rids = [rid for rid, _ in plan]
         expect_that(len(set(rids)) == len(rids),
                     f"step {step}: a request appears twice in the plan {fmt_plan(plan)}")
-    expect_progress(sc, generated, cap)
+    expect_progress(sc, generated, cap, last_planned, step)
 
 
 def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(ns, reference, seed):
@@ -75,7 +78,10 @@ def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(
     generated = {rid: 0 for rid in spec}
     steps = len(run_reference(reference, sc))
     cap = 2 * steps + 10
+    last_planned: dict[int, int] = {}
+    step = 0
     for step, plan, emitted in drive_alone(ns, sc, cap, steps):
+        last_planned.update((rid, step) for rid, _ in plan)
         should = []  # what the plan makes emit: each decode, and each chunk that finishes its prompt
         for rid, n in plan:
             r = spec[rid]
@@ -91,4 +97,4 @@ def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(
             f"step {step}: with the plan {fmt_plan(plan)}, the requests that emit a token are "
             f"{fmt_ids(sorted(should))} (each decode, and each chunk that finishes its prompt), but "
             f"complete() returned {fmt_ids(emitted)}"))
-    expect_progress(sc, generated, cap)
+    expect_progress(sc, generated, cap, last_planned, step)

@@ -8,12 +8,10 @@ Plans are written as [(rid, n_tokens), ...]; R(rid, prompt_len, max_new, at=step
 import os
 import sys
 
-import pytest
-
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_steps, expect_that, fmt_ids  # noqa: E402
+from _cb_helpers import R, Scenario, Session, check, expect_that  # noqa: E402
 
 # --- the statement's worked example ---------------------------------------------------------------
 
@@ -59,6 +57,16 @@ def test_decodes_follow_admission_order(ns, reference, feedback):
           about="decodes go in running order, oldest (first admitted) first",
           expect=[[(0, 1), (1, 1)], [(0, 1), (1, 1), (2, 3)], [(0, 1), (1, 1), (2, 1)],
                   [(0, 1), (1, 1), (2, 1)]])
+
+
+def test_decodes_follow_admission_order_not_id_order(ns, reference, feedback):
+    """Oldest first means first admitted, whatever the ids: requests added as r5, r2, r9 decode as r5, r2, r9."""
+    # Ids say nothing of age: r5 arrives first, then r2, then r9 (a step later). Decodes, prompt
+    # chunks and running all follow the order of admission.
+    sc = Scenario(8, 8, 1000, (R(5, 1, 3), R(2, 1, 4), R(9, 2, 3, at=2)))
+    check(ns, reference, feedback, sc,
+          about="running, and the decodes, follow the order requests were admitted in, not their ids",
+          expect=[[(5, 1), (2, 1)], [(5, 1), (2, 1), (9, 2)], [(5, 1), (2, 1), (9, 1)], [(2, 1), (9, 1)]])
 
 
 # --- head-of-line blocking ------------------------------------------------------------------------
@@ -172,46 +180,38 @@ def test_idle_steps_and_late_arrivals(ns, reference, feedback):
 
 # --- impossible requests --------------------------------------------------------------------------
 
-def test_add_rejects_a_request_that_can_never_fit(ns):
-    """add() raises ValueError for a request larger than the KV cache, and the scheduler goes on."""
-    s = Session(ns, 16, 4, 50)
-    s.add(0, 10, 2)
-    with pytest.raises(ValueError):
-        s.add(1, 45, 6)  # 45 + 6 = 51 > 50
-        pytest.fail("add() accepted r1 with prompt_len + max_new = 51 > kv_tokens = 50: it can never fit, "
-                    "so add() must raise ValueError", pytrace=False)
-    s.add(2, 3, 1)
+def _run_to_the_end(s, steps=20):
+    """Schedule and complete until schedule() plans nothing; each call is judged against the reference
+    as it comes (see `Session`). Returns the plans."""
     plans = []
-    for _ in range(10):
+    for _ in range(steps):
         raw, plan = s.schedule()
         plans.append(plan)
         if not plan:
             break
         s.complete(raw)
-    want = [[(0, 10), (2, 3)], [(0, 1)], []]
-    expect_steps(plans, want, "after rejecting r1, the scheduler goes on with r0 (prompt_len 10, max_new 2) and r2 "
-                              "(prompt_len 3, max_new 1) only")
+    return plans
 
 
-def test_add_accepts_an_exact_kv_fit_and_runs_it(ns):
+def test_add_rejects_a_request_that_can_never_fit(ns, reference):
+    """add() raises ValueError for a request larger than the KV cache, and the scheduler goes on."""
+    s = Session(ns, 16, 4, 50, reference)
+    s.add(0, 10, 2)
+    big = s.new(1, 45, 6)  # 45 + 6 = 51 > 50
+    expect_that(s.refused(big), "add() accepted r1 with prompt_len + max_new = 51 > kv_tokens = 50: it can never fit, "
+                                "so add() must raise ValueError")
+    s.add(2, 3, 1)
+    # Judged step by step against the reference: [(r0, 10), (r2, 3)], [(r0, 1)], then nothing.
+    _run_to_the_end(s)
+
+
+def test_add_accepts_an_exact_kv_fit_and_runs_it(ns, reference):
     """add() accepts a request that exactly fills the KV cache, and it runs to completion."""
-    s = Session(ns, 16, 4, 50)
-    try:
-        s.add(0, 44, 6)  # 44 + 6 = 50 = kv_tokens
-        rejected = False
-    except ValueError:
-        rejected = True
-    expect_that(not rejected, "add() rejected r0 with prompt_len + max_new = 50 = kv_tokens: an exact fit is "
-                              "accepted")
-    plans, emitted = [], []
-    for _ in range(20):
-        raw, plan = s.schedule()
-        plans.append(plan)
-        if not plan:
-            break
-        emitted.append(s.complete(raw))
-    want = [[(0, 16)], [(0, 16)], [(0, 12)]] + [[(0, 1)]] * 5 + [[]]
-    expect_steps(plans, want, "a request that fills the KV cache exactly must run (token_budget 16)")
-    expect_steps(emitted, [[], [], [0]] + [[0]] * 5, "r0 emits its first token when its prompt completes",
-                 what="list of ids complete() returns", fmt=fmt_ids)
-
+    s = Session(ns, 16, 4, 50, reference)
+    exact = s.new(0, 44, 6)  # 44 + 6 = 50 = kv_tokens
+    expect_that(not s.refused(exact), "add() rejected r0 with prompt_len + max_new = 50 = kv_tokens: an exact fit is "
+                                      "accepted")
+    s.ref_add(exact)
+    # Judged step by step against the reference: chunks of 16, 16 and 12, then 5 decodes, then nothing.
+    plans = _run_to_the_end(s)
+    expect_that(len(plans) == 9, f"r0 should take 8 steps and then an empty plan, but the run took {len(plans)}")
