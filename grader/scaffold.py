@@ -95,6 +95,16 @@ premium = ["visible", "hidden"]
 # alike in `grader similarity`.
 # [similarity]
 # given = ["helpers.py"]
+
+# `grader audit` grades every mutant (those in solutions/{slug}/mutants/ and those it makes from the
+# reference) on this many seeds. A mutant it makes that behaves exactly as the reference does, which no
+# test can catch, is declared below by the name the audit prints, with the reason.
+[audit]
+seeds = 3
+
+[audit.equivalent]
+"running_max: out.append(value if not out or value > out[-1] else out[-1]) → out.append(value if not out or \
+value >= out[-1] else out[-1])" = "a value equal to the largest so far is appended either way: the same number"
 '''
 
 STATEMENT = '''\
@@ -156,6 +166,12 @@ def test_an_empty_list_gives_an_empty_list(ns):
     """An empty list has no maxima."""
     got = ns["running_max"]([])
     assert list(got) == [], f"running_max([]) should be [], got {got!r}"
+
+
+def test_each_value_is_compared_with_the_largest_so_far(ns):
+    """After [1, 3], a 2 is below the largest so far (3), though above the first value (1)."""
+    got = ns["running_max"]([1, 3, 2])
+    assert list(got) == [1, 3, 3], f"running_max([1, 3, 2]) should be [1, 3, 3], got {got!r}"
 
 
 def test_running_max_of_a_random_list(ns, reference, seed):
