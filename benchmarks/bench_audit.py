@@ -11,6 +11,7 @@ Each case runs in a cgroup of its own, the two alternating over `--rounds` (a fi
 warms the caches), and prints CPU a mutant, its multiple of the floor, wall a mutant and mutants a minute.
 
     python benchmarks/bench_audit.py [--exercise paged_kv_cache] [--rounds 1] [--jobs 2] [--seeds 3]
+                                     [--project DIR]
 
 Needs root (it makes cgroups) and the local sandbox (bubblewrap).
 """
@@ -54,12 +55,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--project", type=Path, default=ROOT, help="the project folder holding the exercise")
     args = parser.parse_args()
     if not cgroups_writable():
         raise SystemExit("this benchmark makes a cgroup per case: run it as root on a writable /sys/fs/cgroup")
     from grader.mutate import generate_mutants
 
-    exercise = load_exercise(args.exercise, ROOT)
+    exercise = load_exercise(args.exercise, args.project.resolve())
     made = generate_mutants(exercise.reference.read_text(encoding="utf-8"))
     folder = Path(tempfile.mkdtemp(prefix="grader-bench-audit-"))
     printed: dict[str, object] = {}
@@ -73,7 +75,8 @@ def main() -> None:
             name = f"grader-bench-{os.getpid()}-{round_number}-{case}"
             if case == "audit":
                 measured, out = run_in_group(name, lambda group: [
-                    sys.executable, "-c", AUDIT, args.exercise, str(args.seeds), str(args.jobs)], cwd=ROOT)
+                    sys.executable, "-c", AUDIT, str(exercise.folder), str(args.seeds), str(args.jobs)],
+                    cwd=ROOT)
                 found = json.loads(out)
                 printed.update(found)
                 # The floor grades what ends: the mutants the audit saw loop are taken out of its class.
@@ -82,7 +85,7 @@ def main() -> None:
                 return measured
             class_files = sorted(folder.glob("*.py"))
             _, out = run_in_group(name, lambda group: [
-                sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--exercise", args.exercise,
+                sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--exercise", str(exercise.folder),
                 "--tier", exercise.top_tier, *map(str, class_files)], cwd=ROOT)
             found = json.loads(out)
             # Per mutant of the floor's class, scaled to the audit's count so the two read alike.

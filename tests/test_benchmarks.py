@@ -68,6 +68,21 @@ needs_cgroups = pytest.mark.skipif(not cgroups_writable() and os.environ.get("CI
 
 @pytest.mark.slow
 @needs_cgroups
+def test_the_audit_benchmark_prints_mutants_a_minute_beside_the_floor(tmp_path):
+    from grader.scaffold import new_exercise
+
+    new_exercise("running_max", tmp_path)
+    rows, stdout = against_the_floor("bench_audit.py", "--project", str(tmp_path), "--exercise", "running_max",
+                                     "--rounds", "1")
+    assert rows.keys() == {"audit", "floor"} and rows["floor"] == 1.0 and rows["audit"] > 1, stdout
+    made = int(re.search(r"1 own mutants and (\d+) made from the reference", stdout).group(1))
+    assert made >= 10 and "0 survivors" in stdout, stdout
+    per_minute = re.search(r"audit: (\d+) mutants a minute \((\d+\.\d) s for (\d+)\)", stdout)
+    assert per_minute and int(per_minute.group(3)) == made + 1, stdout
+
+
+@pytest.mark.slow
+@needs_cgroups
 def test_the_batch_benchmark_prints_each_case_against_the_floor():
     rows, stdout = against_the_floor("bench_batch.py", "--count", "2", "--rounds", "1", "--cases", "in-process,local")
     assert rows.keys() == {"floor", "in-process", "local"}, stdout
