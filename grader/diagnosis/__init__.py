@@ -4,5 +4,6 @@
 - `signatures`: what each mutant fails, the file that keeps it (solutions/SLUG/misconceptions.json) and
   the fingerprint that tells a current file from a stale one;
 - `build`: the signatures worked out by grading the mutants (`grader misconceptions SLUG`);
-- `match`: a scorecard's failures against the signatures, after grading, on the host.
+- `match`: a scorecard's failures against the signatures, after grading, on the host;
+- `words`: the sentence every report and page says it with.
 """

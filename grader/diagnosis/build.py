@@ -12,8 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.diagnosis.hints import mutant_hint
-from grader.diagnosis.signatures import (Failure, Signature, Signatures, failure_kind, signatures_fingerprint,
-                                         test_key)
+from grader.diagnosis.signatures import Failure, Signature, Signatures, failure_kind, signatures_fingerprint, test_key
 from grader.exercise import Exercise, list_tests
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
