@@ -14,8 +14,15 @@ from grader.cli import main
 from grader.diagnosis.counts import misconception_counts
 from grader.diagnosis.hints import hint_of, mutant_hint
 from grader.diagnosis.match import THRESHOLD, diagnose, diagnose_graded
-from grader.diagnosis.signatures import (Failure, Signature, Signatures, current_signatures, read_signatures,
-                                         signatures_fingerprint, signatures_path)
+from grader.diagnosis.signatures import (
+    Failure,
+    Signature,
+    Signatures,
+    current_signatures,
+    read_signatures,
+    signatures_fingerprint,
+    signatures_path,
+)
 from grader.diagnosis.words import card_diagnosis, diagnosis_sentence
 from grader.exercise import Exercise, list_tests, load_exercise
 from grader.scorecard import Diagnosis, Scorecard
