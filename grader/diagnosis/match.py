@@ -19,7 +19,7 @@ from grader.scorecard import Diagnosis, Scorecard
 
 THRESHOLD = 0.6
 TIE = 0.03
-MOST_HINTS = 2
+MOST_HINTS = 3
 SEEDED_WEIGHT = 0.3
 OTHER_WAY = 0.5
 
