@@ -278,6 +278,32 @@ def command_new(args: argparse.Namespace, console: Console) -> int:
     return OK
 
 
+def command_misconceptions(args: argparse.Namespace, console: Console) -> int:
+    from grader.diagnosis.build import BuildError, build_signatures
+    from grader.diagnosis.signatures import current_signatures, signatures_path
+
+    exercise = load_exercise(args.exercise)
+    path = signatures_path(exercise)
+    if args.check:
+        current = current_signatures(exercise) is not None
+        console.print(f"{path}: {'current' if current else 'missing or stale: run grader misconceptions ' + exercise.slug}")
+        return 0 if current else 1
+    if args.seeds < 1:
+        raise UsageError("--seeds must be at least 1")
+    backend = sandbox_for(args, console)
+    console.print(f"grading {len(exercise.mutants)} mutants of {exercise.slug} on {args.seeds} seeds each")
+    try:
+        found = build_signatures(exercise, backend, args.seeds, on_mutant=lambda mutant, signature: console.print(
+            Text(f"  {mutant.stem}: fails {len(signature.fails)} tests", style="dim")))
+    except BuildError as exc:
+        raise GradingError(str(exc)) from None
+    finally:
+        backend.close()
+    path.write_text(found.to_json(), encoding="utf-8")
+    console.print(f"wrote {path}")
+    return 0
+
+
 def command_audit(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -759,6 +785,8 @@ EXAMPLES: dict[str, list[str]] = {
     "roster instructor-link": ["grader roster instructor-link --db postgresql://grader@db/course "
                                "--base-url https://grader.example.edu"],
     "audit": ["grader audit continuous_batching", "grader audit exercises/continuous_batching --sandbox local"],
+    "misconceptions": ["grader misconceptions continuous_batching --sandbox local",
+                       "grader misconceptions paged_kv_cache --check"],
     "new": ["grader new running_max", "grader new word_count --file counter --project ~/course"],
 }
 
@@ -972,6 +1000,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="grade only the exercise's own mutants, not those made from the reference")
     add_sandbox_options(audit)
     audit.set_defaults(run=command_audit)
+
+    misconceptions = commands.add_parser("misconceptions", help="grade the mutants and write what each fails, "
+                                         "for the diagnosis of submissions (solutions/SLUG/misconceptions.json)")
+    misconceptions.add_argument("exercise", help=EXERCISE_HELP)
+    misconceptions.add_argument("--seeds", type=int, default=3, metavar="N",
+                                help="gradings of each mutant, each on a seed of its own (default 3)")
+    misconceptions.add_argument("--check", action="store_true",
+                                help="grade nothing: exit 1 unless the file is there and current")
+    add_sandbox_options(misconceptions)
+    misconceptions.set_defaults(run=command_misconceptions)
     add_examples(parser)
     return parser
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grader
+from grader.diagnosis.match import diagnose_graded
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
 from grader.harness.contract import Results, Run, results_from_output
 from grader.sandbox.layout import RawRun
@@ -82,6 +83,7 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         run = new_run(exercise, submission.source, seed)
         card.seed = run.seed
         judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected)
+        card.diagnosis = diagnose_graded(card, exercise)  # on the host, from what the card says alone
     card.graded_at = utc_now()  # when the grading ended
     card.duration_s = round(time.monotonic() - started, 3)
     return card

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grader
+from grader.diagnosis.counts import misconception_counts
 from grader.gradebook import Entry, pick, to_csv, to_json
 from grader.report import report_view
 from grader.report.render import environment
@@ -104,6 +105,8 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
         "rejected": sum(1 for c in judged if c.status == "rejected"),
         "histogram": histogram(scores),
         "tests": sorted(tests.values(), key=lambda t: (t["rate"], t["name"])),
+        # Students per misconception their results look like (grader/diagnosis), the most common first.
+        "misconceptions": [vars(row) for row in misconception_counts(judged)],
         "csv": f"gradebook-{exercise}.csv", "json": f"gradebook-{exercise}.json",
     }
 

@@ -135,7 +135,10 @@ def running_max(values: list[float]) -> list[float]:
 '''
 
 MUTANT = '''\
-"""Compares each value with the one before it rather than with the largest so far."""
+"""Compares each value with the one before it rather than with the largest so far.
+
+Misconception: compares each value with the one just before it instead of the largest seen so far.
+"""
 
 
 def running_max(values: list[float]) -> list[float]:

@@ -56,6 +56,17 @@ class LockedTest:
 
 
 @dataclass
+class Diagnosis:
+    """A misconception the submission's failures look like: a hand-written mutant's hint, in a
+    student's words ("your program behaves like one that <hint>"), and how alike the two runs' failures
+    are (0..1; grader/diagnosis/match.py)."""
+
+    mutant: str  # the mutant's file name without .py: what the instructor's counts are keyed by
+    hint: str
+    similarity: float
+
+
+@dataclass
 class Scorecard:
     exercise: str
     tier: str
@@ -84,6 +95,9 @@ class Scorecard:
     open_suites: list[str] = field(default_factory=list)
     submission_file: str = ""  # the file name the submission is graded as (exercise.toml's `submission`)
     exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (exercise.py)
+    # The misconceptions a graded run's failures look like, the closest first (grader/diagnosis/);
+    # empty for full marks, a run that is not `graded`, or failures like no mutant's.
+    diagnosis: list[Diagnosis] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -114,6 +128,7 @@ class Scorecard:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["tests"] = [dict(vars(test)) for test in self.tests]
         data["locked"] = [dict(vars(test)) for test in self.locked]
+        data["diagnosis"] = [dict(vars(found)) for found in self.diagnosis]
         data["suites"] = self.suites
         return data
 
@@ -137,6 +152,7 @@ class Scorecard:
         values = {k: v for k, v in data.items() if k in known}
         values["tests"] = [TestResult(**t) for t in data.get("tests", [])]
         values["locked"] = [LockedTest(**t) for t in data.get("locked", [])]
+        values["diagnosis"] = [Diagnosis(**d) for d in data.get("diagnosis", [])]
         card = cls(**values)
         if card.status not in RUN_STATUSES:
             raise ValueError(f"unknown scorecard status {card.status!r}")

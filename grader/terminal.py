@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from grader.diagnosis.words import card_diagnosis
 from grader.scorecard import Scorecard
 from grader.text import without_surrogates
 
@@ -91,6 +92,9 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
     for suite, row in card.suites.items():
         console.print(Text(f"{card.suite_label(suite)}: {row['passed']}/{row['tests']} tests passed, "
                            f"{row['score']}/{row['max_score']} points"))
+    diagnosis = without_surrogates(card_diagnosis(card))
+    if diagnosis:
+        console.print(Text(f"A likely cause: {diagnosis}", style="yellow"), soft_wrap=True)
     for suite in dict.fromkeys(t.suite for t in card.locked):
         names = [t.name for t in card.locked if t.suite == suite]
         console.print(Text(f"{card.suite_label(suite)}, not run on the {card.tier} tier ({len(names)}): "

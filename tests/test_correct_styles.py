@@ -75,6 +75,7 @@ def style_cards(sandbox, tmp_path_factory) -> dict:
 def test_a_correct_solution_in_any_style_gets_full_marks(style_cards, style):
     card = style_cards[style]
     assert full_marks(card), failures(card)
+    assert card.diagnosis == [], "a correct program was told a misconception"
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,7 @@ def test_a_manager_that_is_also_a_builtin_container_gets_full_marks(exercise, na
     card = grade_bytes(source, exercise, exercise.top_tier, run_local, "local")
     assert card.status == "graded" and card.score == card.max_score > 0, \
         [(t.name, t.message[:200]) for t in card.tests if t.status != "passed"]
+    assert card.diagnosis == []
 
 
 def test_the_stub_fails_every_test_as_not_implemented(exercise):

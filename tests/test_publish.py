@@ -224,3 +224,21 @@ def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_nev
         assert (best.tier, best.score) == ("free", 9)  # 90% beats 60 of 76 points (79%)
         latest = pick(store.submissions(EXERCISE), "latest")[("ben", EXERCISE)].card
         assert latest.score == 5
+
+
+def test_the_class_overview_counts_students_per_misconception(tmp_path):
+    from grader.scorecard import Diagnosis, Scorecard, TestResult
+
+    late = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)
+    with Store(tmp_path / "class.db") as store:
+        for student, found, score in (("ann", [late], 5), ("ben", [late], 5), ("cat", [], 5), ("dan", [late], 10)):
+            sid, _ = store.add_submission(student, EXERCISE, "free", student, "scheduler.py", b"x = 1\n")
+            test = TestResult("v::a", "test_a", "visible", "failed" if score < 10 else "passed", 0, 10)
+            store.save_scorecard(sid, Scorecard(exercise=EXERCISE, tier="free", submission_sha256=student,
+                                                status="graded", score=score, max_score=10, tests=[test],
+                                                diagnosis=found))
+        publish(store, tmp_path / "site")
+    index = " ".join((tmp_path / "site" / "index.html").read_text().split())
+    assert f'id="misconceptions-{EXERCISE}"' in index
+    assert "<tr><td>emits a request&#39;s first token a step late<div class=\"muted\">13_first_token_late</div></td>" \
+           "<td class=\"num\">2</td></tr>" in index  # dan has full marks: not counted

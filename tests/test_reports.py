@@ -453,3 +453,35 @@ def test_a_trace_whose_sides_agree_keeps_its_last_steps_where_the_test_failed():
     assert artifact["first_step"] == 12 and len(artifact["got"]) == MAX_STEPS
     rows = trace_rows(artifact, before=5, after=2)
     assert rows["rows"][-1]["step"] == MAX_STEPS + 12 and rows["hidden_after"] == 0 and rows["hidden_before"] > 0
+
+
+# -- misconception diagnosis --------------------------------------------------------------------------
+
+def test_a_mutants_report_says_which_mistake_its_failures_look_like(cards, rendered):
+    from grader.diagnosis.hints import mutant_hint
+    from grader.report.plain import run_text
+
+    hint = mutant_hint(MUTANT)
+    assert [d.mutant for d in cards["mutant"].diagnosis] == [MUTANT.stem]
+    page, markdown = rendered["mutant"]
+    sentence = f"Your program behaves like one that {hint}."
+    assert 'class="diagnosis"' in page and sentence in html.unescape(page)
+    assert "A likely cause:" in markdown and sentence in markdown.replace("\\", "")
+    assert sentence in run_text(cards["mutant"])
+    for name in ("reference", "stub", "rejected"):  # full marks, failures like no mutant's, not graded
+        assert cards[name].diagnosis == [] and 'class="diagnosis"' not in rendered[name][0]
+        assert "A likely cause" not in rendered[name][1]
+
+
+def test_a_diagnosis_is_escaped_and_never_shown_for_full_marks():
+    from grader.scorecard import Diagnosis
+
+    card = showcase()
+    card.diagnosis = [Diagnosis("01_x", "writes " + EVIL, 0.9)]
+    page, markdown = render_html(card), render_markdown(card)
+    assert_inert_html(page)
+    assert_inert_markdown(markdown)
+    assert 'class="diagnosis"' in page and "A likely cause" in markdown
+    full = showcase()
+    full.score, full.diagnosis = full.max_score, card.diagnosis
+    assert 'class="diagnosis"' not in render_html(full) and "A likely cause" not in render_markdown(full)

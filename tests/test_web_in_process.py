@@ -559,3 +559,34 @@ def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkey
     page = browser.get(PAGE)
     assert page.status_code == 500 and page.headers["content-type"].startswith("text/html")
     assert "Something went wrong here" in page.text and "a bug in a page" not in page.text
+
+
+def test_a_submission_page_says_the_likely_cause_and_the_dashboard_counts_students_per_misconception(site):
+    from grader.scorecard import Diagnosis, TestResult
+
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    late = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)
+    skip = Diagnosis("03_skip_blocked_head", "skips a waiting request that does not fit", 0.8)
+    pages = {}
+    for student, found, score in (("ada", [late], 5), ("bob", [late, skip], 5), ("cy", [skip], 10)):
+        if student == "cy":
+            accounts.add_student(store, student)
+        submission_id, _ = store.add_submission(student, EXERCISE, "free", student * 8, exercise.submission_file,
+                                                f"# {student}\n".encode(), state="graded")
+        failed = TestResult("v::a", "test_a", "visible", "failed" if score < 10 else "passed", 0, 5, "step 3")
+        card = dataclasses.replace(new_scorecard(exercise, "free", "local"), score=score, max_score=10,
+                                   tests=[failed], diagnosis=found)
+        store.save_scorecard(submission_id, card)
+        pages[student] = submission_id
+    browser, _ = sign_in("student", "ada")
+    page = browser.get(f"/submissions/{pages['ada']}").text
+    told = re.search(r'id="diagnosis">(.*?)</p>', page)
+    assert told and "Your program behaves like one that emits a request&#39;s first token a step late." in told.group(1)
+    instructor, _ = sign_in("instructor")
+    assert 'id="diagnosis"' not in instructor.get(f"/submissions/{pages['cy']}").text  # full marks: none
+    dashboard = instructor.get("/instructor").text
+    table = re.search(rf'id="misconceptions-{EXERCISE}">(.*?)</details>', dashboard, re.S)
+    assert table, "the dashboard counts no misconception"
+    rows = re.findall(r"<tr><td>(.*?) <span[^>]*>\((\w+)\)</span></td><td class=\"num\">(\d+)</td></tr>", table.group(1))
+    assert [(mutant, int(n)) for _, mutant, n in rows] == [("13_first_token_late", 2), ("03_skip_blocked_head", 1)]

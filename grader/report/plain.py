@@ -83,6 +83,8 @@ def run_text(card: Scorecard) -> str:
     for suite in view["suites"]:
         lines.append(f"{suite['label']}: {suite['passed']}/{suite['tests']} passed, "
                      f"{suite['score']}/{suite['max_score']} points")
+    if view["diagnosis"]:
+        lines += ["", f"A likely cause: {view['diagnosis']}"]
     if view["run_help"]:
         lines += ["", f"{view['run_help']['title']}. {view['run_help']['text']}"]
         if view["reason"]:

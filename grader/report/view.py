@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import grader
+from grader.diagnosis.words import card_diagnosis
 from grader.grouping import coverage, failure_groups
 from grader.report.formatting import (
     MESSAGE_LIMIT,
@@ -178,6 +179,12 @@ def _output_cut_note(chars: int, harness_bytes: int) -> str:
     return f"… {' and '.join(parts)} printed before this not shown" if parts else ""
 
 
+def diagnosis_view(card: Scorecard) -> str:
+    """The misconception the run's failures look like, as a sentence; "" for none. Only a graded run
+    below full marks is ever told one, whatever a stored card holds."""
+    return one_line(card_diagnosis(card), 1000)
+
+
 def report_view(card: Scorecard) -> dict[str, Any]:
     """Everything both reports show, computed once from the scorecard."""
     tests = [result_view(t) for t in card.tests]
@@ -228,6 +235,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "locked": [{"name": one_line(t.name, 200), "suite": t.suite, "max_score": t.max_score} for t in card.locked],
         "locked_points": sum(t.max_score for t in card.locked),
         "locked_suites": locked_suites(card),
+        "diagnosis": diagnosis_view(card),
         "backend": one_line(card.backend, 40),
         "isolation": ISOLATION_NOTES.get(card.isolation, one_line(card.isolation, 40)),
         "graded_at": when(card.graded_at),

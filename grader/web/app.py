@@ -31,7 +31,10 @@ from starlette.routing import Route
 
 import grader
 from grader.deadlines import Deadlines
+from grader.diagnosis.counts import MisconceptionCount, misconception_counts
+from grader.diagnosis.words import card_diagnosis
 from grader.exercise import Exercise, exercise_fingerprint
+from grader.gradebook import pick
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.web import exercise_page
@@ -369,7 +372,9 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     exercise = service.exercises.get(sub.exercise)
     # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
     top = exercise.top_tier if exercise is not None else sub.tier
+    diagnosis = card_diagnosis(sub.card) if sub.card is not None else ""
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
+                  diagnosis=diagnosis,
                   code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
 
@@ -419,9 +424,17 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                    for slug, exercise in service.exercises.items() if exercise.prediction is not None}
     return render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
                   exercises=list(service.exercises.values()), counts=counts, total=len(subs),
-                  predictions=predictions,
+                  predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                   stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                   roster_text=roster_text, problem=problem)
+
+
+def misconceptions_by_exercise(subs: list[StoredSubmission]) -> dict[str, list[MisconceptionCount]]:
+    """Per exercise, students per misconception their latest graded submission looks like."""
+    latest = pick(subs, "latest")
+    return {exercise: misconception_counts([sub.card for (_, slug), sub in latest.items()
+                                            if slug == exercise and sub.card is not None])
+            for exercise in sorted({slug for _, slug in latest})}
 
 
 def prediction_tally(exercise: Exercise, counts: dict[str, int]) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Prompt chunks of running requests are scheduled before the decodes.
 
+Misconception: runs the prompt chunks of the requests already running before their decodes.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """New requests are admitted before the prompt in progress continues.
 
+Misconception: lets new requests in before the prompt already in progress gets its next chunk.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

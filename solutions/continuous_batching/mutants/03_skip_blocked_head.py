@@ -1,5 +1,7 @@
 """A waiting request that does not fit is skipped, and later ones are admitted past it.
 
+Misconception: skips a waiting request that does not fit and lets the ones behind it in first.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

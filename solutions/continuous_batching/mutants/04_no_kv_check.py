@@ -1,5 +1,7 @@
 """Admission ignores the KV reservation.
 
+Misconception: admits a request without checking that its KV reservation fits in what is left of the cache.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

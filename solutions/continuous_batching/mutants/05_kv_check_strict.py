@@ -1,5 +1,7 @@
 """Admission needs reserved + need < kv_tokens: an exact KV fit is refused.
 
+Misconception: refuses a request whose reservation would fill the KV cache exactly (< where <= is meant).
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """Admission reserves (and releases) only prompt_len, not prompt_len + max_new.
 
+Misconception: reserves KV space for the prompt only, forgetting the tokens the request will generate.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

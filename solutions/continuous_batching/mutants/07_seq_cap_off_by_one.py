@@ -1,5 +1,7 @@
 """The sequence cap lets max_seqs + 1 requests run.
 
+Misconception: lets one request more than max_seqs run at once.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A continuing prompt gets all its remaining tokens, whatever the budget left.
 
+Misconception: gives a prompt in progress all its remaining tokens, even past what is left of the token budget.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """An admitted request gets its whole prompt, whatever the budget left.
 
+Misconception: gives a newly admitted request its whole prompt at once, even past what is left of the token budget.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A continuing prompt's chunk is min(prompt_len, budget left) instead of what is left of it.
 
+Misconception: sizes a continuing prompt's chunk from the whole prompt instead of what is left of it.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

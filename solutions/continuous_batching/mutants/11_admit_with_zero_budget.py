@@ -1,5 +1,7 @@
 """Admission runs while budget >= 0, admitting a request with 0 tokens.
 
+Misconception: admits a request when no budget is left, giving it a chunk of 0 tokens.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """Every running request gets a decode token, even one still prefilling.
 
+Misconception: gives a decode token to every running request, even one whose prompt is not finished.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,8 @@
 """The chunk that finishes a prompt emits nothing; the first token comes with the next step's decode.
 
+Misconception: emits a request's first token a step late, with its first decode,
+instead of with the chunk that finishes its prompt.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """The first token is emitted only when the whole prompt ran in one chunk.
 
+Misconception: counts a request's first token only when its whole prompt fits in one chunk.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """complete() treats every 1-token entry as a decode, even a 1-token prefill chunk.
 
+Misconception: takes every plan entry of 1 token for a decode, even a prompt chunk of 1 token.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A request is only checked for max_new after a decode, not after its first token.
 
+Misconception: checks whether a request is done only after a decode, not after the token that ends its prompt.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A request leaves only after max_new + 1 tokens.
 
+Misconception: keeps a request running one token too long: it leaves after max_new + 1 tokens.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

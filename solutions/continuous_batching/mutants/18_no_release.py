@@ -1,5 +1,7 @@
 """A finished request leaves running but never releases its reservation.
 
+Misconception: never gives back a finished request's KV reservation.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

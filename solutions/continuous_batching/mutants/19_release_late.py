@@ -1,5 +1,7 @@
 """The reservation of a finished request is released one step late, at the next complete().
 
+Misconception: gives back a finished request's KV reservation a step late.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A finished request releases only prompt_len of its reservation.
 
+Misconception: gives back only the prompt's share of a finished request's KV reservation.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """add() rejects a request with prompt_len + max_new == kv_tokens.
 
+Misconception: refuses in add() a request that would fill the KV cache exactly.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """add() accepts a request that can never fit in the KV cache.
 
+Misconception: accepts in add() a request too big ever to fit in the KV cache.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """Admitted requests go to the front of running, so decodes run newest first.
 
+Misconception: puts a newly admitted request at the front of the running list, so the newest requests decode first.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """Admission takes the newest waiting request first (LIFO) instead of the oldest.
 
+Misconception: admits the newest waiting request first instead of the oldest.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

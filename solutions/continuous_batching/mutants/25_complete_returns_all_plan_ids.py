@@ -1,5 +1,7 @@
 """complete() returns the id of every request in the plan, not only those that emitted.
 
+Misconception: returns from complete() every request of the plan, not only those that emitted a token.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """At most one waiting request is admitted per step.
 
+Misconception: admits at most one waiting request per step.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """schedule() advances prefilled and generated itself; complete() only reports and releases.
 
+Misconception: moves the requests' counts forward in schedule() instead of in complete().
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """waiting, running and reserved live in private fields; the documented attributes never change.
 
+Misconception: keeps its queues and reservation in fields of its own, so waiting, running and reserved never change.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """At most 64 decodes per step: wrong only once more than 64 requests are decoding.
 
+Misconception: stops adding decodes to a step after a fixed number of them, instead of decoding every running request.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """The scheduler does nothing: schedule() and complete() both return empty lists.
 
+Misconception: leaves schedule() and complete() doing nothing yet.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it, and it must score 0.
 """
 

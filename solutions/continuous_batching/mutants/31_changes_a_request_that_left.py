@@ -1,6 +1,8 @@
 """A request that left is changed a step later: each complete() clears the prefilled count of the
 requests that left in the step before, as a late clean-up of their prompt.
 
+Misconception: still changes a request after it has left the scheduler.
+
 A mutant of the reference, for `grader audit`: the hidden suite must fail it.
 """
 

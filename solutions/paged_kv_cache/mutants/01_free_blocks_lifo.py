@@ -1,5 +1,7 @@
 """The block freed last is handed out first, not the lowest free id.
 
+Misconception: hands out the block freed last first, instead of the lowest free block id.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A prompt gets one block per full block only: a partial last block is not allocated.
 
+Misconception: gives a prompt only its full blocks, forgetting the partial last block.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

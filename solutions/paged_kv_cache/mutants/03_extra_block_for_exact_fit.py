@@ -1,5 +1,7 @@
 """A prompt that fills its blocks exactly takes one extra, empty block.
 
+Misconception: takes one extra, empty block when a prompt fills its blocks exactly.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

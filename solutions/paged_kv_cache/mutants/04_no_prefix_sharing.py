@@ -1,5 +1,7 @@
 """Prompt blocks are never shared: every prompt takes fresh blocks.
 
+Misconception: never shares prompt blocks between sequences that start with the same tokens.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

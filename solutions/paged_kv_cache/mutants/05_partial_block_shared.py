@@ -1,5 +1,7 @@
 """A partial last block with the same prefix is shared too.
 
+Misconception: shares a partial last block too, not only full blocks.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

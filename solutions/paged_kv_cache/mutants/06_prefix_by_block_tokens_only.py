@@ -1,5 +1,7 @@
 """A full block is known by its own tokens, not by the whole prefix up to it.
 
+Misconception: shares a full block whose own tokens match without checking the whole prefix before it.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """Appending to a shared partial block writes into it, changing every sequence that holds it.
 
+Misconception: appends to a shared block in place instead of copying it first, so every sequence holding it changes.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A copy on write does not lower the old block's reference count.
 
+Misconception: copies a shared block on write but never lowers the old block's reference count.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A copy on write starts the new block with the new token only, losing the copied tokens.
 
+Misconception: starts a copied block with the new token only, losing the tokens it was copied from.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

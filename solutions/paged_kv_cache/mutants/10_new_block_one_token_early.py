@@ -1,5 +1,7 @@
 """A new block is started when the last block has one free slot left.
 
+Misconception: starts a new block one token early, while the last block still has a free slot.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

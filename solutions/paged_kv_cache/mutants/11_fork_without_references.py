@@ -1,5 +1,7 @@
 """fork() shares the blocks without raising their reference counts.
 
+Misconception: forks a sequence without raising the reference counts of the blocks it shares.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

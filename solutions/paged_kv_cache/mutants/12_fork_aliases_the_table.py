@@ -1,5 +1,7 @@
 """fork() gives the child the parent's own table list, so a child's new block shows up in the parent.
 
+Misconception: gives a forked child the parent's own table list instead of a copy of it.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """free() returns every block of the sequence to the pool, even blocks others still hold.
 
+Misconception: returns every block of a freed sequence to the pool, even blocks other sequences still hold.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """A freed prompt block stays known for sharing, so a later prompt shares a free block.
 
+Misconception: keeps a freed prompt block known for sharing, so a later prompt can share a block that is free.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

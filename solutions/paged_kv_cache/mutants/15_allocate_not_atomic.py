@@ -1,5 +1,7 @@
 """allocate() takes blocks one by one and raises only when the pool runs dry, keeping what it took.
 
+Misconception: keeps the blocks it already took when allocate() runs out of blocks partway.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """allocate() counts shared prefix blocks as needed, refusing prompts that fit by sharing.
 
+Misconception: counts the blocks a prompt would share as blocks it needs, refusing prompts that fit by sharing.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """append_token() with no free block fails with IndexError from the pool, not OutOfBlocks.
 
+Misconception: lets append_token() fail with the pool's own IndexError instead of OutOfBlocks.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

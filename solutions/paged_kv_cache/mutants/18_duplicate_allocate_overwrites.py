@@ -1,5 +1,7 @@
 """allocate() with an id that exists replaces its blocks instead of raising ValueError.
 
+Misconception: lets allocate() replace the blocks of a sequence that exists instead of refusing it.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

@@ -1,5 +1,7 @@
 """append_token() copies the last partial block even when only this sequence holds it.
 
+Misconception: copies the last block on append even when no other sequence holds it.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

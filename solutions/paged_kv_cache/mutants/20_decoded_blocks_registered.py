@@ -1,5 +1,7 @@
 """A block filled by append_token() becomes known for sharing, like a prompt block.
 
+Misconception: makes a block filled by append_token() known for sharing, like a prompt block.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

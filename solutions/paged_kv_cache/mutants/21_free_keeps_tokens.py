@@ -1,5 +1,7 @@
 """A freed block keeps its old tokens.
 
+Misconception: leaves a freed block's old tokens in it.
+
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
 

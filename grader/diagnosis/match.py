@@ -1,0 +1,79 @@
+"""A graded scorecard's failures against the mutants' signatures: which mistake they look like.
+
+Only the tests the card ran count (a free run's tests are its open suites' alone, so nothing it says
+comes from a test the student's tier did not run). For each mutant, a weighted Jaccard similarity of
+the two sets of failing tests: a test both fail counts fully when it failed the same way (the same
+status and masked first message line as one of the mutant's failures) and `OTHER_WAY` when it failed
+otherwise; a random workload's test (its seed decides what it reaches) weighs `SEEDED_WEIGHT` and
+counts as much as the share of seeds the mutant failed it on. The closest mutant is the diagnosis
+when its similarity is at least `THRESHOLD`, with any other mutant that comes as close (`TIE`) and
+says something else; more than `MOST_HINTS` such hints say nothing useful, and none is given.
+The figures are measured (docs/authoring.md#misconception-hints).
+"""
+
+from __future__ import annotations
+
+from grader.diagnosis.signatures import Signature, Signatures, current_signatures, failure_kind, test_key
+from grader.exercise import Exercise
+from grader.scorecard import Diagnosis, Scorecard
+
+THRESHOLD = 0.6
+TIE = 0.03
+MOST_HINTS = 3
+SEEDED_WEIGHT = 0.3
+OTHER_WAY = 0.5
+
+
+def failures(card: Scorecard) -> dict[str, str]:
+    """The card's failing tests: test key -> how it failed."""
+    return {test_key(t.suite, t.name): failure_kind(t) for t in card.tests if t.status != "passed"}
+
+
+def similarity(failed: dict[str, str], ran: set[str], signature: Signature, seeded: set[str]) -> float:
+    """How alike a run's failures (`failed`, among the tests it `ran`) and a mutant's are, 0..1."""
+    shared = total = 0.0
+    for key in ran:
+        expected = signature.fails.get(key)
+        mutant = expected.rate if expected is not None else 0.0
+        submission = 1.0 if key in failed else 0.0
+        if not mutant and not submission:
+            continue
+        weight = SEEDED_WEIGHT if key in seeded else 1.0
+        agree = 1.0 if expected is not None and failed.get(key) in expected.kinds else OTHER_WAY
+        shared += weight * min(mutant, submission) * agree
+        total += weight * max(mutant, submission)
+    return shared / total if total else 0.0
+
+
+def ranked(card: Scorecard, signatures: Signatures) -> list[tuple[float, Signature]]:
+    """Every mutant with its similarity to the card, the closest first."""
+    failed = failures(card)
+    ran = {test_key(t.suite, t.name) for t in card.tests}
+    seeded = set(signatures.seeded)
+    scored = [(similarity(failed, ran, signature, seeded), signature) for signature in signatures.mutants]
+    return sorted(scored, key=lambda pair: -pair[0])
+
+
+def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
+    """The misconceptions the card's failures look like, the closest first; none for a run that is not
+    `graded`, has full marks or fails like no mutant."""
+    if card.status != "graded" or card.score >= card.max_score or signatures.exercise != card.exercise \
+            or all(t.status == "passed" for t in card.tests):
+        return []
+    scored = ranked(card, signatures)
+    if not scored or scored[0][0] < THRESHOLD:
+        return []
+    best = scored[0][0]
+    found: list[Diagnosis] = []
+    for value, signature in scored:
+        if value < max(THRESHOLD, best - TIE):
+            break
+        if all(d.hint != signature.hint for d in found):
+            found.append(Diagnosis(signature.mutant, signature.hint, round(value, 3)))
+    return found if len(found) <= MOST_HINTS else []
+
+
+def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:
+    """`diagnose` against the exercise's current signatures; none without a current file."""
+    signatures = current_signatures(exercise)
+    return diagnose(card, signatures) if signatures is not None else []

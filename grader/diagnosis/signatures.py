@@ -1,0 +1,136 @@
+"""What each mutant fails, kept in solutions/SLUG/misconceptions.json, and when that file is current.
+
+A signature is a mutant's failing tests on the exercise's top tier, each with the share of the graded
+seeds it failed on (a random workload may fail on some seeds only) and the kinds of failure seen (the
+status and the message's first line with each scenario's particulars masked, as reports group
+failures: grader/grouping.py). A tier's signature is the part of it in that tier's suites.
+
+The file carries a fingerprint of what the signatures were graded against (exercise.toml, every
+suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
+exercise's is stale, and nothing is diagnosed from it until `grader misconceptions SLUG` writes it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.exercise import Exercise, files_fingerprint
+from grader.grouping import cause_key
+from grader.scorecard import TestResult
+
+FILE = "misconceptions.json"
+FORMAT = 1  # the file's own layout; a change of it makes every file stale
+
+
+@dataclass
+class Failure:
+    rate: float  # the share of the graded seeds this test failed on (1.0: every one)
+    kinds: list[str] = field(default_factory=list)  # failure_kind of each different failure seen
+
+
+@dataclass
+class Signature:
+    mutant: str  # its file name without .py
+    hint: str
+    fails: dict[str, Failure] = field(default_factory=dict)  # test_key -> how it failed
+
+
+@dataclass
+class Signatures:
+    exercise: str
+    fingerprint: str
+    tier: str  # the tier the mutants were graded on (the top tier)
+    seeds: int  # gradings per mutant, each on its own seed
+    seeded: list[str] = field(default_factory=list)  # test keys of the random workloads (a `seed` fixture)
+    mutants: list[Signature] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {
+            "format": FORMAT, "exercise": self.exercise, "fingerprint": self.fingerprint, "tier": self.tier,
+            "seeds": self.seeds, "seeded": self.seeded,
+            "mutants": [{"mutant": m.mutant, "hint": m.hint,
+                         "fails": {key: {"rate": f.rate, "kinds": f.kinds} for key, f in sorted(m.fails.items())}}
+                        for m in self.mutants],
+        }
+        return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Signatures:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"not a misconceptions file of format {FORMAT}")
+        mutants = [Signature(m["mutant"], m["hint"], {key: Failure(float(f["rate"]), list(f["kinds"]))
+                                                      for key, f in m["fails"].items()})
+                   for m in data["mutants"]]
+        return cls(data["exercise"], data["fingerprint"], data["tier"], int(data["seeds"]), list(data["seeded"]),
+                   mutants)
+
+
+def test_key(suite: str, name: str) -> str:
+    return f"{suite}::{name}"
+
+
+def failure_kind(test: TestResult) -> str:
+    """How a test failed, the scenario's particulars masked: its status and its message's first line."""
+    return cause_key({"status": test.status, "message": test.message}).replace("\0", ": ", 1)
+
+
+def signatures_path(exercise: Exercise) -> Path:
+    return exercise.reference.parent / FILE
+
+
+def _inputs(exercise: Exercise) -> list[Path]:
+    return [exercise.folder / "exercise.toml", *(suite.path for suite in exercise.suites.values()),
+            exercise.reference, *exercise.mutants]
+
+
+_fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
+
+
+def signatures_fingerprint(exercise: Exercise) -> str:
+    """A digest of what the signatures depend on: exercise.toml, the suites' files, the reference and the
+    mutants (hints included). Read again only when a file's name, size or time changed."""
+    paths = _inputs(exercise)
+    stat = files_fingerprint(paths)
+    known = _fingerprints.get(str(exercise.folder))
+    if known is not None and known[0] == stat:
+        return known[1]
+    digest = hashlib.sha256(f"misconceptions {FORMAT}\0".encode())
+    for path in paths:
+        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for file in files:
+            if file.is_file() and "__pycache__" not in file.parts and not file.name.endswith(".pyc"):
+                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
+                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    _fingerprints[str(exercise.folder)] = (stat, digest.hexdigest()[:16])
+    return digest.hexdigest()[:16]
+
+
+def read_signatures(exercise: Exercise) -> Signatures | None:
+    """The exercise's signature file as it is, current or not; None when there is none or it is unreadable."""
+    try:
+        return Signatures.from_json(signatures_path(exercise).read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+_current: dict[str, tuple[tuple[tuple[str, int, int], ...], Signatures | None]] = {}
+
+
+def current_signatures(exercise: Exercise) -> Signatures | None:
+    """The exercise's signatures when the file is there and current (its fingerprint is the exercise's),
+    else None: nothing is diagnosed from a stale file."""
+    path = signatures_path(exercise)
+    stat = files_fingerprint([path, *_inputs(exercise)])
+    known = _current.get(str(path))
+    if known is not None and known[0] == stat:
+        return known[1]
+    found = read_signatures(exercise)
+    if found is not None and (found.exercise != exercise.slug or found.fingerprint != signatures_fingerprint(exercise)):
+        found = None
+    _current[str(path)] = (stat, found)
+    return found

@@ -1,0 +1,208 @@
+"""Misconception diagnosis, in the fast loop: the hints of the mutants, the committed signatures being
+current, and the matching of a scorecard's failures, on scorecards built by hand (no sandbox)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.diagnosis.counts import misconception_counts
+from grader.diagnosis.hints import hint_of, mutant_hint
+from grader.diagnosis.match import THRESHOLD, diagnose, diagnose_graded
+from grader.diagnosis.signatures import (
+    Failure,
+    Signature,
+    Signatures,
+    current_signatures,
+    read_signatures,
+    signatures_fingerprint,
+    signatures_path,
+)
+from grader.diagnosis.words import card_diagnosis, diagnosis_sentence
+from grader.exercise import Exercise, list_tests, load_exercise
+from grader.scorecard import Diagnosis, Scorecard
+from grader.scorecard import TestResult as Result
+from tests.helpers import EXERCISE, PROJECT
+
+SLUGS = ("continuous_batching", "paged_kv_cache")
+
+
+# -- the hints ----------------------------------------------------------------------------------------
+
+def test_a_hint_is_the_misconception_paragraph_of_the_docstring_joined_and_without_its_full_stop():
+    source = '"""What it does.\n\nMisconception: counts a token\ntwice.\n\nMore."""\nx = 1\n'
+    assert hint_of(source) == "counts a token twice"
+    assert hint_of('"""No hint here."""\n') == "" and hint_of("def (:\n") == "" and hint_of("x = 1\n") == ""
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_mutant_has_a_hint_that_names_no_test(slug):
+    exercise = load_exercise(slug)
+    tests = {name.split("[")[0] for suite in exercise.suites.values() for name in list_tests(suite)}
+    assert exercise.mutants
+    for path in exercise.mutants:
+        hint = mutant_hint(path)
+        assert hint, f"{path.name}: no Misconception: paragraph"
+        assert hint[0].islower() and not hint.endswith("."), f"{path.name}: completes 'behaves like one that'"
+        assert "test_" not in hint and not any(name in hint for name in tests), f"{path.name} names a test"
+
+
+# -- the committed signatures ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_the_committed_signatures_are_current(slug):
+    """A change to a suite, the reference, exercise.toml or a mutant makes the file stale: write it again
+    with `grader misconceptions SLUG`."""
+    exercise = load_exercise(slug)
+    found = read_signatures(exercise)
+    assert found is not None, f"no {signatures_path(exercise)}: run grader misconceptions {slug}"
+    assert found.fingerprint == signatures_fingerprint(exercise), f"stale: run grader misconceptions {slug}"
+    assert current_signatures(exercise) is not None
+    assert [m.mutant for m in found.mutants] == [p.stem for p in exercise.mutants]
+    assert all(m.hint == mutant_hint(p) for m, p in zip(found.mutants, exercise.mutants, strict=True))
+    assert all(m.fails for m in found.mutants), "a mutant that fails nothing cannot be diagnosed"
+    assert main(["misconceptions", slug, "--check"]) == 0
+
+
+def test_a_stale_file_is_not_used(tmp_path):
+    exercise = plain_copy(tmp_path)
+    assert current_signatures(exercise) is not None
+    suite = next(iter(exercise.suites.values())).path
+    test_file = sorted(suite.glob("test_*.py"))[0]
+    test_file.write_text(test_file.read_text() + "\n# changed\n")
+    assert current_signatures(exercise) is None
+    assert main(["misconceptions", str(exercise.folder), "--check"]) == 1
+
+
+def plain_copy(folder: Path) -> Exercise:
+    """The exercise's files copied as they are (its signature file stays current)."""
+    for top in ("exercises", "hidden_tests", "solutions"):
+        shutil.copytree(PROJECT / top / EXERCISE, folder / top / EXERCISE, ignore=shutil.ignore_patterns("__pycache__"))
+    return load_exercise(str(folder / "exercises" / EXERCISE))
+
+
+# -- the matching ---------------------------------------------------------------------------------------
+
+def card_failing(failing: dict[str, str], tier: str = "premium", passing: tuple[str, ...] = ("hidden::ok",),
+                 exercise: str = "ex") -> Scorecard:
+    """A graded card: the tests of `failing` ("suite::name" -> first message line) failed, `passing` passed."""
+    tests = [Result(key.split("::")[1], key.split("::")[1], key.split("::")[0], "failed", 0, 1, message)
+             for key, message in failing.items()]
+    tests += [Result(key.split("::")[1], key.split("::")[1], key.split("::")[0], "passed", 1, 1) for key in passing]
+    return Scorecard(exercise=exercise, tier=tier, submission_sha256="0" * 64, status="graded",
+                     score=len(passing), max_score=len(tests), tests=tests)
+
+
+def kind(message: str) -> str:
+    return f"failed: {message}"
+
+
+SIGNATURES = Signatures("ex", "f" * 16, "premium", 3, seeded=["hidden::random"], mutants=[
+    Signature("01_late", "emits a token late", {
+        "visible::a": Failure(1.0, [kind("step #: got […]")]),
+        "hidden::b": Failure(1.0, [kind("a token came late")]),
+        "hidden::c": Failure(1.0, [kind("a token came late")]),
+        "hidden::random": Failure(0.333, [kind("step #: differs")])}),
+    Signature("02_never", "never gives back its reservation", {
+        "hidden::d": Failure(1.0, [kind("the reservation stays")]),
+        "hidden::e": Failure(1.0, [kind("the reservation stays")])}),
+    Signature("03_also_never", "gives back its reservation a step late", {
+        "hidden::d": Failure(1.0, [kind("the reservation stays")]),
+        "hidden::e": Failure(1.0, [kind("the reservation stays")])}),
+])
+
+
+def test_failures_like_a_mutants_get_its_hint():
+    card = card_failing({"visible::a": "step 3: got [1, 2]", "hidden::b": "a token came late",
+                         "hidden::c": "a token came late"})
+    found = diagnose(card, SIGNATURES)
+    assert [d.mutant for d in found] == ["01_late"] and found[0].similarity >= THRESHOLD
+    assert card_diagnosis(dataclasses.replace(card, diagnosis=found)) == \
+        "Your program behaves like one that emits a token late."
+
+
+def test_mutants_that_fail_alike_are_all_named():
+    card = card_failing({"hidden::d": "the reservation stays", "hidden::e": "the reservation stays"})
+    found = diagnose(card, SIGNATURES)
+    assert [d.mutant for d in found] == ["02_never", "03_also_never"]
+    assert diagnosis_sentence(found) == ("Your program behaves like one that never gives back its reservation, "
+                                         "or one that gives back its reservation a step late.")
+
+
+def test_the_same_tests_failing_another_way_count_for_less():
+    same_way = card_failing({"hidden::d": "the reservation stays", "hidden::e": "the reservation stays"})
+    other_way = card_failing({"hidden::d": "a crash", "hidden::e": "a crash"})
+    assert diagnose(same_way, SIGNATURES) and not diagnose(other_way, SIGNATURES)
+
+
+def test_failures_like_no_mutants_get_nothing():
+    assert diagnose(card_failing({"hidden::x": "something else", "hidden::y": "else"}), SIGNATURES) == []
+    # half of a mutant's failures and as many of its own: below the threshold
+    assert diagnose(card_failing({"hidden::b": "a token came late", "hidden::x": "else", "hidden::y": "else"}),
+                    SIGNATURES) == []
+
+
+def test_a_random_workload_weighs_less_than_a_named_test():
+    only_random = card_failing({"hidden::random": "step 4: differs"})
+    assert diagnose(only_random, SIGNATURES) == []
+
+
+def test_full_marks_and_runs_that_are_not_graded_get_none():
+    card = card_failing({"visible::a": "step 3: got [1, 2]", "hidden::b": "a token came late",
+                         "hidden::c": "a token came late"})
+    full = dataclasses.replace(card, score=card.max_score)
+    assert diagnose(full, SIGNATURES) == []
+    for status in ("error", "rejected"):
+        assert diagnose(dataclasses.replace(card, status=status), SIGNATURES) == []
+    assert diagnose(dataclasses.replace(card, exercise="another"), SIGNATURES) == []
+    # a stored card that says otherwise is never told to its reader
+    told = dataclasses.replace(full, diagnosis=[Diagnosis("01_late", "emits a token late", 1.0)])
+    assert card_diagnosis(told) == ""
+
+
+def test_the_free_tier_matches_on_the_tests_it_ran_only():
+    """A free run has the visible suite's tests alone: a mutant is judged by its failures among them."""
+    free = card_failing({"visible::a": "step 3: got [1, 2]"}, tier="free", passing=("visible::z",))
+    found = diagnose(free, SIGNATURES)
+    assert [d.mutant for d in found] == ["01_late"]
+    assert all("hidden" not in d.hint for d in found)
+    # the mutant's hidden failures neither help nor hurt a free run
+    assert found[0].similarity == 1.0
+
+
+def test_diagnosis_is_made_after_grading_only_from_a_current_file(tmp_path):
+    exercise = plain_copy(tmp_path)
+    signatures = current_signatures(exercise)
+    assert signatures is not None
+    mutant = signatures.mutants[0]
+    card = card_failing({key: "" for key in mutant.fails}, exercise=exercise.slug)
+    card.tests = [dataclasses.replace(t, message=mutant.fails[f"{t.suite}::{t.name}"].kinds[0].split(": ", 1)[1])
+                  if f"{t.suite}::{t.name}" in mutant.fails else t for t in card.tests]
+    assert mutant.mutant in [d.mutant for d in diagnose_graded(card, exercise)]
+    signatures_path(exercise).write_text("{}", encoding="utf-8")
+    assert diagnose_graded(card, exercise) == []
+
+
+def test_the_scorecard_keeps_its_diagnosis_and_reads_a_card_without_one():
+    card = card_failing({"hidden::d": "x"})
+    card.diagnosis = [Diagnosis("02_never", "never gives back its reservation", 0.93)]
+    again = Scorecard.from_dict(json.loads(card.to_json()))
+    assert again.diagnosis == card.diagnosis
+    older = json.loads(card.to_json())
+    del older["diagnosis"]
+    assert Scorecard.from_dict(older).diagnosis == []
+
+
+def test_students_are_counted_per_misconception_most_common_first():
+    wrong = card_failing({"hidden::d": "x"})
+    never = Diagnosis("02_never", "never gives back its reservation", 0.9)
+    late = Diagnosis("01_late", "emits a token late", 0.8)
+    cards = [dataclasses.replace(wrong, diagnosis=[never]), dataclasses.replace(wrong, diagnosis=[never, late]),
+             dataclasses.replace(wrong, diagnosis=[late]), dataclasses.replace(wrong, diagnosis=[late]),
+             dataclasses.replace(wrong, score=wrong.max_score, diagnosis=[never]), wrong]
+    assert [(row.mutant, row.students) for row in misconception_counts(cards)] == [("01_late", 3), ("02_never", 2)]

@@ -1,0 +1,99 @@
+"""Misconception diagnosis measured on real gradings: every mutant, graded on a seed its signature was
+not made from, is diagnosed as itself (or with a mutant that fails alike); at least 60% of the wrong
+programs written apart from the mutants (tests/wrong_programs/SLUG/*.py) get a diagnosis, and those
+whose mistake a mutant shares get a fitting one; no correct program (tests/wrong_programs/SLUG/correct/)
+ever gets one, on either tier."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader.diagnosis.build import seed_variant
+from grader.diagnosis.signatures import current_signatures
+from grader.exercise import load_exercise
+from grader.grading import grade_bytes
+from grader.sandbox.local import run_local
+from grader.scorecard import Scorecard
+from tests.helpers import PROJECT
+
+pytestmark = pytest.mark.slow
+
+SLUGS = ("continuous_batching", "paged_kv_cache")
+SHARE = 0.6  # the least share of wrong programs that must get a diagnosis
+# The wrong programs written for this measurement (diagnosis_*.py) -> the mutants whose hint fits their
+# mistake; an empty set: no mutant's hint fits, so none may be given.
+FITS: dict[str, set[str]] = {
+    "diagnosis_admits_any_that_fits": {"03_skip_blocked_head"},
+    "diagnosis_budget_can_go_negative": {"11_admit_with_zero_budget"},
+    "diagnosis_chunk_ignores_budget": {"08_chunk_not_capped_by_budget"},
+    "diagnosis_complete_reports_all": {"25_complete_returns_all_plan_ids"},
+    "diagnosis_decodes_are_free": set(),
+    "diagnosis_finishes_one_early": set(),
+    "diagnosis_first_token_with_decode": {"13_first_token_late"},
+    "diagnosis_no_release": {"18_no_release"},
+    "diagnosis_reserve_prompt_only": {"06_kv_reserve_prompt_only"},
+    "diagnosis_seq_cap_greater": {"07_seq_cap_off_by_one"},
+    "diagnosis_waiting_newest_first": {"24_waiting_lifo"},
+    "diagnosis_newest_free_first": {"01_free_blocks_lifo"},
+    "diagnosis_ceil_wrong": {"03_extra_block_for_exact_fit"},
+    "diagnosis_shares_nothing": {"04_no_prefix_sharing"},
+    "diagnosis_shares_by_block_content": {"06_prefix_by_block_tokens_only"},
+    "diagnosis_writes_into_shared_block": {"07_no_copy_on_write"},
+    "diagnosis_fork_no_refs": {"11_fork_without_references"},
+    "diagnosis_free_everything": {"13_free_ignores_references"},
+    "diagnosis_allocate_grabs_then_fails": {"15_allocate_not_atomic"},
+    "diagnosis_reallocate_replaces": {"18_duplicate_allocate_overwrites"},
+    "diagnosis_free_keeps_old_tokens": {"21_free_keeps_tokens"},
+    "diagnosis_copy_loses_tokens": {"09_copy_drops_old_tokens"},
+    "diagnosis_reader_returns_own_list": set(),
+}
+
+
+def graded(slug: str, jobs: dict[str, tuple[bytes, str]]) -> dict[str, Scorecard]:
+    exercise = load_exercise(slug)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(grade_bytes, data, exercise, tier, run_local, "local")
+                   for name, (data, tier) in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def programs(slug: str, folder: str = "") -> list[Path]:
+    return sorted((PROJECT / "tests" / "wrong_programs" / slug / folder).glob("*.py"))
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_mutant_is_diagnosed_as_itself_on_a_seed_of_its_own(slug):
+    exercise = load_exercise(slug)
+    signatures = current_signatures(exercise)
+    assert signatures is not None, f"stale or missing: grader misconceptions {slug}"
+    alike = {m.mutant: {o.mutant for o in signatures.mutants if set(o.fails) == set(m.fails)}
+             for m in signatures.mutants}
+    cards = graded(slug, {path.stem: (seed_variant(path.read_bytes(), 7), exercise.top_tier)
+                          for path in exercise.mutants})
+    wrong = {name: [d.mutant for d in card.diagnosis] for name, card in cards.items()
+             if not {d.mutant for d in card.diagnosis} & (alike[name] | {name})}
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_most_wrong_programs_get_a_fitting_diagnosis_and_correct_ones_none(slug):
+    wrong, correct = programs(slug), programs(slug, "correct")
+    assert wrong and correct
+    jobs = {path.stem: (path.read_bytes(), "premium") for path in wrong}
+    jobs |= {f"correct/{path.stem}/{tier}": (path.read_bytes(), tier) for path in correct for tier in ("free", "premium")}
+    cards = graded(slug, jobs)
+    for name, card in cards.items():
+        if name.startswith("correct/"):
+            assert card.status == "graded" and card.score == card.max_score, name
+            assert card.diagnosis == [], f"{name}: a correct program was told {card.diagnosis}"
+    losing = {name: card for name, card in cards.items() if not name.startswith("correct/")
+              and card.score < card.max_score}
+    diagnosed = {name for name, card in losing.items() if card.diagnosis}
+    assert len(diagnosed) >= SHARE * len(losing), (sorted(diagnosed), sorted(set(losing) - diagnosed))
+    # A diagnosis given must fit: one of the mutants whose hint says the program's mistake.
+    told = {name: {d.mutant for d in losing[name].diagnosis} for name in FITS if name in losing}
+    unfitting = {name: sorted(found) for name, found in told.items() if found and not found & FITS[name]}
+    assert not unfitting, unfitting
