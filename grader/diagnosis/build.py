@@ -1,13 +1,12 @@
 """The signatures worked out by grading each mutant as a submission (`grader misconceptions SLUG`).
 
 Each mutant is graded on the exercise's top tier `seeds` times, each time on a seed of its own (the
-file with a comment line added, so its hash and so its seed differ): a test failing on every seed is
-part of the mistake, one failing on some is a random workload that reaches it only sometimes.
+seeds `grader audit` grades it on): a test failing on every seed is part of the mistake, one failing on
+some is a random workload that reaches it only sometimes.
 """
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from grader.diagnosis.signatures import Failure, Signature, Signatures, failure_
 from grader.exercise import Exercise, list_tests
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard
+from grader.seed_checks import seeded_tests
+from grader.seeding import audit_seeds
 
 SEEDS = 3
 
@@ -24,24 +25,11 @@ class BuildError(Exception):
     """A mutant the signatures cannot be made from: no hint, or a grading that is not `graded`."""
 
 
-def seed_variant(source: bytes, index: int) -> bytes:
-    """The mutant as graded the `index`th time: itself first, then with a comment that changes its seed."""
-    return source if index == 0 else source.rstrip(b"\n") + f"\n# seed variant {index}\n".encode()
-
-
-def seeded_tests(exercise: Exercise) -> list[str]:
+def seeded_test_keys(exercise: Exercise) -> list[str]:
     """The test keys of the tests that take the `seed` fixture: their workloads change with the seed."""
-    keys = []
-    for suite in exercise.suites.values():
-        takes_seed = set()
-        for file in sorted(suite.path.rglob("test_*.py")):
-            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and \
-                        any(arg.arg == "seed" for arg in node.args.args):
-                    takes_seed.add(node.name)
-        keys += [test_key(suite.name, name) for name in list_tests(suite)
-                 if name.split("[", 1)[0].split("::")[-1] in takes_seed]
-    return keys
+    seeded = seeded_tests(exercise)
+    return [test_key(suite.name, name) for suite in exercise.suites.values() for name in list_tests(suite)
+            if name.split("[", 1)[0].split("::")[-1] in seeded]
 
 
 def signature_of(name: str, hint: str, cards: list[Scorecard]) -> Signature:
@@ -71,7 +59,7 @@ def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
             raise BuildError(f"{path}: its docstring has no `Misconception:` paragraph (the mistake, in a "
                              "student's words, completing \"your program behaves like one that ...\")")
         source = path.read_bytes()
-        cards = [grade_bytes(seed_variant(source, index), exercise, tier, backend) for index in range(seeds)]
+        cards = [grade_bytes(source, exercise, tier, backend, seed=seed) for seed in audit_seeds(source, exercise, seeds)]
         for card in cards:
             if card.status != "graded":
                 raise BuildError(f"{path}: graded as {card.status}: {card.reason}")
@@ -79,4 +67,4 @@ def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
         found.append(signature)
         if on_mutant is not None:
             on_mutant(path, signature)
-    return Signatures(exercise.slug, fingerprint, tier, seeds, seeded_tests(exercise), found)
+    return Signatures(exercise.slug, fingerprint, tier, seeds, seeded_test_keys(exercise), found)
