@@ -51,7 +51,11 @@ class State:
     tables: dict[int, Any]  # seq id -> its block table
     refs: list[Any]  # block id -> reference count
     tokens: list[Any]  # block id -> tokens
-    gone: dict[int, Any] = field(default_factory=dict)  # seq id the call named, not live after it -> block_table()
+    # A sequence the call named that does not exist after it -> what fork(seq, seq) does: a KeyError (no
+    # such parent), where a sequence left behind gives the ValueError of a child that exists. The probe
+    # changes nothing either way, and needs no reader to raise (a block_table that returns [] for an
+    # unknown sequence is a mistake of its own, not a sequence left behind).
+    gone: dict[int, str] = field(default_factory=dict)
 
 
 REPLAY_LINES = 12  # a longer replay goes into the feedback only
@@ -122,14 +126,14 @@ def _plain(value: Any, kind: str) -> Any:
 def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True,
              gone: tuple[int, ...] = ()) -> State:
     """The reference's state (in this process); without `full`, its free count and tables only. `gone`:
-    sequences that do not exist (their block_table raises KeyError)."""
+    sequences that do not exist (fork(seq, seq) raises KeyError)."""
     return State(
         outcome=outcome,
         free=_read(manager.num_free_blocks, "int"),
         tables={s: _read(manager.block_table, "list", s) for s in seqs},
         refs=[_read(manager.ref_count, "int", b) for b in range(num_blocks)] if full else [],
         tokens=[_read(manager.block_tokens, "list", b) for b in range(num_blocks)] if full else [],
-        gone={s: _read(manager.block_table, "list", s) for s in gone},
+        gone={s: _call(manager, ("fork", s, s)) for s in gone},
     )
 
 
@@ -176,10 +180,11 @@ def _state_difference(want: State, got: State) -> str | None:
     for seq, table in want.tables.items():
         if got.tables.get(seq) != table:
             return f"block_table({seq}) should be {table}, yours is {(got.tables.get(seq))}"
-    for seq, read in want.gone.items():
-        if got.gone.get(seq) != read:
-            return (f"sequence {seq} does not exist after this call, so block_table({seq}) should raise "
-                    f"KeyError (rule 7), yours {_says(got.gone.get(seq))}")
+    for seq, outcome in want.gone.items():
+        if got.gone.get(seq) != outcome:
+            have = OUTCOME_WORDS.get(got.gone.get(seq, ""), f"raises {got.gone.get(seq)}")
+            return (f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
+                    f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
     if want.free != got.free:
         return f"num_free_blocks() should be {want.free}, yours is {(got.free)}"
     for block, (w, g) in enumerate(zip(want.refs, got.refs)):
@@ -189,10 +194,6 @@ def _state_difference(want: State, got: State) -> str | None:
         if w != g:
             return f"block_tokens({block}) should be {w}, yours is {(g)}"
     return None
-
-
-def _says(read: Any) -> str:
-    return read if isinstance(read, str) and read.startswith("raises ") else f"returns {read}"
 
 
 def _tables_cell(state: State) -> str:
@@ -320,7 +321,7 @@ class StepOps:
     tables: dict[int, int]  # seq id -> its block_table()
     refs: list[int]  # block id -> its ref_count()
     tokens: list[int]  # block id -> its block_tokens()
-    gone: dict[int, int]  # seq id the call named, not live after it -> its block_table()
+    gone: dict[int, int]  # seq id the call named, not live after it -> its fork(seq, seq)
 
 
 def _replay(ns: Any, sc: Scenario, want: list[State], full: bool = True) -> tuple[Replay, list[StepOps]]:
@@ -334,7 +335,8 @@ def _replay(ns: Any, sc: Scenario, want: list[State], full: bool = True) -> tupl
                      tables={seq: replay.add("block_table", seq) for seq in expected.tables},
                      refs=[replay.add("ref_count", b) for b in blocks],
                      tokens=[replay.add("block_tokens", b) for b in blocks],
-                     gone={seq: replay.add("block_table", seq) for seq in expected.gone})
+                     gone={seq: replay.add("fork", seq, seq, raises=outcome != "ok")
+                           for seq, outcome in expected.gone.items()})
              for call, expected in zip(sc.calls, want)]
     return replay, steps
 
@@ -345,7 +347,7 @@ def _observed(replay: Replay, ops: StepOps, expected: State) -> State:
                  tables={seq: replay.read(at, "list") for seq, at in ops.tables.items()},
                  refs=[replay.read(at, "int") for at in ops.refs],
                  tokens=[replay.read(at, "list") for at in ops.tokens],
-                 gone={seq: replay.read(at, "list") for seq, at in ops.gone.items()})
+                 gone={seq: replay.outcome(at, expected.gone[seq]) for seq, at in ops.gone.items()})
 
 
 def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None, Replay]:
@@ -454,7 +456,7 @@ def _differs_quickly(ns: Any, reference: Any, sc: Scenario) -> bool:
         if replay.outcome(ops.call, expected.outcome) != expected.outcome \
                 or replay.read(ops.free, "int") != expected.free \
                 or any(replay.read(at, "list") != expected.tables[seq] for seq, at in ops.tables.items()) \
-                or any(replay.read(at, "list") != expected.gone[seq] for seq, at in ops.gone.items()):
+                or any(replay.outcome(at, expected.gone[seq]) != expected.gone[seq] for seq, at in ops.gone.items()):
             return True
     return False
 
@@ -560,6 +562,12 @@ def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
             # A prompt sent before, again (a retry, a popular question): equal prompts share their
             # full blocks only, never a partial last block.
             call = ("allocate", ids.fresh(live), list(rng.choice(prompts)))
+        elif kind == "allocate" and prompts and rng.random() < 0.1:
+            # A prompt sent before with another beginning: its later blocks hold the same tokens at the
+            # same places after a different prefix, and are not the same blocks.
+            again = list(rng.choice(prompts))
+            again[:block_size] = [rng.randint(0, 9) for _ in again[:block_size]]
+            call = ("allocate", ids.fresh(live), again)
         elif kind == "allocate" and live and rng.random() < 0.2:
             # The next turn of a conversation: all a sequence holds (its prompt and what it generated)
             # and a few tokens more, so that blocks filled by decoding and partial last blocks meet an

@@ -6,6 +6,8 @@ a sequence the call named and that does not exist is unknown)."""
 import os
 import sys
 
+import pytest
+
 HERE = os.path.dirname(__file__)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # the helper module sits next to this file
@@ -264,6 +266,22 @@ def test_block_tokens_returns_a_new_list(ns, reference, feedback):
         ("allocate", 4, [7]),
         ("free", 4),
     )), "block_tokens")
+
+
+def test_block_table_of_an_unknown_sequence_raises_key_error(ns):
+    """block_table() of a sequence never made, or of one freed, raises KeyError (rule 7), as every
+    method that takes a seq_id does; it does not return an empty table."""
+    m = ns["BlockManager"](4, 2)
+    m.allocate(1, [1, 2, 3])
+    m.free(1)
+    for seq, what in ((1, "freed"), (5, "never allocated")):
+        try:
+            table = m.block_table(seq)
+        except KeyError:
+            continue
+        pytest.fail(f"block_table({seq}) of a sequence {what} should raise KeyError (rule 7), yours returns "
+                    f"{table!r}.\nReplay it:\nm = BlockManager(num_blocks=4, block_size=2)\nm.allocate(1, [1, 2, 3])"
+                    f"\nm.free(1)\nm.block_table({seq})", pytrace=False)
 
 
 # -- the statement's answers to what the rules leave open -------------------------------------------
