@@ -51,7 +51,7 @@ class State:
     tables: dict[int, Any]  # seq id -> its block table
     refs: list[Any]  # block id -> reference count
     tokens: list[Any]  # block id -> tokens
-    # A sequence the call named that does not exist after it -> what fork(seq, seq) does: a KeyError (no
+    # After a refused call, a sequence it named that does not exist -> what fork(seq, seq) does: a KeyError (no
     # such parent), where a sequence left behind gives the ValueError of a child that exists. The probe
     # changes nothing either way, and needs no reader to raise (a block_table that returns [] for an
     # unknown sequence is a mistake of its own, not a sequence left behind).
@@ -144,7 +144,8 @@ def run_reference(reference: Any, sc: Scenario, full: bool = True) -> list[State
     for call in sc.calls:
         outcome = _call(m, call)
         live = _live_after(live, call, outcome)
-        gone = tuple(dict.fromkeys(s for s in _named(call) if s not in live))
+        # After a refused call, the sequences it named that do not exist must still not exist.
+        gone = tuple(dict.fromkeys(s for s in _named(call) if s not in live)) if outcome != "ok" else ()
         states.append(snapshot(m, outcome, live, sc.num_blocks, full, gone))
     return states
 
@@ -410,6 +411,7 @@ def check_new_lists(ns: Any, reference: Any, feedback: Any, sc: Scenario, reader
         read = f"{reader}({arg})"
         lines = f"{sc.code()}\nx = m.{read}\nx.append({SENTINEL})\nm.{read}"
         fail = functools.partial(_fail_read, feedback, lines)
+        fail_sort = functools.partial(_fail_read, feedback, f"{sc.code()}\nx = m.{read}\nx.sort()")
         value = seen[first]
         if type(value) is not list:
             kind = "tuple" if type(value) is tuple else type(value).__name__
@@ -428,7 +430,7 @@ def check_new_lists(ns: Any, reference: Any, feedback: Any, sc: Scenario, reader
         try:
             seen[ordered]
         except AttributeError as exc:
-            fail(f"{read} returned something that is not a list (a caller cannot sort it: {exc}). "
+            fail_sort(f"{read} returned something that is not a list (a caller cannot sort it: {exc}). "
                  f"The statement asks for a new list; return list(...) of what you hold.")
 
 
