@@ -15,8 +15,9 @@ compared: an object of the submission only ever equals itself.
 
 from __future__ import annotations
 
+import functools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -50,6 +51,11 @@ class State:
     tables: dict[int, Any]  # seq id -> its block table
     refs: list[Any]  # block id -> reference count
     tokens: list[Any]  # block id -> tokens
+    # After a refused call, a sequence it named that does not exist -> what fork(seq, seq) does: a KeyError (no
+    # such parent), where a sequence left behind gives the ValueError of a child that exists. The probe
+    # changes nothing either way, and needs no reader to raise (a block_table that returns [] for an
+    # unknown sequence is a mistake of its own, not a sequence left behind).
+    gone: dict[int, str] = field(default_factory=dict)
 
 
 REPLAY_LINES = 12  # a longer replay goes into the feedback only
@@ -94,8 +100,18 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
     except NotImplementedError:
         raise
     except Exception as exc:
-        return f"raises {type(exc).__name__}"
+        return _raised(exc)
     return _plain(value, kind)
+
+
+def _raised(exc: BaseException) -> str:
+    """What a read raised, as a few words; a KeyError of the submission's own class is a KeyError."""
+    return "raises KeyError" if isinstance(exc, KeyError) else f"raises {type(exc).__name__}"
+
+
+def _named(call: Call) -> list[int]:
+    """The sequence ids a call names."""
+    return [call[1], call[2]] if call[0] == "fork" else [call[1]]
 
 
 def _plain(value: Any, kind: str) -> Any:
@@ -107,14 +123,17 @@ def _plain(value: Any, kind: str) -> Any:
     return f"a {type(value).__name__}, not a list of ints"
 
 
-def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True) -> State:
-    """The reference's state (in this process); without `full`, its free count and tables only."""
+def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True,
+             gone: tuple[int, ...] = ()) -> State:
+    """The reference's state (in this process); without `full`, its free count and tables only. `gone`:
+    sequences that do not exist (fork(seq, seq) raises KeyError)."""
     return State(
         outcome=outcome,
         free=_read(manager.num_free_blocks, "int"),
         tables={s: _read(manager.block_table, "list", s) for s in seqs},
         refs=[_read(manager.ref_count, "int", b) for b in range(num_blocks)] if full else [],
         tokens=[_read(manager.block_tokens, "list", b) for b in range(num_blocks)] if full else [],
+        gone={s: _call(manager, ("fork", s, s)) for s in gone},
     )
 
 
@@ -125,7 +144,9 @@ def run_reference(reference: Any, sc: Scenario, full: bool = True) -> list[State
     for call in sc.calls:
         outcome = _call(m, call)
         live = _live_after(live, call, outcome)
-        states.append(snapshot(m, outcome, live, sc.num_blocks, full))
+        # After a refused call, the sequences it named that do not exist must still not exist.
+        gone = tuple(dict.fromkeys(s for s in _named(call) if s not in live)) if outcome != "ok" else ()
+        states.append(snapshot(m, outcome, live, sc.num_blocks, full, gone))
     return states
 
 
@@ -146,9 +167,25 @@ def first_difference(want: State, got: State) -> str | None:
     if want.outcome != got.outcome:
         have = OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")
         return f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
+    detail = _state_difference(want, got)
+    if detail is None or want.outcome == "ok":
+        return detail
+    # The reference's state did not change (a refused call changes nothing), and the submission's was
+    # the same before the call (else an earlier step had differed): what differs is what the call changed.
+    return (f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, as it should, but a call that raises "
+            f"must change nothing (rules 6 and 7), and yours changed the state: "
+            f"{detail.replace(' should be ', ' should still be ', 1)}")
+
+
+def _state_difference(want: State, got: State) -> str | None:
     for seq, table in want.tables.items():
         if got.tables.get(seq) != table:
             return f"block_table({seq}) should be {table}, yours is {(got.tables.get(seq))}"
+    for seq, outcome in want.gone.items():
+        if got.gone.get(seq) != outcome:
+            have = OUTCOME_WORDS.get(got.gone.get(seq, ""), f"raises {got.gone.get(seq)}")
+            return (f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
+                    f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
     if want.free != got.free:
         return f"num_free_blocks() should be {want.free}, yours is {(got.free)}"
     for block, (w, g) in enumerate(zip(want.refs, got.refs)):
@@ -273,7 +310,7 @@ class Replay:
             # A method the manager does not have is named by the harness, as when a test reads it; an
             # AttributeError raised inside one that exists is what the read did.
             getattr(self.manager, self.ops[index][0])
-        return f"raises {type(exc).__name__}"
+        return _raised(exc)
 
 
 @dataclass
@@ -285,6 +322,7 @@ class StepOps:
     tables: dict[int, int]  # seq id -> its block_table()
     refs: list[int]  # block id -> its ref_count()
     tokens: list[int]  # block id -> its block_tokens()
+    gone: dict[int, int]  # seq id the call named, not live after it -> its fork(seq, seq)
 
 
 def _replay(ns: Any, sc: Scenario, want: list[State], full: bool = True) -> tuple[Replay, list[StepOps]]:
@@ -297,7 +335,9 @@ def _replay(ns: Any, sc: Scenario, want: list[State], full: bool = True) -> tupl
                      free=replay.add("num_free_blocks"),
                      tables={seq: replay.add("block_table", seq) for seq in expected.tables},
                      refs=[replay.add("ref_count", b) for b in blocks],
-                     tokens=[replay.add("block_tokens", b) for b in blocks])
+                     tokens=[replay.add("block_tokens", b) for b in blocks],
+                     gone={seq: replay.add("fork", seq, seq, raises=outcome != "ok")
+                           for seq, outcome in expected.gone.items()})
              for call, expected in zip(sc.calls, want)]
     return replay, steps
 
@@ -307,11 +347,13 @@ def _observed(replay: Replay, ops: StepOps, expected: State) -> State:
     return State(outcome=replay.outcome(ops.call, expected.outcome), free=replay.read(ops.free, "int"),
                  tables={seq: replay.read(at, "list") for seq, at in ops.tables.items()},
                  refs=[replay.read(at, "int") for at in ops.refs],
-                 tokens=[replay.read(at, "list") for at in ops.tokens])
+                 tokens=[replay.read(at, "list") for at in ops.tokens],
+                 gone={seq: replay.outcome(at, expected.gone[seq]) for seq, at in ops.gone.items()})
 
 
-def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None]:
-    """The reference's states, the submission's up to the first difference, and that difference."""
+def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State], str | None, Replay]:
+    """The reference's states, the submission's up to the first difference, that difference, and the
+    submission's side."""
     want = run_reference(reference, sc)
     replay, steps = _replay(ns, sc, want)
     got: list[State] = []
@@ -319,27 +361,87 @@ def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State
         got.append(_observed(replay, ops, expected))
         problem = first_difference(expected, got[-1])
         if problem:
-            return want[:len(got)], got, problem
-    return want, got, None
+            return want[:len(got)], got, problem, replay
+    return want, got, None, replay
 
 
-def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> None:
+def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> Replay:
     """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
-    the failure shows the fewest calls (of those made) that still make the submission differ."""
-    want, got, problem = _run(ns, reference, sc)
+    the failure shows the fewest calls (of those made) that still make the submission differ. The
+    submission's side, when all matched (its `manager` is in the scenario's last state)."""
+    want, got, problem, replay = _run(ns, reference, sc)
     if problem is None:
-        return
+        return replay
     if shrink:
         shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
         small = _shrink(ns, reference, shown)
         if small != shown and (again := _run(ns, reference, small))[2] is not None:
             about += f" (shrunk from {len(shown.calls)} calls)"
-            sc, (want, got, problem) = small, again
+            sc, (want, got, problem, _) = small, again
     _report(feedback, sc, want, got)
     step, context = len(got), f"While checking {about}: " if about else ""
-    replay = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
-              f"The {step} calls that lead here are below, to replay, beside the block tables.")
-    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay}", pytrace=False)
+    replay_text = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
+                   f"The {step} calls that lead here are below, to replay, beside the block tables.")
+    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay_text}", pytrace=False)
+
+
+# ------------------------------------------------------------------------ what a reader hands out
+
+SENTINEL = 4242  # what a caller appends to a list a reader returned
+
+
+def check_new_lists(ns: Any, reference: Any, feedback: Any, sc: Scenario, reader: str) -> None:
+    """Make the scenario's calls (checked as `check` does), then, for `reader` ("block_table" of every
+    live sequence, or "block_tokens" of every block), in the submission's process: take what it
+    returns, append to it as a caller may, and read again, which must be unchanged; and sort what a
+    second read returns, which only a list can do. Fails with what was handed out and how to fix it."""
+    replay = check(ns, reference, feedback, sc, about=f"the calls before reading {reader}()")
+    final = run_reference(reference, sc)[-1]
+    expected = final.tables if reader == "block_table" else dict(enumerate(final.tokens))
+    run = ns.scenario()
+    probes = []
+    for arg in expected:
+        first = run.call(replay.manager, reader, arg)
+        grown = run.call(first, "append", SENTINEL)
+        again = run.call(replay.manager, reader, arg)
+        second = run.call(replay.manager, reader, arg)
+        probes.append((arg, first, grown, again, run.call(second, "sort")))
+    seen = run.run()
+    for arg, first, grown, again, ordered in probes:
+        read = f"{reader}({arg})"
+        lines = f"{sc.code()}\nx = m.{read}\nx.append({SENTINEL})\nm.{read}"
+        fail = functools.partial(_fail_read, feedback, lines)
+        fail_sort = functools.partial(_fail_read, feedback, f"{sc.code()}\nx = m.{read}\nx.sort()")
+        value = seen[first]
+        if type(value) is not list:
+            kind = "tuple" if type(value) is tuple else type(value).__name__
+            fail(f"{read} returned {_shown(value)}, a {kind}: the statement asks for a new list, "
+                 f"which a caller may change (append to it, sort it); return list(...) of what you hold.")
+        try:
+            seen[grown]
+        except AttributeError as exc:
+            fail(f"{read} returned something that is not a list: appending to it raised {exc}. "
+                 f"The statement asks for a new list; return list(...) of what you hold.")
+        now = seen[again]
+        if now != expected[arg]:
+            fail(f"after a caller appended {SENTINEL} to the list {read} returned, {read} is {_shown(now)} "
+                 f"instead of {expected[arg]}: your {reader} hands out the list your manager keeps, so a "
+                 f"caller who changes what it got changes your manager. Return a new list (list(...)).")
+        try:
+            seen[ordered]
+        except AttributeError as exc:
+            fail_sort(f"{read} returned something that is not a list (a caller cannot sort it: {exc}). "
+                 f"The statement asks for a new list; return list(...) of what you hold.")
+
+
+def _fail_read(feedback: Any, lines: str, why: str) -> None:
+    feedback.text("the calls, to replay", lines)
+    pytest.fail(f"{why}\nReplay it:\n{lines}", pytrace=False)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 SHRINK_ATTEMPTS = 80  # a fixed number, so that the same submission always gets the same message
@@ -355,7 +457,8 @@ def _differs_quickly(ns: Any, reference: Any, sc: Scenario) -> bool:
         # where the reference's did not ends its scenario, and nothing after it is needed.
         if replay.outcome(ops.call, expected.outcome) != expected.outcome \
                 or replay.read(ops.free, "int") != expected.free \
-                or any(replay.read(at, "list") != expected.tables[seq] for seq, at in ops.tables.items()):
+                or any(replay.read(at, "list") != expected.tables[seq] for seq, at in ops.tables.items()) \
+                or any(replay.outcome(at, expected.gone[seq]) != expected.gone[seq] for seq, at in ops.gone.items()):
             return True
     return False
 
@@ -384,8 +487,59 @@ PROFILES = {
     "shared_prefixes": (24, 4, 70, {"allocate": 4, "append_token": 4, "fork": 1, "free": 2}),
     "parallel_sampling": (24, 4, 70, {"allocate": 2, "append_token": 6, "fork": 3, "free": 2}),
     "tight_cache": (10, 2, 70, {"allocate": 3, "append_token": 5, "fork": 2, "free": 4}),
+    # A full cache while forks share partial blocks: copies on write that find no free block.
+    "full_cache_forks": (7, 3, 70, {"allocate": 2, "append_token": 6, "fork": 4, "free": 2}),
+    "one_token_blocks": (8, 1, 60, {"allocate": 3, "append_token": 4, "fork": 2, "free": 3}),
+    "one_block_cache": (1, 3, 40, {"allocate": 4, "append_token": 4, "fork": 2, "free": 3}),
 }
-SYSTEM_PROMPTS = ([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 8, 8], [7, 7, 7, 7, 7, 7, 7, 7])
+SYSTEM_PROMPTS = ([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 8, 8], [7, 7, 7, 7, 7, 7, 7, 7], [0, 0, 0, 0, 0, 0])
+MISTAKES = 0.08  # how often a call is one the rules refuse (ValueError, KeyError), in every state
+
+
+class _Ids:
+    """Sequence ids as a server might pick them: in any order, 0 among them, now and then a large one,
+    and an id again once its sequence is freed."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.freed: list[int] = []  # ids whose sequence was freed (or never made): unknown to the manager
+
+    def fresh(self, live: list[int]) -> int:
+        rng = self.rng
+        if self.freed and rng.random() < 0.35:
+            return rng.choice(self.freed)
+        while True:
+            seq = rng.choice((0, rng.randint(1, 30), rng.randint(1, 30), rng.randint(31, 10**6)))
+            if seq not in live:
+                return seq
+
+    def after(self, live: list[int], call: Call) -> None:
+        self.freed = [s for s in dict.fromkeys(self.freed + _named(call)) if s not in live][-8:]
+
+
+def _prompt(rng: random.Random, block_size: int) -> list[int]:
+    """A new prompt: often a system prompt's beginning and a question; now and then exactly a number of
+    blocks long."""
+    prompt = list(rng.choice(SYSTEM_PROMPTS))[:rng.randint(1, 9)] if rng.random() < 0.7 else []
+    prompt += [rng.randint(0, 9) for _ in range(rng.randint(0 if prompt else 1, 6))]
+    if rng.random() < 0.3:  # exactly filling its blocks
+        blocks = max(1, -(-len(prompt) // block_size) - rng.randint(0, 1))
+        prompt = (prompt * block_size)[:blocks * block_size]
+    return prompt
+
+
+def _mistake(rng: random.Random, ids: _Ids, live: list[int]) -> Call:
+    """A call the rules refuse, of any kind the current state allows: which error comes first when two
+    apply is as rule 7 and the statement's list say."""
+    missing = ids.fresh(live)
+    options: list[Call] = [("allocate", missing, []), ("append_token", missing, rng.randint(0, 9)),
+                           ("free", missing), ("fork", missing, ids.fresh(live))]
+    if live:
+        seq, other = rng.choice(live), rng.choice(live)
+        options += [("allocate", seq, _prompt(rng, 4)), ("allocate", seq, []), ("allocate", seq, [1] * 40),
+                    ("fork", missing, seq),  # a missing parent and an existing child: the KeyError
+                    ("fork", seq, other)]  # an existing child (perhaps the parent itself): the ValueError
+    return rng.choice(options)
 
 
 def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
@@ -396,7 +550,7 @@ def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
     rng = random.Random(f"{profile}-{seed}")
     m = reference["BlockManager"](num_blocks, block_size)
     live: list[int] = []
-    next_id = 1
+    ids = _Ids(rng)
     calls: list[Call] = []
     prompts: list[list[int]] = []  # the prompts of the allocate() calls so far
     for _ in range(count):
@@ -404,31 +558,35 @@ def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
         if kind != "allocate" and not live:
             kind = "allocate"
         call: Call
-        if rng.random() < 0.03:  # now and then a mistake: a sequence that does not exist, or one again
-            call = ("allocate", rng.choice(live), [1]) if kind == "allocate" and live else ("free", next_id + 100)
+        if rng.random() < MISTAKES:
+            call = _mistake(rng, ids, live)
         elif kind == "allocate" and prompts and rng.random() < 0.1:
             # A prompt sent before, again (a retry, a popular question): equal prompts share their
             # full blocks only, never a partial last block.
-            call = ("allocate", next_id, list(rng.choice(prompts)))
+            call = ("allocate", ids.fresh(live), list(rng.choice(prompts)))
+        elif kind == "allocate" and prompts and rng.random() < 0.1:
+            # A prompt sent before with another beginning: its later blocks hold the same tokens at the
+            # same places after a different prefix, and are not the same blocks.
+            again = list(rng.choice(prompts))
+            again[:block_size] = [rng.randint(0, 9) for _ in again[:block_size]]
+            call = ("allocate", ids.fresh(live), again)
         elif kind == "allocate" and live and rng.random() < 0.2:
             # The next turn of a conversation: all a sequence holds (its prompt and what it generated)
             # and a few tokens more, so that blocks filled by decoding and partial last blocks meet an
             # equal prompt, and must not be shared with it.
             held = [t for b in m.block_table(rng.choice(live)) for t in m.block_tokens(b)]
-            call = ("allocate", next_id, held + [rng.randint(1, 9) for _ in range(rng.randint(0, 3))])
+            call = ("allocate", ids.fresh(live), held + [rng.randint(0, 9) for _ in range(rng.randint(0, 3))])
         elif kind == "allocate":
-            prompt = list(rng.choice(SYSTEM_PROMPTS))[:rng.randint(1, 9)] if rng.random() < 0.7 else []
-            prompt += [rng.randint(1, 9) for _ in range(rng.randint(0 if prompt else 1, 6))]
-            call = ("allocate", next_id, prompt)
+            call = ("allocate", ids.fresh(live), _prompt(rng, block_size))
         elif kind == "append_token":
-            call = ("append_token", rng.choice(live), rng.randint(1, 9))
+            call = ("append_token", rng.choice(live), rng.randint(0, 9))
         elif kind == "fork":
-            call = ("fork", rng.choice(live), next_id)
+            call = ("fork", rng.choice(live), ids.fresh(live))
         else:
             call = ("free", rng.choice(live))
         calls.append(call)
         if call[0] == "allocate" and call[2]:
             prompts.append(call[2])
         live = _live_after(live, call, _call(m, call))
-        next_id = max([next_id - 1, *live]) + 1
+        ids.after(live, call)
     return Scenario(num_blocks, block_size, tuple(calls))
