@@ -214,11 +214,26 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
         names = {row.mutant.name for row in generated_rows if row.mutant}
         warnings += [f"[audit.equivalent] names {name!r}, which the reference no longer gives: remove it"
                      for name in exercise.audit.equivalent if name not in names]
+    warnings += _diagnosis_warnings(exercise)
     figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
                for name, suites in exercise.tiers.items()]
     found = check_seeds(exercise)
     return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
                  generated_rows, seeds)
+
+
+def _diagnosis_warnings(exercise: Exercise) -> list[str]:
+    """What keeps the misconception diagnosis from telling a student their mistake: a mutant without its
+    hint, a signature file missing or made from other files."""
+    from grader.diagnosis.hints import mutant_hint
+    from grader.diagnosis.signatures import current_signatures
+
+    found = [f"{path.name} has no `Misconception:` hint in its docstring: no submission will be told its mistake"
+             for path in exercise.mutants if not mutant_hint(path)]
+    if exercise.mutants and current_signatures(exercise) is None:
+        found.append(f"the mutants' signatures are missing or stale: nothing is diagnosed until "
+                     f"`grader misconceptions {exercise.slug}` writes them again")
+    return found
 
 
 def _judge(row: AuditRow) -> None:

@@ -180,3 +180,11 @@ def test_audit_options_are_checked(capsys):
     with pytest.raises(SystemExit):
         main(["audit", EXERCISE, "--seeds", "0"])
     assert "0 must be at least 1" in capsys.readouterr().err
+
+
+def test_the_audit_says_what_keeps_the_diagnosis_from_naming_a_mistake(tmp_path, monkeypatch):
+    result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: {"test_decodes_run_before_the_prompt"})
+    assert "rule.py has no `Misconception:` hint in its docstring: no submission will be told its mistake" \
+        in result.warnings
+    # The copy's mutants are not those its signatures were made from.
+    assert any("signatures are missing or stale" in w and "grader misconceptions" in w for w in result.warnings)
