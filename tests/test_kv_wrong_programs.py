@@ -37,6 +37,7 @@ CAUGHT_BY = {
     "free_unknown_sequence_ignored": "test_mistakes_raise_and_change_nothing",
     "freed_blocks_queued_at_the_back": "test_the_lowest_free_block_is_taken_even_after_frees",
     "full_shared_block_copied": "test_appending_to_a_full_shared_block_takes_a_new_block_without_copying",
+    "prefixes_shared_by_every_manager": "test_two_managers_share_no_block_and_no_prompt",
     "ref_count_of_a_free_block_is_none": "test_free_keeps_the_blocks_others_hold",
     "refused_allocate_keeps_the_sequence": "test_a_refused_call_leaves_no_sequence_behind",
     "shared_block_forgotten_with_first_owner": "test_a_prompt_block_stays_shared_after_its_first_owner_is_freed",

@@ -192,3 +192,27 @@ def test_a_read_of_a_method_the_manager_lacks_is_named_as_when_a_test_reads_it(h
     with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
         with pytest.raises(AttributeError, match="block_tokens"):
             helpers.check(Names(client), reference, NoFeedback(), helpers.Scenario(4, 2, (("allocate", 1, [1, 2, 3]),)))
+
+
+def test_a_replay_in_a_message_builds_the_managers_it_needs_and_reproduces_alone(exercise):
+    """A program whose managers share state (a class attribute) fails only with a manager made before:
+    the message's replay makes that one first, so pasted alone into a fresh program it shows the fault,
+    where the failing manager's own calls alone would not."""
+    wrong = PROJECT / "tests" / "wrong_programs" / SLUG / "prefixes_shared_by_every_manager.py"
+    card = grade_bytes(wrong.read_bytes(), exercise, "premium", run_local, "local")
+    test = next(t for t in card.tests if t.name == "test_two_managers_share_no_block_and_no_prompt")
+    assert test.status == "failed" and "replay them first:" in test.message, test.message
+    replay = test.message.split("replay them first:\n", 1)[1].strip().splitlines()
+    assert replay[0].startswith("m1 = BlockManager(") and any(line.startswith("m = BlockManager(") for line in replay)
+    alone = replay[next(i for i, line in enumerate(replay) if line.startswith("m = "))]
+
+    def run(lines: list[str]) -> list[int]:
+        module = load_module(wrong, "shared_prefixes_program")  # a fresh import: the shared table starts empty
+        space = {"BlockManager": module.BlockManager}
+        exec("\n".join(lines), space)
+        return space["m"].block_table(1)
+
+    want = load_module(REFERENCE, "kv_reference").BlockManager(4, 2)
+    want.allocate(1, [1, 2, 3])
+    assert run(replay) != want.block_table(1)  # the whole replay shows the fault
+    assert run(replay[replay.index(alone):]) == want.block_table(1)  # the failing manager's calls alone do not

@@ -229,6 +229,25 @@ def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) ->
 
 # ----------------------------------------------------------------------------------------- the replay
 
+# The managers each test's program has made so far, by the test's `ns`: a failure's replay makes the
+# earlier ones first, since a manager of the submission may share state with another (a class attribute).
+_MADE: dict[int, tuple[Any, list[Replay]]] = {}
+
+
+def made_so_far(ns: Any) -> list[Replay]:
+    return _MADE.setdefault(id(ns), (ns, []))[1]
+
+
+def earlier_code(replays: list[Replay]) -> str:
+    """The managers made before, each with the calls it received (not the reads after them), as Python."""
+    lines = []
+    for number, replay in enumerate(replays, 1):
+        lines.append(f"m{number} = BlockManager(num_blocks={replay.size[0]}, block_size={replay.size[1]})")
+        lines += [f"m{number}.{fmt_call((replay.ops[i][0], *replay.ops[i][1]))}" for i in replay.calls
+                  if i < len(replay.results)]
+    return "\n".join(lines)
+
+
 class Replay:
     """The submission's side of a scenario: its calls, each followed by the reads that observe it, as
     operations on one BlockManager that run in the worker as scenarios of operations (one message for
@@ -281,6 +300,7 @@ class Replay:
         seen = run.run()
         self.scenarios += 1
         if made is not None:
+            made_so_far(self.ns).append(self)
             self.manager = seen[made]  # raises what the constructor raised, as ns["BlockManager"](...) would
         for step in steps:
             try:
@@ -369,10 +389,11 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
     """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
     the failure shows the fewest calls (of those made) that still make the submission differ. The
     submission's side, when all matched (its `manager` is in the scenario's last state)."""
+    earlier = list(made_so_far(ns))
     want, got, problem, replay = _run(ns, reference, sc)
     if problem is None:
         return replay
-    if shrink:
+    if shrink and not earlier:  # shrinking makes managers of its own: only a first manager is shrunk
         shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
         small = _shrink(ns, reference, shown)
         if small != shown and (again := _run(ns, reference, small))[2] is not None:
@@ -380,8 +401,19 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
             sc, (want, got, problem, _) = small, again
     _report(feedback, sc, want, got)
     step, context = len(got), f"While checking {about}: " if about else ""
-    replay_text = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
-                   f"The {step} calls that lead here are below, to replay, beside the block tables.")
+    before = earlier_code(earlier) if earlier else ""
+    lines = step + (len(before.splitlines()) if before else 0)
+    if before:
+        # Alone, these calls may behave: the program had made other managers before this one, and a
+        # manager may share state with another (a class attribute). The replay makes them first.
+        feedback.text("the managers this test made before, to replay first", before)
+        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and "
+                 "your managers may share state (a class attribute, say): ")
+        replay_text = (f"{first}replay them first:\n{before}\n{sc.code(upto=step)}" if lines <= REPLAY_LINES else
+                       f"{first}the calls to replay, theirs first, are in the feedback.")
+    else:
+        replay_text = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
+                       f"The {step} calls that lead here are below, to replay, beside the block tables.")
     pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay_text}", pytrace=False)
 
 

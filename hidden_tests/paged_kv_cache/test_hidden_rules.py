@@ -412,3 +412,11 @@ def test_a_cache_of_one_block(ns, reference, feedback):
         ("allocate", 3, [1, 0, 3]),
         ("allocate", 4, [1, 0, 3]),
     )), about="a cache of one block")
+
+
+def test_two_managers_share_no_block_and_no_prompt(ns, reference, feedback):
+    """Each BlockManager is a cache of its own: a prompt block known in one is unknown in another."""
+    first = Scenario(4, 2, (("allocate", 1, [1, 2, 3]), ("fork", 1, 2)))
+    check(ns, reference, feedback, first, about="a first manager")
+    check(ns, reference, feedback, Scenario(4, 2, (("allocate", 1, [1, 2, 3]), ("allocate", 2, [1, 2]))),
+          about="a second manager, made after the first")
