@@ -27,6 +27,18 @@ SEEDS = 3
 # Each wrong program, and a named premium test that must catch it on every seed: the test whose name
 # says the mistake (others may fail too).
 CAUGHT_BY = {
+    "diagnosis_allocate_grabs_then_fails": "test_allocate_out_of_blocks_changes_nothing",
+    "diagnosis_ceil_wrong": "test_a_prompt_that_fills_its_blocks_exactly_takes_no_extra_block",
+    "diagnosis_copy_loses_tokens": "test_copy_on_write_leaves_the_parent_untouched",
+    "diagnosis_fork_no_refs": "test_each_fork_copies_its_own_block_once",
+    "diagnosis_free_everything": "test_free_keeps_the_blocks_others_hold",
+    "diagnosis_free_keeps_old_tokens": "test_free_returns_the_blocks",
+    "diagnosis_newest_free_first": "test_the_lowest_free_block_is_taken_even_after_frees",
+    "diagnosis_reader_returns_own_list": "test_block_table_returns_a_new_list",
+    "diagnosis_reallocate_replaces": "test_allocate_of_an_existing_id_raises_value_error_whatever_the_prompt",
+    "diagnosis_shares_by_block_content": "test_a_block_is_shared_only_when_the_whole_prefix_matches",
+    "diagnosis_shares_nothing": "test_a_block_is_shared_only_when_the_whole_prefix_matches",
+    "diagnosis_writes_into_shared_block": "test_copy_on_write_leaves_the_parent_untouched",
     "allocate_checks_room_before_duplicate": "test_allocate_of_an_existing_id_raises_value_error_whatever_the_prompt",
     "block_table_of_unknown_is_empty": "test_block_table_of_an_unknown_sequence_raises_key_error",
     "block_zero_never_shared": "test_a_block_is_shared_only_when_the_whole_prefix_matches",

@@ -63,7 +63,8 @@ class Scheduler:
            It moves to the end of `running`, its reservation (`prompt_len + max_new`) is taken
            now, and it gets `min(prompt_len, budget left)` tokens. The first head that does not
            fit stops admission for this step: requests behind it never jump ahead
-           (head-of-line blocking).
+           (head-of-line blocking). The requests admitted earlier in the same step count: they
+           are in `running` and `reserved` from the moment they are admitted.
 
         `schedule()` does not change `prefilled` or `generated`; `complete()` does. Keep `waiting`,
         `running` and `reserved` true after every call (they may be changed in place or replaced):
@@ -78,9 +79,12 @@ class Scheduler:
           finishes the prompt, the request emits its first output token (`generated += 1`).
         - A decode entry emits one token (`generated += 1`).
         - A request whose `generated` reaches `max_new` leaves `running`, and its reservation
-          (`prompt_len + max_new`) is released at once, so the next `schedule()` can use it.
+          (`prompt_len + max_new`) is released at once, so the next `schedule()` can use it. The
+          requests that stay keep their order in `running`.
 
-        `plan` is the very list the last `schedule()` returned, unchanged; `complete([])` returns `[]`.
+        `plan` is the very list the last `schedule()` returned, unchanged: read it, leave it as it is
+        (the engine keeps it). `complete([])` returns `[]`. `complete()` never admits anyone: a request
+        added since the last `schedule()` waits for the next one.
         Return the ids (`rid`) of the requests that emitted a token in this step, as a list in plan
         order, each id once (the tests do not check the order).
         """
