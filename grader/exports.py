@@ -48,6 +48,7 @@ from typing import Any
 
 from markupsafe import escape
 
+from grader.diagnosis.words import card_diagnosis
 from grader.exercise import VISIBILITIES
 from grader.report import (
     MESSAGE_LIMIT,
@@ -200,12 +201,25 @@ def _gradescope_output(card: Scorecard, shown: dict[str, str]) -> str:
     return "\n".join(lines + [footer]) + "\n"
 
 
+def _gradescope_diagnosis(card: Scorecard, shown: dict[str, str]) -> list[dict[str, Any]]:
+    """The misconception the failures look like, as an entry of no points, shown no sooner than the
+    most held-back suite the run's tests came from: a diagnosis drawn from hidden tests says no more,
+    and no earlier, than they do."""
+    sentence = card_diagnosis(card)
+    if not sentence:
+        return []
+    visibility = min((shown[t.suite] for t in card.tests), key=VISIBILITIES.index, default="hidden")
+    return [{"name": "A likely cause", "name_format": "text", "output": printable(sentence) + "\n",
+             "output_format": "md", "tags": ["diagnosis"], "visibility": visibility}]
+
+
 def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
     shown = suite_visibility(card, hidden_visibility)
     tests: list[dict[str, Any]] = []
     if card.status == "graded":
         tests = [_gradescope_test(test, shown[test.suite]) for test in card.tests]
         tests += [_gradescope_locked(card, suite, shown[suite]) for suite in dict.fromkeys(t.suite for t in card.locked)]
+        tests += _gradescope_diagnosis(card, shown)
     elif card.status == "rejected":  # the student's file: a graded 0, with the reason where students look first
         tests = [{"name": "Submission rejected", "name_format": "text", "score": 0, "max_score": card.max_score,
                   "status": "failed", "output": md_fence(printable(card.reason)) + "\n", "output_format": "md",
