@@ -22,20 +22,38 @@ pytestmark = pytest.mark.slow
 
 SLUGS = ("continuous_batching", "paged_kv_cache")
 SHARE = 0.6  # the least share of wrong programs that must get a diagnosis
-# The wrong programs written for this measurement (diagnosis_*.py) -> the mutants whose hint fits their
-# mistake; an empty set: no mutant's hint fits, so none may be given.
+# The wrong programs written for this measurement (diagnosis_*.py), and those written apart whose
+# mistake a mutant shares -> the mutants whose hint fits their mistake; an empty set: no mutant's hint
+# fits, so none may be given.
 FITS: dict[str, set[str]] = {
     "diagnosis_admits_any_that_fits": {"03_skip_blocked_head"},
     "diagnosis_budget_can_go_negative": {"11_admit_with_zero_budget"},
     "diagnosis_chunk_ignores_budget": {"08_chunk_not_capped_by_budget"},
     "diagnosis_complete_reports_all": {"25_complete_returns_all_plan_ids"},
     "diagnosis_decodes_are_free": set(),
-    "diagnosis_finishes_one_early": set(),
+    "diagnosis_finishes_one_early": {"44_first_token_counted_twice"},
     "diagnosis_first_token_with_decode": {"13_first_token_late"},
     "diagnosis_no_release": {"18_no_release"},
     "diagnosis_reserve_prompt_only": {"06_kv_reserve_prompt_only"},
     "diagnosis_seq_cap_greater": {"07_seq_cap_off_by_one"},
     "diagnosis_waiting_newest_first": {"24_waiting_lifo"},
+    "admission_budget_counts_decodes_only": {"41_admission_budget_after_decodes_only"},
+    "complete_pops_the_plan": {"32_complete_empties_the_plan"},
+    "complete_refills_the_freed_seat": {"35_complete_admits_into_the_freed_seat"},
+    "decodes_in_id_order": {"33_decodes_in_id_order"},
+    "double_counts_finishing_prefill": {"44_first_token_counted_twice"},
+    "free_kv_taken_once": {"37_free_kv_counted_once"},
+    "kv_check_for_the_prompt_only": {"45_kv_check_prompt_only"},
+    "looks_past_a_blocked_head": {"03_skip_blocked_head"},
+    "prompt_chunk_not_cut_to_the_budget": {"08_chunk_not_capped_by_budget"},
+    "removal_swaps_with_the_last": {"34_removal_swaps_in_the_last"},
+    "removes_finished_at_next_schedule": {"43_removed_at_next_schedule"},
+    "reserved_counts_tokens_in_the_cache": {"38_reserved_counts_cache_tokens"},
+    "reserves_kv_when_the_prompt_is_in": {"39_reserve_when_the_prompt_is_in"},
+    "returns_only_finished_ids": {"42_complete_returns_finished_ids"},
+    "seat_count_taken_once": {"36_seats_counted_once"},
+    "seats_are_for_decoding_requests": {"40_seats_for_decoding_only"},
+    "waits_until_the_whole_prompt_fits": {"46_waits_for_the_whole_prompt"},
     "diagnosis_newest_free_first": {"01_free_blocks_lifo"},
     "diagnosis_ceil_wrong": {"03_extra_block_for_exact_fit"},
     "diagnosis_shares_nothing": {"04_no_prefix_sharing"},
