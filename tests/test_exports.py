@@ -137,6 +137,7 @@ def test_gradescope_results_use_only_documented_fields_with_their_types(cards):
 def test_gradescope_scores_and_outputs_match_the_scorecard(cards):
     card = cards["mutant"]
     data = json.loads(gradescope(card))
+    data["tests"] = [t for t in data["tests"] if "diagnosis" not in t["tags"]]  # of no points: below
     assert data["score"] == card.score == sum(t["score"] for t in data["tests"])
     assert sum(t["max_score"] for t in data["tests"]) == card.max_score
     assert [t["name"] for t in data["tests"]] == [t.name for t in card.tests]
@@ -156,11 +157,12 @@ def test_gradescope_scores_and_outputs_match_the_scorecard(cards):
 def test_gradescope_visibility_is_set_per_suite_and_can_be_overridden(cards):
     card = cards["mutant"]
     assert card.suite_visibility == {"hidden": "after_published"} and card.open_suites == ["visible"]
-    shown = {t["extra_data"]["suite"]: t["visibility"] for t in json.loads(gradescope(card))["tests"]}
+    shown = {t["extra_data"]["suite"]: t["visibility"] for t in json.loads(gradescope(card))["tests"]
+             if "diagnosis" not in t["tags"]}
     assert shown == {"visible": "visible", "hidden": "after_published"}
     for chosen in VISIBILITIES:
         data = json.loads(gradescope(card, hidden_visibility=chosen))
-        shown = {t["extra_data"]["suite"]: t["visibility"] for t in data["tests"]}
+        shown = {t["extra_data"]["suite"]: t["visibility"] for t in data["tests"] if "diagnosis" not in t["tags"]}
         assert shown == {"visible": "visible", "hidden": chosen}  # the free tier's suite stays visible
         assert data["extra_data"]["suite_visibility"] == {"visible": "visible", "hidden": chosen}
     # A suite the card says nothing about is held back, not shown (fail closed); exercise.toml can open one.
@@ -170,6 +172,19 @@ def test_gradescope_visibility_is_set_per_suite_and_can_be_overridden(cards):
         "hidden": "visible"}
     with pytest.raises(ValueError, match="is not one of hidden, after_due_date, after_published, visible"):
         gradescope(card, hidden_visibility="later")
+
+
+def test_gradescope_gives_the_diagnosis_no_sooner_than_the_tests_it_came_from(cards):
+    card = cards["mutant"]
+    assert card.diagnosis, "the mutant's failures look like its own misconception"
+    for chosen in VISIBILITIES:
+        data = json.loads(gradescope(card, hidden_visibility=chosen))
+        told = [t for t in data["tests"] if "diagnosis" in t["tags"]]
+        assert len(told) == 1 and "score" not in told[0] and told[0]["visibility"] == chosen
+        assert told[0]["output"].startswith("Your program behaves like one that ")
+        assert card.diagnosis[0].hint in told[0]["output"] and card.diagnosis[0].hint not in top_level(data)
+    # A run with full marks or no diagnosis has no such entry.
+    assert not any("diagnosis" in t["tags"] for t in json.loads(gradescope(cards["free"]))["tests"])
 
 
 def top_level(data: dict) -> str:
