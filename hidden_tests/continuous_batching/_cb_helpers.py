@@ -726,7 +726,10 @@ def random_scenario(seed: int | str, profile: str) -> Scenario:
             prompt = kv - new  # a request that fills the KV cache exactly, now and then
         reqs.append(R(rid, prompt, new, at=1 + rng.randrange(cfg["window"])))
     reqs.sort(key=lambda r: r.at)
-    reqs = [replace(r, rid=i) for i, r in enumerate(reqs)]  # ids in arrival order, easier to read
+    # Ids are the student's to compare, never to order by: half the workloads number the requests in
+    # arrival order (easier to read), the others draw any ids, 0 and large ones among them, in any order.
+    ids = list(range(len(reqs))) if rng.random() < 0.5 else rng.sample(range(10 * len(reqs) + 1000), len(reqs))
+    reqs = [replace(r, rid=rid) for rid, r in zip(ids, reqs)]
     return Scenario(rng.randint(*cfg["budget"]), rng.randint(*cfg["seats"]), kv, tuple(reqs))
 
 
