@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow
 
 SLUGS = ("continuous_batching", "paged_kv_cache")
 SHARE = 0.6  # the least share of wrong programs that must get a diagnosis
-# The wrong programs written for this measurement (diagnosis_*.py) -> the mutants whose hint fits their
-# mistake; an empty set: no mutant's hint fits, so none may be given.
+# The wrong programs (the diagnosis_*.py written for this measurement, and others) -> the mutants whose
+# hint fits their mistake; an empty set: no mutant's hint fits, so none may be given.
 FITS: dict[str, set[str]] = {
     "diagnosis_admits_any_that_fits": {"03_skip_blocked_head"},
     "diagnosis_budget_can_go_negative": {"11_admit_with_zero_budget"},
@@ -47,7 +47,28 @@ FITS: dict[str, set[str]] = {
     "diagnosis_reallocate_replaces": {"18_duplicate_allocate_overwrites"},
     "diagnosis_free_keeps_old_tokens": {"21_free_keeps_tokens"},
     "diagnosis_copy_loses_tokens": {"09_copy_drops_old_tokens"},
-    "diagnosis_reader_returns_own_list": set(),
+    "diagnosis_reader_returns_own_list": {"22_block_table_hands_out_its_own_list"},
+    # paged_kv_cache's other wrong programs, each with the mutant that makes its mistake
+    "allocate_checks_room_before_duplicate": {"28_allocate_checks_room_before_the_id"},
+    "block_table_of_unknown_is_empty": {"30_unknown_sequence_has_an_empty_table"},
+    "block_zero_never_shared": {"38_block_zero_never_shared"},
+    "copy_on_write_shares_the_token_list": {"35_copy_shares_the_token_list"},
+    "cow_lowers_count_before_taking": {"27_copy_lets_go_before_taking"},
+    "fork_checks_child_first": {"26_fork_checks_the_child_first"},
+    "fork_copies_the_last_partial_block": {"36_fork_copies_the_partial_last_block"},
+    "free_unknown_sequence_ignored": {"31_free_of_an_unknown_sequence_ignored"},
+    "freed_blocks_queued_at_the_back": {"37_free_blocks_fifo"},
+    "full_shared_block_copied": {"33_full_shared_block_copied"},
+    "ref_count_of_a_free_block_is_none": {"39_ref_count_of_a_free_block_is_none"},
+    "refused_allocate_keeps_the_sequence": {"29_refused_allocate_keeps_the_sequence"},
+    "shared_block_forgotten_with_first_owner": {"32_shared_block_forgotten_with_its_maker"},
+    "shared_by_position_and_block_tokens": {"34_prefix_by_position_and_block_tokens",
+                                            "06_prefix_by_block_tokens_only"},
+    "table_is_a_tuple": {"24_block_table_returns_a_tuple"},
+    "table_returns_own_list": {"22_block_table_hands_out_its_own_list"},
+    "tokens_as_deque": {"25_block_tokens_returns_a_deque"},
+    "tokens_returns_own_list": {"23_block_tokens_hands_out_its_own_list"},
+    "zero_marks_an_empty_slot": set(),
 }
 
 

@@ -1,7 +1,6 @@
-"""free() forgets a prompt block for sharing even while other sequences still hold it.
+"""ref_count() of a block no sequence holds is None, not 0.
 
-Misconception: stops knowing a prompt block for sharing as soon as a sequence holding it is freed, even while
-other sequences still hold it, so a later prompt with the same beginning takes new blocks.
+Misconception: gives None as the reference count of a block no sequence holds, instead of 0.
 
 A mutant of the reference, for `grader audit`: the premium suite must fail it.
 """
@@ -35,7 +34,7 @@ class BlockManager:
         return list(self._table(seq_id))
 
     def ref_count(self, block_id: int) -> int:
-        return self._refs[block_id]
+        return self._refs[block_id] or None  # type: ignore[return-value]
 
     def block_tokens(self, block_id: int) -> list[int]:
         return list(self._tokens[block_id])
@@ -93,11 +92,11 @@ class BlockManager:
     def free(self, seq_id: int) -> None:
         for block in self._table(seq_id):
             self._refs[block] -= 1
-            prefix = self._prefix_of.pop(block, None)
-            if prefix is not None:
-                del self._by_prefix[prefix]
             if self._refs[block] == 0:
                 self._tokens[block] = []
+                prefix = self._prefix_of.pop(block, None)
+                if prefix is not None:
+                    del self._by_prefix[prefix]
                 heapq.heappush(self._free, block)
         del self._tables[seq_id]
 
