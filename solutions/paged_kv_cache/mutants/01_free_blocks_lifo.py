@@ -16,7 +16,7 @@ class BlockManager:
     def __init__(self, num_blocks: int, block_size: int) -> None:
         self.num_blocks = num_blocks
         self.block_size = block_size
-        self._free = list(range(num_blocks))  # a min-heap: the lowest free id is handed out first
+        self._free = list(range(num_blocks))[::-1]  # a stack: block 0 on top at the start
         self._refs = [0] * num_blocks
         self._tokens: list[list[int]] = [[] for _ in range(num_blocks)]
         self._tables: dict[int, list[int]] = {}
