@@ -1,10 +1,11 @@
-"""paged_kv_cache graded as a class of students would be: programs written from the statement alone, each
-with one mistake a student makes (tests/wrong_programs/paged_kv_cache/), lose points on every seed, and
-always in a named test of the premium suite (one that does not draw from the `seed` fixture), not only
-by the luck of a random workload; correct programs in other styles get full marks on every seed.
+"""Programs a class might write from a statement alone, graded as that class would be.
 
-A submission's seed comes from its bytes (grader/seeding.py): a comment line of its own gives the same
-program another seed.
+tests/wrong_programs/SLUG/ holds whole submissions, each with one plausible mistake that its docstring's
+first line says in a student's words; correct/ holds correct ones in other styles. None is a copy of the
+reference or of a mutant. Each is graded on the premium tier on three seeds (those `grader audit` grades
+a mutant on): every wrong one must lose points on every seed, in at least one test that does not take
+the `seed` fixture (a named test catches the mistake, not a lucky workload), and every correct one must
+get full marks.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise import load_exercise
+from grader.exercise import Exercise, load_exercise
 from grader.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
+from grader.scorecard import Scorecard
+from grader.seed_checks import seeded_tests
+from grader.seeding import audit_seeds
 from tests.helpers import PROJECT
 
-SLUG = "paged_kv_cache"
-PROGRAMS = PROJECT / "tests" / "wrong_programs" / SLUG
-HIDDEN = PROJECT / "hidden_tests" / SLUG
+SLUGS = ("continuous_batching", "paged_kv_cache")
 SEEDS = 3
 
-# Each wrong program, and a named premium test that must catch it on every seed: the test whose name
-# says the mistake (others may fail too).
-CAUGHT_BY = {
+# paged_kv_cache: each wrong program, and a named premium test that must catch it on every seed (the
+# test whose name says the mistake; others may fail too).
+KV_CAUGHT_BY = {
     "diagnosis_allocate_grabs_then_fails": "test_allocate_out_of_blocks_changes_nothing",
     "diagnosis_ceil_wrong": "test_a_prompt_that_fills_its_blocks_exactly_takes_no_extra_block",
     "diagnosis_copy_loses_tokens": "test_copy_on_write_leaves_the_parent_untouched",
@@ -60,23 +62,23 @@ CAUGHT_BY = {
     "tokens_returns_own_list": "test_block_tokens_returns_a_new_list",
     "zero_marks_an_empty_slot": "test_blocks_of_one_token",
 }
-WRONG = sorted(p.stem for p in PROGRAMS.glob("*.py"))
-CORRECT = sorted(p.stem for p in (PROGRAMS / "correct").glob("*.py"))
 
 
-def seeded_tests() -> set[str]:
-    """The premium tests that take the `seed` fixture (their random workloads differ by seed)."""
-    names = set()
-    for path in HIDDEN.glob("test_*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and any(a.arg == "seed" for a in node.args.args):
-                names.add(node.name)
-    return names
+def folder(slug: str, kind: str = "") -> Path:
+    return PROJECT / "tests" / "wrong_programs" / slug / kind
 
 
-@pytest.fixture(scope="module")
-def exercise():
-    return load_exercise(SLUG)
+def programs(slug: str, kind: str = "") -> list[str]:
+    return sorted(p.stem for p in folder(slug, kind).glob("*.py"))
+
+
+WRONG = [(slug, name) for slug in SLUGS for name in programs(slug)]
+CORRECT = [(slug, name) for slug in SLUGS for name in programs(slug, "correct")]
+
+
+def docstring_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
 @pytest.fixture(scope="module")
@@ -86,40 +88,48 @@ def backend():
     backend.close()
 
 
-def gradings(path: Path, exercise, backend) -> list:
-    """The program graded on the premium tier on SEEDS seeds (a comment line of its own for each)."""
+def gradings(path: Path, exercise: Exercise, backend: LocalBackend) -> list[Scorecard]:
     source = path.read_bytes()
-    cards = [grade_bytes(source + f"\n# seed variant {i}\n".encode(), exercise, "premium", backend, "local")
-             for i in range(SEEDS)]
-    assert len({card.seed for card in cards}) == SEEDS
-    return cards
+    return [grade_bytes(source, exercise, "premium", backend, "local", seed)
+            for seed in audit_seeds(source, exercise, SEEDS)]
 
 
-def test_every_wrong_program_is_listed_with_the_named_test_that_catches_it():
-    assert len(WRONG) >= 14 and len(CORRECT) >= 3
-    assert sorted(CAUGHT_BY) == WRONG
-    seeded = seeded_tests()
-    assert seeded and not seeded & set(CAUGHT_BY.values())
-    for name in WRONG:
-        doc = ast.get_docstring(ast.parse((PROGRAMS / f"{name}.py").read_text()))
-        assert doc and doc.splitlines()[0].strip(), f"{name}.py: its docstring's first line says the mistake"
+@pytest.mark.parametrize("slug", SLUGS)
+def test_there_are_enough_programs_each_saying_its_mistake_and_none_a_mutant(slug):
+    wrong, correct = programs(slug), programs(slug, "correct")
+    assert len(wrong) >= 14 and len(correct) >= 3, (wrong, correct)
+    exercise = load_exercise(slug)
+    given = {exercise.reference.read_text(), *(p.read_text() for p in exercise.mutants)}
+    for name in wrong:
+        path = folder(slug) / f"{name}.py"
+        assert len(docstring_line(path)) > 20, f"{name}: the docstring's first line says the mistake"
+        assert path.read_text() not in given, f"{name} is the reference or a mutant"
+
+
+def test_every_paged_kv_cache_program_is_listed_with_a_named_test_that_catches_it():
+    assert sorted(KV_CAUGHT_BY) == programs("paged_kv_cache")
+    seeded = seeded_tests(load_exercise("paged_kv_cache"))
+    assert seeded and not seeded & set(KV_CAUGHT_BY.values())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", WRONG)
-def test_a_wrong_program_loses_points_in_a_named_test_on_every_seed(exercise, backend, name):
-    seeded = seeded_tests()
-    for card in gradings(PROGRAMS / f"{name}.py", exercise, backend):
+@pytest.mark.parametrize(("slug", "name"), WRONG)
+def test_a_wrong_program_loses_points_on_every_seed_in_a_named_test(backend, slug, name):
+    exercise = load_exercise(slug)
+    seeded = seeded_tests(exercise)
+    for card in gradings(folder(slug) / f"{name}.py", exercise, backend):
         assert card.status == "graded", card.reason
         failed = {t.name.split("[")[0] for t in card.tests if t.status != "passed"}
         assert card.score < card.max_score, f"{name} got full marks on seed {card.seed}"
         assert failed - seeded, f"{name} lost points on seed {card.seed} only in random workloads: {sorted(failed)}"
-        assert CAUGHT_BY[name] in failed, f"{name}: {CAUGHT_BY[name]} passed on seed {card.seed}; failed: {sorted(failed)}"
+        if slug == "paged_kv_cache":
+            assert KV_CAUGHT_BY[name] in failed, f"{name}: {KV_CAUGHT_BY[name]} passed on seed {card.seed}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CORRECT)
-def test_a_correct_program_gets_full_marks_on_every_seed(exercise, backend, name):
-    for card in gradings(PROGRAMS / "correct" / f"{name}.py", exercise, backend):
+@pytest.mark.parametrize(("slug", "name"), CORRECT)
+def test_a_correct_program_gets_full_marks_on_every_seed(backend, slug, name):
+    exercise = load_exercise(slug)
+    for card in gradings(folder(slug, "correct") / f"{name}.py", exercise, backend):
         assert card.status == "graded", card.reason
         assert card.score == card.max_score > 0, [(t.name, t.message[:300]) for t in card.tests if t.status != "passed"]
