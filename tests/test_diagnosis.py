@@ -79,6 +79,18 @@ def test_a_stale_file_is_not_used(tmp_path):
     assert main(["misconceptions", str(exercise.folder), "--check"]) == 1
 
 
+def test_a_due_date_or_an_audit_declaration_leaves_the_file_current_and_a_limit_does_not(tmp_path):
+    exercise = plain_copy(tmp_path)
+    toml = exercise.folder / "exercise.toml"
+    original = toml.read_text()
+    toml.write_text(original.replace("[web]\n", "[web]\ndue = 2031-01-01T00:00:00+00:00\n", 1)
+                    .replace("[audit]\nseeds = 3", "[audit]\nseeds = 4"))
+    assert "due = 2031" in toml.read_text() and "seeds = 4" in toml.read_text()
+    assert current_signatures(load_exercise(str(exercise.folder))) is not None
+    toml.write_text(original.replace("call_timeout_s = 5", "call_timeout_s = 4"))
+    assert current_signatures(load_exercise(str(exercise.folder))) is None  # a limit can change what fails
+
+
 def plain_copy(folder: Path) -> Exercise:
     """The exercise's files copied as they are (its signature file stays current)."""
     for top in ("exercises", "hidden_tests", "solutions"):

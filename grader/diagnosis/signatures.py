@@ -5,8 +5,8 @@ seeds it failed on (a random workload may fail on some seeds only) and the kinds
 status and the message's first line with each scenario's particulars masked, as reports group
 failures: grader/grouping.py). A tier's signature is the part of it in that tier's suites.
 
-The file carries a fingerprint of what the signatures were graded against (exercise.toml, every
-suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
+The file carries a fingerprint of what the signatures were graded against (exercise.toml's grading
+settings, every suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
 exercise's is stale, and nothing is diagnosed from it until `grader misconceptions SLUG` writes it again.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.exercise import Exercise, files_fingerprint
+from grader.exercise import Exercise, files_fingerprint, tomllib
 from grader.grouping import cause_key
 from grader.scorecard import TestResult
 
@@ -88,19 +88,36 @@ def _inputs(exercise: Exercise) -> list[Path]:
             exercise.reference, *exercise.mutants]
 
 
+# The parts of exercise.toml that change no test's outcome: a date, the web page's settings or an
+# audit's declaration leave every signature as it is.
+NOT_GRADING = ("web", "prediction", "similarity", "audit", "title")
+
+
+def _grading_settings(toml: Path) -> bytes:
+    """exercise.toml's settings that can change what a mutant fails, in one canonical form."""
+    try:
+        config = tomllib.loads(toml.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return toml.read_bytes() if toml.is_file() else b""
+    kept = {key: value for key, value in config.items() if key not in NOT_GRADING}
+    return json.dumps(kept, sort_keys=True, default=str).encode()
+
+
 _fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
 
 
 def signatures_fingerprint(exercise: Exercise) -> str:
-    """A digest of what the signatures depend on: exercise.toml, the suites' files, the reference and the
-    mutants (hints included). Read again only when a file's name, size or time changed."""
+    """A digest of what the signatures depend on: exercise.toml's grading settings (not its dates, web
+    page or audit settings), the suites' files, the reference and the mutants (hints included). Read
+    again only when a file's name, size or time changed."""
     paths = _inputs(exercise)
     stat = files_fingerprint(paths)
     known = _fingerprints.get(str(exercise.folder))
     if known is not None and known[0] == stat:
         return known[1]
     digest = hashlib.sha256(f"misconceptions {FORMAT}\0".encode())
-    for path in paths:
+    digest.update(_grading_settings(paths[0]) + b"\0")
+    for path in paths[1:]:
         files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
         for file in files:
             if file.is_file() and "__pycache__" not in file.parts and not file.name.endswith(".pyc"):
