@@ -172,8 +172,12 @@ def test_complete_leaves_the_plan_unchanged(ns):
         steps.append((plan, run.call(plan, "__mul__", 1)))  # a copy of the plan as it is after complete()
     seen = run.run()
     ids = {id(seen[r]): rid for rid, r in reqs}
+    # The plans are read too: an empty plan, left empty, says nothing of what complete() does with one.
+    expected = [[(0, 1), (1, 7)], [(0, 1), (1, 3)]]
     for step, (plan, after) in enumerate(steps, 1):
         before = plain_plan(seen[plan], ids, step)
+        expect_that(before == expected[step - 1], f"step {step}: schedule() should return "
+                                                  f"{fmt_plan(expected[step - 1])}, but it returned {fmt_plan(before)}")
         now = plain_plan(seen[after], ids, step)
         expect_that(now == before, f"step {step}: schedule() returned {fmt_plan(before)}, and after complete() that "
                                    f"same list holds {fmt_plan(now)}: complete() only reads the plan, it must leave "
