@@ -19,8 +19,8 @@
   none of its tests has a score, so nothing reads as a test failed. The grader's own account of an
   error is the staff's (run_autograder's output, `stdout_visibility` hidden).
 - PrairieLearn `results.json` (https://prairielearn.readthedocs.io/en/latest/externalGrading/): `score`
-  as a fraction in [0, 1], `gradable` (false only for invalid student input: "invalid, not gradable", no
-  points and no attempt used) with `format_errors`, `message`, `output`, `images` and `tests[]` with
+  as a fraction in [0, 1], `gradable` (false for invalid student input and for a run the grader could
+  not vouch for: "invalid, not gradable", no points and no attempt used) with `format_errors`, `message`, `output`, `images` and `tests[]` with
   `name`, `description`, `points`, `max_points`, `message`, `output`, `images` (each `{label, url}`, the
   url a `data:` URL: here the trace timelines as SVG). `succeeded` and `max_points` as PrairieLearn's
   own Python grader writes them (false with score 0 when the grader failed; PrairieLearn's grader host
@@ -278,7 +278,9 @@ def prairielearn(card: Scorecard) -> str:
     } for test in (card.tests if graded else [])]
     results: dict[str, Any] = {
         "succeeded": card.status != "error",
-        "gradable": card.status != "rejected",
+        # Only a graded run counts: a rejected file or a run the grader could not vouch for is "invalid,
+        # not gradable", so PrairieLearn records no 0 and the student keeps the attempt.
+        "gradable": graded,
         "score": round(fraction, 6),
         "max_points": card.max_score,
         "message": _headline(card),
@@ -288,6 +290,10 @@ def prairielearn(card: Scorecard) -> str:
     }
     if card.status == "rejected":
         results["format_errors"] = [clip(printable(card.reason).strip(), 2_000)[0] or "the submission was rejected"]
+    elif not graded:
+        results["format_errors"] = [
+            "the grader could not grade this submission, which is no judgement of your code: submit it again "
+            f"({clip(printable(card.reason).strip(), 1_500)[0] or 'no reason given'})"]
     return _under_limit(results, tests)
 
 

@@ -256,7 +256,8 @@ def test_prairielearn_results_have_the_documented_fields_and_a_fractional_score(
     for card in cards.values():
         data = json.loads(prairielearn(card))
         assert data["succeeded"] is (card.status != "error")
-        assert data["gradable"] is (card.status != "rejected")  # false only for invalid student input
+        # False for invalid student input and for a run nobody judged: no 0 recorded, no attempt used.
+        assert data["gradable"] is (card.status == "graded")
         assert isinstance(data["score"], float) and 0.0 <= data["score"] <= 1.0
         assert isinstance(data["message"], str) and isinstance(data["output"], str)
         assert data["max_points"] == card.max_score
@@ -276,9 +277,11 @@ def test_prairielearn_results_have_the_documented_fields_and_a_fractional_score(
             assert "format_errors" not in data
         else:
             assert data["score"] == 0.0 and data["tests"] == [] and card.reason in data["output"]
-            assert ("format_errors" in data) == (card.status == "rejected")
+            assert "format_errors" in data
             if card.status == "rejected":
                 assert data["format_errors"] == [card.reason.strip()]
+            else:
+                assert "submit it again" in data["format_errors"][0] and card.reason in data["format_errors"][0]
 
 
 def test_prairielearn_shows_each_trace_as_an_svg_timeline(cards):
