@@ -16,6 +16,7 @@ import pytest
 
 from grader.exercise import load_exercise
 from grader.grading import grade_bytes
+from grader.sandbox.docker_backend import HARNESS_MEMORY_MB as DOCKER_HARNESS_MEMORY_MB
 from grader.sandbox.local import run_local
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE
 
@@ -25,6 +26,10 @@ CANARY_VALUE = "canary-7f3a9e21-do-not-leak"
 # and the reference are then in the sandbox); the others run the visible suite only, to stay quick.
 PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results"}
 TIME_LIMIT_S = 150
+HELD = re.compile(r"held (\d+) MiB in all")
+# A grading's memory: its confinement's control group (local), its container (Docker).
+MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.group_memory_mb
+DOCKER_MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.memory_mb + DOCKER_HARNESS_MEMORY_MB
 
 
 def attack_files() -> list[Path]:
@@ -56,7 +61,7 @@ def secret_lines() -> set[str]:
 SECRETS = secret_lines()
 
 
-def check(card, path: Path, elapsed: float) -> None:
+def check(card, path: Path, elapsed: float, memory_bound_mib: int = MEMORY_BOUND_MIB) -> None:
     statuses, _ = declared(path)
     assert card.score == 0, f"{path.name} scored {card.score}"
     assert elapsed < TIME_LIMIT_S, f"{path.name} took {elapsed:.0f} s"
@@ -72,6 +77,9 @@ def check(card, path: Path, elapsed: float) -> None:
     assert card.tests and all(t.score == 0 for t in card.tests)
     wrong = [(t.name, t.status, t.message[:200]) for t in card.tests if t.status not in statuses]
     assert not wrong, f"{path.name}: expected statuses {statuses}, got {wrong}"
+    # What an attack says it held of memory, in any form, stays within the grading's limit.
+    held = [int(found.group(1)) for t in card.tests for found in [HELD.search(t.message)] if found]
+    assert all(mib <= memory_bound_mib for mib in held), f"{path.name} held {held} MiB"
 
 
 def run(path: Path, backend, name: str, exercise=None):
@@ -126,7 +134,7 @@ def test_attack_on_the_docker_sandbox(path, docker_client, grading_image):
 
     backend = DockerBackend(docker_client)
     card, elapsed = run(path, backend, "docker")
-    check(card, path, elapsed)
+    check(card, path, elapsed, DOCKER_MEMORY_BOUND_MIB)
     for job in backend.jobs:  # this grading's own container, never the engine's others
         assert docker_client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}) == []
 

@@ -515,9 +515,10 @@ def test_two_gradings_on_one_host_never_share_a_worker_uid(tmp_path):
 
 
 def test_a_worker_traces_nothing_and_makes_no_system_v_objects_yet_multiprocessing_works():
-    """The confinement's seccomp filter: no ptrace, not even of the worker's own child, and no System V
+    """The confinement's seccomp filter: no ptrace, not even of the worker's own child, no System V
     shared memory, semaphores or message queues (objects that would outlive the worker, of no size its
-    limits bound); POSIX semaphores and shared memory, in the sized /dev/shm, still work."""
+    limits bound) and no memory file (pages no address-space limit counts); POSIX semaphores and shared
+    memory, in the sized /dev/shm, and ctypes callbacks (libffi's closures) still work."""
     from tests.helpers import worker_for
 
     _namespaces_required()
@@ -534,10 +535,13 @@ def test_a_worker_traces_nothing_and_makes_no_system_v_objects_yet_multiprocessi
             for name, call in (("ptrace", lambda: libc.ptrace(16, child, None, None)),
                                ("shmget", lambda: libc.shmget(0, 1 << 20, 0o1600)),
                                ("semget", lambda: libc.semget(0, 8, 0o1600)),
-                               ("msgget", lambda: libc.msgget(0, 0o1600))):
+                               ("msgget", lambda: libc.msgget(0, 0o1600)),
+                               ("memfd_create", lambda: libc.memfd_create(b"held", 0))):
                 refused[name] = call() == -1 and ctypes.get_errno() == 1  # EPERM
             os.kill(child, 9)
             os.waitpid(child, 0)
+            twice = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda n: 2 * n)
+            assert twice(21) == 42
             import multiprocessing
             from multiprocessing import shared_memory
             with multiprocessing.Lock():
@@ -549,4 +553,16 @@ def test_a_worker_traces_nothing_and_makes_no_system_v_objects_yet_multiprocessi
     if seccomp_program() is None:
         pytest.skip("no seccomp numbers for this machine's architecture")
     with worker_for(source) as client:
-        assert client.lookup("probe")() == {"ptrace": True, "shmget": True, "semget": True, "msgget": True}
+        assert client.lookup("probe")() == {"ptrace": True, "shmget": True, "semget": True, "msgget": True,
+                                            "memfd_create": True}
+
+
+def test_a_worker_is_the_out_of_memory_killers_first_choice_not_the_grader():
+    """Short of memory, the kernel ends the submission's process, never the harness or the grader."""
+    from tests.helpers import worker_for
+
+    _namespaces_required()
+    source = "def adjustment():\n    return int(open('/proc/self/oom_score_adj').read())\n"
+    with worker_for(source) as client:
+        assert client.lookup("adjustment")() == 1000
+    assert int(Path("/proc/self/oom_score_adj").read_text()) < 1000

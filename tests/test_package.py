@@ -14,6 +14,7 @@ its grader host does.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -24,6 +25,7 @@ import sys
 import threading
 import uuid
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,10 @@ STAFF_ONLY = ("--security-opt", "bubblewrap", "CAP_SETUID", "its log ends", "zyg
 # suite and the reference are in the container), the network tried, every process killed, the process
 # table filled (on the free tier: a fork bomb makes each test run out its time, and the premium tier's
 # many tests would take minutes at half a CPU).
-ATTACKS_RUN = {"read_secrets": "premium", "network": "free", "kill_everything": "free", "fork_bomb": "free"}
+# Memory held outside the address space (Gradescope's container is 768 MB) and CPU credit earned on
+# purpose by the submission's own spinners, on the free tier too.
+ATTACKS_RUN = {"read_secrets": "premium", "network": "free", "kill_everything": "free", "fork_bomb": "free",
+               "memory_outside_address_space": "free", "credit_gaming": "free"}
 
 
 # -- the bundles themselves (no engine needed) ------------------------------------------------------
@@ -325,13 +330,6 @@ def base(request) -> str:
     return request.getfixturevalue(request.param)
 
 
-def worker_uids() -> dict[str, str]:
-    """The stand-ins' worker accounts, apart from those of gradings on this machine itself: containers
-    share the machine's uids, and a grading's end kills what its account left, wherever it runs (no
-    platform sets this: one grader runs in each of their containers)."""
-    return {"GRADER_WORKER_UIDS": os.environ.get("GRADER_PLATFORM_WORKER_UIDS", "61200-61263")}
-
-
 def submission(base: Path, **files: bytes) -> Path:
     """A submission folder of these files, in `base` (beside the results of its run)."""
     folder = base / "submission"
@@ -343,15 +341,13 @@ def submission(base: Path, **files: bytes) -> Path:
 
 @pytest.fixture(scope="module")
 def gradescope(docker_client, base, exercise):
-    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "premium", None), base,
-                              environment=worker_uids()) as autograder:
+    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "premium", None), base) as autograder:
         yield autograder
 
 
 @pytest.fixture(scope="module")
 def gradescope_free(docker_client, base, exercise):
-    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "free", None), base,
-                              environment=worker_uids()) as autograder:
+    with GradescopeAutograder(docker_client, gradescope_zip(exercise, "free", None), base) as autograder:
         yield autograder
 
 
@@ -370,7 +366,7 @@ def gradescope_run(autograder: GradescopeAutograder, tmp_path: Path, files: dict
 def prairielearn_grader(client, base: str, exercise, tier: str, folder: Path) -> PrairieLearnGrader:
     """The question folder, and its grading image built from its own recipe on the stand-in."""
     prairielearn_folder(exercise, tier, folder, "someone/grader:1")
-    return PrairieLearnGrader(client, folder, base, environment=worker_uids())
+    return PrairieLearnGrader(client, folder, base)
 
 
 @pytest.fixture(scope="module")
@@ -483,7 +479,7 @@ def test_gradescope_where_the_sandbox_cannot_start_scores_zero_and_the_staff_rea
 @pytest.mark.slow
 def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_client, platform_base, exercise, tmp_path):
     bundle = gradescope_zip(exercise, "premium", "after_due_date")
-    with GradescopeAutograder(docker_client, bundle, platform_base, environment=worker_uids()) as autograder:
+    with GradescopeAutograder(docker_client, bundle, platform_base) as autograder:
         results = gradescope_run(autograder, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}).results
     by_suite = {t["tags"][0]: t.get("visibility", "visible") for t in results["tests"]}
     assert by_suite["hidden"] == "after_due_date" and by_suite["visible"] == "visible"
@@ -530,26 +526,84 @@ def test_prairielearn_where_the_sandbox_cannot_start_the_job_reads_a_failure_and
     assert "the autograder could not run" in outcome.log and "CAP_SETUID" in outcome.log
 
 
+@contextlib.contextmanager
+def gradings_on_the_host(private_project) -> Iterator[list[str]]:
+    """Hostile gradings on this machine, one after another until the block ends, in namespaces and as an
+    account of its own: they kill whatever they can, fill the process table and keep the CPUs busy. The
+    outcomes, each "graded" with a score of 0 (checked at the end)."""
+    from grader.grading import grade_bytes
+    from grader.sandbox.local import LocalBackend
+
+    backends = [LocalBackend()] + ([LocalBackend(isolation="account")] if os.geteuid() == 0 else [])
+    exercise_here = load_exercise(str(private_project / "exercises" / EXERCISE))
+    attacks = [(ATTACKS / f"{name}.py").read_bytes() for name in ("kill_everything", "fork_bomb", "credit_gaming")]
+    outcomes: list[str] = []
+    stop = threading.Event()
+
+    def grade_beside() -> None:
+        turn = 0
+        while not stop.is_set():
+            card = grade_bytes(attacks[turn % len(attacks)], exercise_here, "free", backends[turn % len(backends)], "local")
+            outcomes.append(f"{card.status} {card.score}")
+            turn += 1
+
+    thread = threading.Thread(target=grade_beside, daemon=True)
+    thread.start()
+    try:
+        yield outcomes
+    finally:
+        stop.set()
+        thread.join(timeout=300)
+    assert outcomes and set(outcomes) == {"graded 0"}, outcomes
+
+
 @pytest.mark.slow
-def test_both_bundles_grade_side_by_side_at_half_a_cpu_and_768_mb(gradescope, prairielearn, tmp_path):
-    """Two gradings at once, each with Gradescope's resources: neither loses a point to the other."""
+def test_both_bundles_grade_side_by_side_at_half_a_cpu_and_768_mb(gradescope, prairielearn, private_project, tmp_path):
+    """Two gradings at once, each with Gradescope's resources, again and again, while hostile gradings run
+    on the machine itself: neither loses a point to the other or to them, and none ends in `error`."""
     reference = {"scheduler.py": REFERENCE.read_bytes()}
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, list[Outcome]] = {"gradescope": [], "prairielearn": []}
 
     def grade(name: str, run, grading, container) -> None:
-        outcomes[name] = run(grading, tmp_path / name, reference, container=container)
+        for turn in range(3):
+            outcomes[name].append(run(grading, tmp_path / f"{name}-{turn}", reference, container=container))
 
-    threads = [threading.Thread(target=grade, args=("gradescope", gradescope_run, gradescope, GRADESCOPE.at(0.5, 768))),
-               threading.Thread(target=grade, args=("prairielearn", prairielearn_run, prairielearn,
-                                                    PRAIRIELEARN.at(0.5, 768)))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert set(outcomes) == {"gradescope", "prairielearn"}  # each thread's assertions held
-    scored = outcomes["gradescope"].results
-    assert scored["extra_data"]["status"] == "graded" and scored["score"] == scored["extra_data"]["max_score"]
-    assert outcomes["prairielearn"].results["score"] == 1
+    with gradings_on_the_host(private_project):
+        threads = [threading.Thread(target=grade, args=("gradescope", gradescope_run, gradescope,
+                                                        GRADESCOPE.at(0.5, 768))),
+                   threading.Thread(target=grade, args=("prairielearn", prairielearn_run, prairielearn,
+                                                        PRAIRIELEARN.at(0.5, 768)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [len(runs) for runs in outcomes.values()] == [3, 3]  # each thread's assertions held
+    for scored in (outcome.results for outcome in outcomes["gradescope"]):
+        assert scored["extra_data"]["status"] == "graded" and scored["score"] == scored["extra_data"]["max_score"]
+    assert [outcome.results["score"] for outcome in outcomes["prairielearn"]] == [1, 1, 1]
+
+
+# A container too small for the grader itself (the kernel ends its processes for want of memory).
+TOO_SMALL_MB = 24
+
+
+@pytest.mark.slow
+def test_a_gradescope_runner_the_kernel_ends_still_leaves_a_zero_that_says_to_submit_again(gradescope, tmp_path):
+    outcome = gradescope_run(gradescope, tmp_path, {"scheduler.py": REFERENCE.read_bytes()},
+                             container=GRADESCOPE.at(0.5, TOO_SMALL_MB))
+    results = outcome.results
+    assert results["score"] == 0 and "submit it again" in results["output"], (results, outcome.log[-2000:])
+    assert "without writing results" in outcome.log or "could not run" in outcome.log
+    assert results.get("extra_data", {}).get("status", "error") == "error"
+    assert not any(t.get("status") == "passed" for t in results["tests"])
+
+
+@pytest.mark.slow
+def test_a_prairielearn_runner_the_kernel_ends_still_leaves_a_result_that_is_not_gradable(prairielearn, tmp_path):
+    outcome = prairielearn_run(prairielearn, tmp_path, {"scheduler.py": REFERENCE.read_bytes()},
+                               container=PRAIRIELEARN.at(0.5, TOO_SMALL_MB))
+    results = outcome.results
+    assert results["gradable"] is False and results["score"] == 0 and not results.get("tests"), outcome.log[-2000:]
 
 
 # -- `grader package --run`, through the command line ---------------------------------------------------

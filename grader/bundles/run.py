@@ -17,8 +17,9 @@
 Each step is a `python3 -m grader.cli` process, so a crash in grading still leaves the runner to
 report it. The runner exits 0 whenever results.json is written, whatever the outcome: PrairieLearn
 reads results.json only after an exit status 0. If the export itself fails, no results.json is written
-and the runner exits 1: the platform then shows a failed autograder run (Gradescope) or grading job
-(PrairieLearn).
+and the runner exits 1; the platform's shell script (`files/run_autograder`, `files/entrypoint`) then
+writes a result that is no grade, as it does when the runner itself is ended (by the out-of-memory
+killer): every run ends with a result.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ def run(platform: Platform) -> int:
         done = subprocess.run(export_command(card, platform, config.get("hidden_visibility")),
                               capture_output=True, text=True, errors="replace")
     if done.returncode != 0 or not platform.results.is_file():
-        platform.results.unlink(missing_ok=True)  # no results at all: the platform shows a failed run, not a score
+        platform.results.unlink(missing_ok=True)  # none of its own: the shell script writes one that is no grade
         print(f"grader export failed (exit status {done.returncode}): {done.stderr.strip()}", flush=True)
         return 1
     print(f"results written to {platform.results}", flush=True)

@@ -9,9 +9,13 @@ declared reached. A deadline is only ever moved later, never earlier: the worst 
 do is let a limit be reached later than it should, never fail a test sooner.
 
 Waiting for a CPU that the submission's own work held is not credited: over any interval the time
-charged is at least the CPU that every process of the worker's account used (all their threads, the
-children they reaped included), capped at the interval's length, so a submission that keeps its own
-threads or processes busy (a fork bomb) cannot stretch its limits that way.
+charged is at least the CPU that the grading's processes used (capped at the interval's length), so a
+submission that keeps its own threads or processes busy (a fork bomb, spinners at any nice value that
+the kernel reaps) cannot stretch its limits that way. What "the grading's processes used" is proven by
+a control group (`cgroups`): every CPU second of every process the confinement ever started, however it
+ended (`GroupCPU`). Without one, it is what `/proc` shows of the worker's account (`AccountCPU`), which
+misses a process that started and ended between two readings unreaped by any of the account's: then a
+limit moves later by at most its own length (`Charge.proven`; a call limited to 5 s ends within 10 s).
 
 Readings are taken lazily: only when a deadline is reached on the wall clock, which on an idle machine
 is only when the limit really is reached. Where `/proc` has no schedstat (a kernel without it), no
@@ -73,14 +77,14 @@ def _since_boot() -> float:
 
 
 class AccountCPU:
-    """The CPU that every process of one account uses between two readings, as far as /proc shows it:
-    a process seen for the first time counts with its own CPU since it started if it started after this
-    count did, else from then on; one seen before with what it and the children it reaped used since.
-    (A process that starts and ends between two readings, reaped by no process of the account, is
-    missed: that can only move a deadline later.)"""
+    """The CPU that every process of one account (with `others`: of every account but that one) uses
+    between two readings, as far as /proc shows it: a process seen for the first time counts with its
+    own CPU since it started if it started after this count did, else from then on; one seen before with
+    what it and the children it reaped used since. (A process that starts and ends between two readings,
+    reaped by no process of the account, is missed.)"""
 
-    def __init__(self, uid: int) -> None:
-        self.uid = uid
+    def __init__(self, uid: int, others: bool = False) -> None:
+        self.uid, self.others = uid, others
         self.since = _since_boot()
         self.seen: dict[int, tuple[float, float]] = {}
 
@@ -96,7 +100,7 @@ class AccountCPU:
                 if not entry.name.isdigit():
                     continue
                 try:
-                    if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                    if (entry.stat(follow_symlinks=False).st_uid == self.uid) == self.others:
                         continue
                 except OSError:
                     continue
@@ -112,6 +116,35 @@ class AccountCPU:
                     used += own  # a new process: all it used is of this count
         self.seen = now
         return used
+
+
+class GroupCPU:
+    """The CPU a control group's processes used between two readings (`read`: its total so far). Where
+    the group holds processes of other accounts too (a container's own group: the harness, another
+    lane), what those visibly used is taken off (`besides`: the worker's account); what of theirs
+    cannot be seen stays counted, which only makes a deadline move less. A group that cannot be read
+    counts as having used all the time there was: nothing is credited then."""
+
+    def __init__(self, read: Callable[[], float | None], besides: int | None = None) -> None:
+        self.read = read
+        self.others = AccountCPU(besides, others=True) if besides is not None else None
+        self.total = read()
+        if self.others is not None:
+            self.others.used()
+
+    def used(self) -> float:
+        total = self.read()
+        if total is None or self.total is None:
+            self.total = total
+            return float("inf")
+        used, self.total = total - self.total, total
+        if self.others is not None:
+            used -= self.others.used()
+        return max(0.0, used)
+
+
+class CPUCount(Protocol):
+    def used(self) -> float: ...
 
 
 def process_state(pid: int | str) -> str | None:
@@ -147,9 +180,10 @@ class Charge:
     while it cannot be found (then nothing is credited). Unless `baseline` is taken, the first
     reading covers the time since this charge was made, from zero: a process made just before."""
 
-    def __init__(self, locate: Callable[[], tuple[str, int | str] | None], account: AccountCPU | None = None) -> None:
+    def __init__(self, locate: Callable[[], tuple[str, int | str] | None], account: CPUCount | None = None) -> None:
         self.locate = locate
-        self.account = account  # where given, the CPU of the whole account counts as the process's
+        self.account = account  # where given, the CPU of the whole account (or group) counts as the process's
+        self.proven = isinstance(account, GroupCPU)  # the grading's CPU comes from a control group
         self.credit = 0.0
         self._at = time.monotonic()
         self._waited = 0.0
@@ -199,18 +233,22 @@ class Charge:
         return new
 
 
-def process_charge(pid: Callable[[], int | None], account: int | None = None) -> Charge:
-    """The charge of another process (a worker, the loader), by its main thread's waits; with `account`,
-    what every process of that account used counts as its CPU (the submission's own work)."""
+def process_charge(pid: Callable[[], int | None], account: int | None = None,
+                   group: Callable[[], CPUCount] | None = None) -> Charge:
+    """The charge of another process (a worker, the loader), by its main thread's waits. What the
+    grading's processes used counts as its CPU (the submission's own work): with `group`, a control
+    group's count (made now); else with `account`, what every process of that account visibly used."""
     def locate() -> tuple[str, int] | None:
         found = pid()
         return None if found is None else (f"/proc/{found}/schedstat", found)
-    return Charge(locate, AccountCPU(account) if account is not None else None)
+    return Charge(locate, group() if group is not None else AccountCPU(account) if account is not None else None)
 
 
-def own_charge() -> Charge:
-    """The calling thread's own charge, counted from now (the harness's, for a test and the grading)."""
-    return Charge(lambda: ("/proc/thread-self/schedstat", "self")).baseline()
+def own_charge(group: Callable[[], CPUCount] | None = None) -> Charge:
+    """The calling thread's own charge, counted from now (the harness's, for a test and the grading).
+    With `group`, what the grading's processes used counts as its CPU too: a harness that waits for the
+    CPUs the submission keeps busy is not credited for it."""
+    return Charge(lambda: ("/proc/thread-self/schedstat", "self"), group() if group is not None else None).baseline()
 
 
 class Limit(Protocol):
@@ -222,6 +260,9 @@ class Credited(Protocol):
 
     @property
     def credit(self) -> float: ...
+
+    @property
+    def proven(self) -> bool: ...
 
     def recheck(self) -> float: ...
 
@@ -236,6 +277,10 @@ class OwnDeadline:
         self.end = time.monotonic() + limit
         self.charges = charges
         self.base = sum(charge.credit for charge in charges)
+        if not all(charge.proven for charge in charges):
+            # What the grading's processes used is not proven (no control group): a submission might hide
+            # work from /proc, so this deadline moves later by at most its own length.
+            most = limit if most is None else min(most, limit)
         self.most = most  # how much later it may move at most (None: no bound)
 
     def _left(self) -> float:

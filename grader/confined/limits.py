@@ -14,6 +14,9 @@ from typing import Any
 # Below these the grader's own processes cannot work (the worker's Python does not start under a smaller
 # address space; the worker and its fork server need their pipes and files), so every student would fail.
 MINIMUMS = {"memory_mb": 32, "open_files": 16}
+# What a confinement's control group holds beside the worker's `memory_mb`: the grader's own processes
+# there (bubblewrap, the zygote, the loader, the next test's worker while it imports).
+GROUP_HEADROOM_MB = 160
 # The grader's own processes under a worker's account: bubblewrap, the zygote, the loader, the next test's worker.
 ACCOUNT_PROCESSES = 4
 
@@ -63,6 +66,12 @@ class Limits:
         answering gets there. The harness ends a grading itself when its time runs out (the tests left
         are not run), and on a busy machine that time is charged time, which takes longer on the wall."""
         return self.total_timeout_s * 3 + 60
+
+    @property
+    def group_memory_mb(self) -> int:
+        """The memory (every form: mapped, memory files, shared memory, tmpfs, pipe and socket buffers) of a
+        confinement's control group, where it has one."""
+        return self.memory_mb + GROUP_HEADROOM_MB
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -71,6 +71,7 @@ class Loader:
         self.account = account  # whose processes' CPU is the submission's (clock.process_charge), if any
         self.env, self.module = env, module  # what every worker it forks gets
         self.ready = False
+        # Inside the confinement no control group can be read: these deadlines move by their length at most.
         self.import_clock = OwnDeadline(IMPORT_TIMEOUT_S, process_charge(lambda: self.pid, self.account))
         self.workers: set[int] = set()
 
@@ -159,13 +160,24 @@ def start(worker: Any, children: ChildWatch, channel: socket.socket, request: di
     return Loader(pid, ours, request[control.ENV], request[control.MODULE], account)
 
 
+def _unnamed_file(folder: str) -> int:
+    try:
+        return os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError:  # a file system without O_TMPFILE (an older overlayfs): a named one, unlinked at once
+        path = os.path.join(folder, f".output-{os.getpid()}")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.unlink(path)
+        return fd
+
+
 def _serve(worker: Any, children: ChildWatch, channel: socket.socket, sock: socket.socket,
            request: dict[str, Any], processes: int | None, folder: str, submission: str, code: Any) -> None:
     children.forget()
     channel.close()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    # Standard output is a memory file that shows whether the import printed anything; the socket is 3.
-    settle(os.memfd_create("loader-output"), [sock.detach()], folder, request[control.ENV], processes)
+    # Standard output is a file of no name in its folder that shows whether the import printed anything
+    # (no memory file: the confinement refuses memfd_create); the socket is 3.
+    settle(_unnamed_file(folder), [sock.detach()], folder, request[control.ENV], processes)
     sock = socket.socket(fileno=3)
     before = _traces(folder)
     module = None

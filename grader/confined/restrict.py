@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 # Refused to every worker (EPERM): tracing or reading another process (ptrace, process_vm_readv/writev,
-# pidfd_getfd), and System V shared memory, semaphores and message queues, whose objects outlive the
+# pidfd_getfd); System V shared memory, semaphores and message queues, whose objects outlive the
 # process that made them with no size a worker's limits bound (POSIX shared memory lives in a sized
-# /dev/shm instead). Per architecture (`uname -m`): (AUDIT_ARCH_*, numbers).
+# /dev/shm instead); and memory files (memfd_create), whose pages no address-space limit counts.
+# Per architecture (`uname -m`): (AUDIT_ARCH_*, numbers).
 REFUSED: dict[str, tuple[int, tuple[int, ...]]] = {
-    "x86_64": (0xC000003E, (101, 310, 311, 438, 29, 64, 68)),
-    "aarch64": (0xC00000B7, (117, 270, 271, 438, 194, 190, 186)),
+    "x86_64": (0xC000003E, (101, 310, 311, 438, 29, 64, 68, 319)),
+    "aarch64": (0xC00000B7, (117, 270, 271, 438, 194, 190, 186, 279)),
 }
 # Refused as well where the worker has no network namespace: io_uring (a second way into the kernel that
 # seccomp cannot see into), and socket() of any family but AF_UNIX (no TCP, UDP, raw or netlink socket).

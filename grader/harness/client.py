@@ -13,10 +13,11 @@ import os
 import select
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from grader.confined import protocol
-from grader.confined.clock import Earliest, OwnDeadline, process_charge
+from grader.confined.clock import CPUCount, Earliest, OwnDeadline, process_charge
 from grader.confined.limits import Limits
 from grader.harness.codec import Codec, _text
 from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
@@ -47,7 +48,7 @@ class WorkerClient:
     """One worker process: one submission import, many calls, one test."""
 
     def __init__(self, *, confinement: Confinement, module: str, limits: Limits, output_path: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, cpu: Callable[[], CPUCount] | None = None) -> None:
         self.limits = limits
         self.output_path = output_path
         self.codec = Codec(self, self._violation)
@@ -77,12 +78,13 @@ class WorkerClient:
         self.started = time.monotonic()
         self.is_ready = False
         # The time this worker waited for a CPU that other work held is not charged to the submission.
-        # What every process of the worker's account used is the submission's own work (a fork bomb's),
+        # What the grading's processes used is the submission's own work (a fork bomb's, spinners'): their
+        # control group's count (`cpu`); else what every process of the worker's account visibly used,
         # where that account is the grading's alone: run as the grader's own account without a namespace
         # (--unsafe-local), the account's processes are everyone else's too, and only the worker's counts.
         job = confinement.job
         account = job.worker_user if job.worker_user is not None else (os.getuid() if confinement.namespaced else None)
-        self.charge = process_charge(self.process.seen_as, account)
+        self.charge = process_charge(self.process.seen_as, account, cpu)
 
     def deadline(self, limit: float) -> OwnDeadline:
         """A limit on the submission's own time in this worker, from now (see `clock`)."""

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.confined import control
+from grader.confined import cgroups, control
 from grader.confined.bubblewrap import SANDBOX_CODE, SANDBOX_ENV, WORKER_NAME, bwrap_arguments
 from grader.confined.clock import process_state
 from grader.confined.processes import kill_group
@@ -109,12 +109,25 @@ class Confinement:
             seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
             passed += [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]
             program = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd) + program
+        # A control group of its own, where the harness may make one (root on a host): it counts every CPU
+        # second and limits every page of the confinement, whatever a process does (see `cgroups`).
+        # The zygote (or bwrap) joins it before it runs, so that everything the confinement starts is in it.
+        self.group = cgroups.make_own(job.limits.group_memory_mb << 20) if job.worker_user is not None else None
+        self.final_cpu: float | None = None
+        joining = self.group.join_fds() if self.group is not None else []
         log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
         try:
             self.process = subprocess.Popen(
                 program, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
-                env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True, **privileges)
+                env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True,
+                preexec_fn=(lambda: _join(joining)) if joining else None, **privileges)
+        except BaseException:
+            if self.group is not None:
+                self.group.remove()
+            raise
         finally:
+            for fd in joining:
+                os.close(fd)
             os.close(log)
             for fd in passed[1:]:
                 os.close(fd)
@@ -237,14 +250,32 @@ class Confinement:
                 self.broken = True
         return self.exits.get(pid)
 
+    def cpu_seconds(self) -> float | None:
+        """The CPU every process of this confinement has used (its control group), None without one."""
+        if self.final_cpu is not None:
+            return self.final_cpu
+        return cgroups.cpu_seconds(self.group.cpu) if self.group is not None else None
+
     def close(self) -> None:
-        """End the confinement: every process in it dies (under namespaces, with `bwrap` itself)."""
+        """End the confinement: every process in it dies (under namespaces, with `bwrap` itself; with a
+        control group, every process in the group and no other)."""
         self.broken = True
         try:
             self.channel.close()
         except OSError:
             pass
+        if self.group is not None:
+            self.group.kill_all()
         kill_group(self.process)
+        if self.group is not None and self.final_cpu is None:
+            self.final_cpu = cgroups.cpu_seconds(self.group.cpu)
+            self.group.remove()
+
+
+def _join(fds: list[int]) -> None:
+    """In the confinement's first process, before it runs anything: join its control groups."""
+    for fd in fds:
+        os.write(fd, b"0")
 
 
 class _Pid:

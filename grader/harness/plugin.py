@@ -140,7 +140,7 @@ class HarnessState:
         # It moves later by at most its own length: whatever a submission does to the readings, a grading
         # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
         total = self.job.limits.total_timeout_s
-        self.budget = OwnDeadline(total, own_charge(), self.workers, most=total)
+        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
         if self.job.isolation == "container":
             # The host holds a container's input open until the grading ends; it closes early only when
             # the host is gone, and then nobody waits for this grading.
@@ -190,6 +190,10 @@ class WorkersCharge:
     @property
     def credit(self) -> float:
         return self.ended + sum(client.charge.credit for client in self.pool.test_clients)
+
+    @property
+    def proven(self) -> bool:
+        return self.pool.proven
 
     def recheck(self) -> float:
         return sum(client.charge.recheck() for client in self.pool.test_clients)
@@ -437,7 +441,7 @@ class GradingPlugin:
             return None  # pytest-timeout's own way
         harness = self.harness
         limit = float(settings.timeout)
-        test = OwnDeadline(limit, own_charge(), harness.workers)
+        test = OwnDeadline(limit, own_charge(harness.pool.cpu_count()), harness.workers)
 
         def left() -> tuple[float, float]:
             return test.left(), (harness.budget.left() if harness.budget is not None else float("inf"))

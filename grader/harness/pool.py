@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from grader.confined import cgroups
+from grader.confined.clock import CPUCount, GroupCPU
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
 from grader.confined.processes import children_of
 from grader.harness.client import WorkerClient
@@ -42,6 +44,50 @@ class WorkerPool:
         self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
         self.test_clients: list[WorkerClient] = []  # the workers of the test running now
         self.subreaper = self.become_subreaper()
+        # Where the CPU of this lane's processes is counted (see `cgroups`): each confinement's own control
+        # group; else, as root in a container, the container's group (`shared`); else nowhere (None).
+        self.counted: str | None = None
+        self.shared: cgroups.Place | None = None
+        self.ended_cpu = 0.0  # what the confinements ended so far used
+
+    @property
+    def proven(self) -> bool:
+        """Whether every CPU second of this lane's processes is counted (a control group)."""
+        return self.counted is not None
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU this lane's processes used so far, by their control groups."""
+        if self.shared is not None:
+            return cgroups.cpu_seconds(self.shared)
+        total = self.ended_cpu
+        for confinement in [self._confinement, *self.retired]:
+            if confinement is not None:
+                used = confinement.cpu_seconds()
+                if used is None:
+                    return None
+                total += used
+        return total
+
+    def cpu_count(self) -> Callable[[], CPUCount] | None:
+        """A new count of what this lane's processes use (for `clock`'s charges), None where unproven."""
+        if self.counted is None:
+            return None
+        besides = self.job.worker_user if self.shared is not None else None
+        return lambda: GroupCPU(self.cpu_seconds, besides)
+
+    def _counted_by(self, confinement: Confinement) -> None:
+        if confinement.group is not None:
+            self.counted = "own" if self.counted in (None, "own") else None
+        elif self.job.worker_user is not None and (self.counted in (None, "shared")):
+            self.shared = self.shared or cgroups.shared()
+            self.counted = "shared" if self.shared is not None else None
+        else:
+            self.counted, self.shared = None, None
+
+    def _ended(self, confinement: Confinement) -> None:
+        confinement.close()
+        if confinement.group is not None:
+            self.ended_cpu += confinement.cpu_seconds() or 0.0
 
     @staticmethod
     def become_subreaper() -> bool:
@@ -65,6 +111,7 @@ class WorkerPool:
         if self._confinement is None:
             self.confinements_started += 1
             self._confinement = Confinement(self.job, self.base, self.confinements_started)
+            self._counted_by(self._confinement)
             if self.source is not None:
                 self._confinement.load(self.job.submission, self.source)
         return self._confinement
@@ -87,7 +134,7 @@ class WorkerPool:
 
     def end_retired(self) -> None:
         while self.retired:
-            self.retired.pop().close()
+            self._ended(self.retired.pop())
 
     def end_confinement(self) -> None:
         """End the confinement and everything in it, the spare worker included."""
@@ -95,10 +142,11 @@ class WorkerPool:
             self.spare.close()
             self.spare = None
         if self._confinement is not None:
-            self._confinement.close()
+            self._ended(self._confinement)
             self._confinement = None
         self.end_retired()
         self.reap_strays()
+        cgroups.remove_pending(tries=20)  # the groups whose last processes were reaped just now
 
     def spawn(self) -> WorkerClient:
         self.workers_started += 1
@@ -108,6 +156,7 @@ class WorkerPool:
             confinement = self.confinement()
             try:
                 return WorkerClient(confinement=confinement, module=self.job.module, limits=self.job.limits,
+                                    cpu=self.cpu_count(),
                                     output_path=output if attempt == 0 else output + ".again")
             except ZygoteUnavailable as exc:
                 # The confinement is marked broken: the next attempt starts a new one. Its log is gone

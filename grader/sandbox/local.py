@@ -158,27 +158,47 @@ print(json.dumps({{"landlock": confined.landlock_abi}}))
 """
 
 
+# How often the account isolation's check is made before its failure is believed: a probe can be ended
+# by what has nothing to do with the container (killed while the machine runs short of memory).
+ACCOUNT_CHECK_TRIES = 3
+
+
 @functools.lru_cache(maxsize=4)
 def account_problem() -> str | None:
     """Why workers cannot run here as an account of their own under `restrict`'s restrictions (the
-    `account` isolation), or None. Checked once per process by doing it."""
+    `account` isolation), or None. Checked once per process by doing it; a probe ended by a signal or
+    that did not finish is tried again before the isolation is refused."""
+    problem = None
+    for attempt in range(ACCOUNT_CHECK_TRIES):
+        problem, certain = _account_check()
+        if problem is None or certain:
+            return problem
+        time.sleep(0.5 * (attempt + 1))
+    return problem
+
+
+def _account_check() -> tuple[str | None, bool]:
+    """(why the account isolation cannot be given, or None; whether that answer can be trusted at once)."""
     if os.geteuid() != 0:
         return (f"the grader runs as uid {os.geteuid()}, not as root: without namespaces it needs root to run "
-                "each submission as an account of its own")
-    with worker_account() as (uid, gid):
+                "each submission as an account of its own"), True
+    with worker_account(apart=True) as (uid, gid):
         code = _ACCOUNT_PROBE.format(restrict=Path(restrict.__file__).read_text(encoding="utf-8"))
         try:
             done = subprocess.run([worker_python(uid), "-I", "-S", "-c", code], user=uid, group=gid, extra_groups=[],
                                   env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
                                   check=False)
         except PermissionError as exc:
-            return f"root may not run a process as another account here ({exc}): the container lacks CAP_SETUID"
+            return f"root may not run a process as another account here ({exc}): the container lacks CAP_SETUID", True
+        except subprocess.TimeoutExpired as exc:
+            return f"a process as the worker's account did not finish its check ({exc})", False
         except (OSError, subprocess.SubprocessError) as exc:
-            return f"a process as the worker's account could not be started ({exc})"
+            return f"a process as the worker's account could not be started ({exc})", False
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"the worker's restrictions cannot be put in place ({said[-1] if said else done.returncode})"
-    return None
+        return (f"the worker's restrictions cannot be put in place ({said[-1] if said else done.returncode})",
+                done.returncode > 0)
+    return None, True
 
 
 def local_isolation() -> str:
@@ -313,7 +333,7 @@ class LocalBackend:
     def start(self, exercise: Exercise, tier: str) -> StartedHarness:
         """A harness started for this exercise and tier, getting ready while it waits for a submission."""
         account = contextlib.ExitStack()
-        uid, gid = account.enter_context(worker_account())
+        uid, gid = account.enter_context(worker_account(apart=self.isolation == "account"))
         try:
             self.check_secrets(exercise, tier, uid, gid)
             if self.warm and not self.fork_servers_off:
@@ -417,13 +437,46 @@ for root in ("/tmp", "/var/tmp", "/dev/shm"):
 
 def sweep_account(uid: int) -> None:
     """End what this grading's own worker account left (no namespaces only, where its workers share the
-    machine): every process still running as it, which nothing else ends once the harness is gone (a
-    worker that escaped its process group), then its files in the temporary folders, which the next
-    grading under this account could otherwise read."""
-    for script in ("import os, signal; os.kill(-1, signal.SIGKILL)", _REMOVE_OWN_TEMPORARY_FILES):
-        subprocess.run([worker_python(uid), "-I", "-S", "-c", script],
-                       user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+    machine): every process still running as it in this PID namespace (a worker that escaped its process
+    group, which nothing else ends once the harness is gone), then its files in the temporary folders,
+    which the next grading under this account could otherwise read. Never a process of a container below
+    (a `kill(-1)` as the account would reach one that happens to run as the same uid)."""
+    end_processes_of(uid)
+    subprocess.run([worker_python(uid), "-I", "-S", "-c", _REMOVE_OWN_TEMPORARY_FILES],
+                   user=uid, group=uid, extra_groups=[], env={}, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+
+
+def end_processes_of(uid: int, rounds: int = 200) -> None:
+    """SIGKILL every process of `uid` in this process's own PID namespace, until none is left (one that
+    forks meanwhile is caught at the next pass). Each is signalled through a pidfd opened and checked
+    first, so a pid reused meanwhile by another process is never signalled."""
+    try:
+        own = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return
+    for _ in range(rounds):
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid or os.readlink(f"/proc/{entry.name}/ns/pid") != own:
+                    continue
+                pidfd = os.pidfd_open(int(entry.name))
+            except OSError:
+                continue
+            try:
+                if os.stat(f"/proc/{entry.name}").st_uid == uid:  # still it: the pidfd holds this very process
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    found += 1
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+        if not found:
+            return
+        time.sleep(0.01)
 
 
 @dataclass

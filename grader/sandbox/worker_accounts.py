@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import pwd
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,12 @@ def _worker_uids() -> range:
 
 
 WORKER_UIDS = _worker_uids()  # one account per concurrent grading; no real user has these
+# The `account` isolation runs inside a container someone else started (a course platform's), which
+# cannot see the host's locks: a grading on the host, or in another container, may hold any uid of
+# WORKER_UIDS at the same time. There each grading draws its uid at random from this range instead,
+# which nothing else here uses (two concurrent gradings in different containers share one with a
+# chance of about one in a billion); the container's own locks still keep its gradings apart.
+APART_UIDS = range(1 << 30, (1 << 31) - (1 << 16))
 # Where root's graders lock the worker uids they lend: one place per host, whatever each grader's
 # $TMPDIR, so that two graders (two `grader worker`s, a `batch` beside `serve`) never lend one uid at once.
 HOST_LOCKS = Path("/run/grader")
@@ -40,20 +47,23 @@ def account_locks() -> Path:
 
 
 @contextlib.contextmanager
-def worker_account() -> Iterator[tuple[int | None, int | None]]:
+def worker_account(apart: bool = False) -> Iterator[tuple[int | None, int | None]]:
     """The uid/gid this grading's workers run as, held for the grading's whole duration.
 
     As root, every concurrent grading gets an account of its own from WORKER_UIDS (free in
     /etc/passwd, claimed with a lock file), so that a submission that starves "its own" user's
     processes (a fork bomb against RLIMIT_NPROC, which counts per user across the machine) can only
     reach itself, never another student's grading running beside it. The locks are the host's
-    (`account_locks`): every grader of the machine sees every other's. Not as root: the current user.
+    (`account_locks`): every grader of the machine sees every other's. `apart`: a uid drawn from
+    APART_UIDS, for a grading in a container that cannot see the host's locks. Not as root: the current
+    user.
     """
     if os.geteuid() != 0:
         yield None, None
         return
     locks = account_locks()
-    for uid in WORKER_UIDS:
+    candidates = [APART_UIDS[secrets.randbelow(len(APART_UIDS))] for _ in range(64)] if apart else WORKER_UIDS
+    for uid in candidates:
         try:
             pwd.getpwuid(uid)
             continue  # a real account: never borrow it
@@ -67,4 +77,4 @@ def worker_account() -> Iterator[tuple[int | None, int | None]]:
                 continue
             yield uid, uid
             return
-    raise GradingError(f"all {len(WORKER_UIDS)} worker accounts are in use: too many gradings at once")
+    raise GradingError(f"all {len(candidates)} worker accounts are in use: too many gradings at once")
