@@ -11,6 +11,7 @@ import csv
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -566,3 +567,63 @@ def test_a_worker_is_the_out_of_memory_killers_first_choice_not_the_grader():
     with worker_for(source) as client:
         assert client.lookup("adjustment")() == 1000
     assert int(Path("/proc/self/oom_score_adj").read_text()) < 1000
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare")
+def test_an_accounts_clean_up_ends_its_processes_here_and_none_in_a_container_with_the_same_uid():
+    """A container's processes may run as a uid that a grading on the host also uses: the host's clean-up
+    of that account (the `account` isolation's sweep) ends only the processes of its own PID namespace."""
+    from grader.sandbox.local import end_processes_of
+    from grader.sandbox.worker_accounts import worker_account
+
+    with worker_account() as (uid, gid):
+        sleep = ["sleep", "60"]
+        here = subprocess.Popen(sleep, user=uid, group=gid, extra_groups=[])
+        # A PID namespace of its own, as a container's: `unshare` forks the sleep into it, as the same uid.
+        there = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child",
+                                  "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *sleep])
+        try:
+            deadline = time.monotonic() + 10
+            while len(processes_of(uid)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(processes_of(uid)) == 2
+            end_processes_of(uid)
+            assert here.wait(timeout=10) == -signal.SIGKILL
+            assert there.poll() is None and len(processes_of(uid)) == 1  # the container's is untouched
+        finally:
+            for process in (here, there):
+                process.kill()
+                process.wait()
+
+
+def processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="worker accounts are lent as root")
+def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
+    from grader.sandbox.worker_accounts import APART_UIDS, WORKER_UIDS, worker_account
+
+    with worker_account(apart=True) as (first, _), worker_account(apart=True) as (second, _):
+        assert first in APART_UIDS and second in APART_UIDS and first != second
+        assert not set(WORKER_UIDS) & {first, second}
+
+
+def test_the_account_isolations_check_is_tried_again_when_its_probe_was_killed(monkeypatch):
+    import grader.sandbox.local as local
+
+    answers = iter([("the worker's restrictions cannot be put in place (-9)", False), (None, True)])
+    monkeypatch.setattr(local, "_account_check", lambda: next(answers))
+    monkeypatch.setattr(local.time, "sleep", lambda seconds: None)
+    assert local.account_problem.__wrapped__() is None
+    certain = iter([("root may not run a process as another account here", True)])
+    monkeypatch.setattr(local, "_account_check", lambda: next(certain))
+    # A certain answer is given at once (a second try would find `certain` exhausted).
+    assert local.account_problem.__wrapped__() == "root may not run a process as another account here"

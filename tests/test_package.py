@@ -275,6 +275,7 @@ def test_an_error_tells_the_student_to_submit_again_and_the_staff_why(exercise, 
         assert not any(t.get("status") == "passed" or "score" in t for t in results["tests"])
     else:
         assert results["succeeded"] is False and results["score"] == 0 and results["tests"] == []
+        assert results["gradable"] is False  # no 0 recorded, no attempt used
         assert "could not produce a result" in results["message"]
 
 
@@ -520,8 +521,8 @@ def test_prairielearn_where_the_sandbox_cannot_start_the_job_reads_a_failure_and
     narrower = replace(PRAIRIELEARN, cap_drop=("SETUID",))  # a narrower container than PrairieLearn's
     outcome = prairielearn_run(prairielearn, tmp_path, {"scheduler.py": REFERENCE.read_bytes()}, container=narrower)
     results = outcome.results
-    assert results["succeeded"] is False and results["score"] == 0 and not results.get("tests")
-    assert "could not produce a result" in results["message"]
+    assert results["succeeded"] is False and results["gradable"] is False and results["score"] == 0
+    assert not results.get("tests") and "could not produce a result" in results["message"]
     assert not [word for word in STAFF_ONLY if word in json.dumps(results)]
     assert "the autograder could not run" in outcome.log and "CAP_SETUID" in outcome.log
 
