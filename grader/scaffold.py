@@ -177,6 +177,12 @@ def test_each_value_is_compared_with_the_largest_so_far(ns):
     assert list(got) == [1, 3, 3], f"running_max([1, 3, 2]) should be [1, 3, 3], got {got!r}"
 
 
+def test_a_value_is_compared_with_the_largest_so_far_not_the_one_before_it(ns):
+    """After [3, 1], a 2 is above the value before it (1), though below the largest so far (3)."""
+    got = ns["running_max"]([3, 1, 2])
+    assert list(got) == [3, 3, 3], f"running_max([3, 1, 2]) should be [3, 3, 3], got {got!r}"
+
+
 def test_running_max_of_a_random_list(ns, reference, seed):
     """A random list gives what the reference gives."""
     rng = random.Random(f"running-max-{seed}")

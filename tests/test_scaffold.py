@@ -47,7 +47,7 @@ def test_the_skeleton_is_audited_strong_as_written(skeleton):
     audit = run_audit(exercise, LocalBackend(), "local")
     problems = [(row.label, row.problems) for row in audit.rows if row.problems]
     assert audit.ok, (problems, audit.refusals)
-    assert audit.reference.card.score == audit.reference.card.max_score == 5 + 3 * 2
+    assert audit.reference.card.score == audit.reference.card.max_score == 5 + 4 * 2
     assert all(row.caught_by for row in audit.mutants)
     # The mutants made from the reference are caught on every seed, but the one it declares equivalent.
     assert len(audit.generated) >= 10 and not audit.survivors
