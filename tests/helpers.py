@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from grader.confined.clock import GroupCPU
 from grader.confined.limits import Limits
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement
@@ -47,9 +48,13 @@ def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple
         confinement.load(job.submission, source.encode())
         started: list[WorkerClient] = []
 
+        # What the confinement's processes use counts as the submission's, from its control group, as
+        # the harness's pool does (`WorkerPool.cpu_count`); without one, the limits' bound holds.
+        cpu = (lambda: GroupCPU(confinement.cpu_seconds)) if confinement.group is not None else None
+
         def spawn() -> WorkerClient:
             client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
-                                  output_path=str(base / "private" / f"output-{len(started)}.txt"))
+                                  output_path=str(base / "private" / f"output-{len(started)}.txt"), cpu=cpu)
             started.append(client)
             client.wait_ready()
             return client

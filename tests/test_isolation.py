@@ -584,26 +584,39 @@ def test_an_accounts_clean_up_ends_its_processes_here_and_none_in_a_container_wi
                                   "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *sleep])
         try:
             deadline = time.monotonic() + 10
-            while len(processes_of(uid)) < 2 and time.monotonic() < deadline:
+            inside = None
+            while inside is None and time.monotonic() < deadline:
+                inside = next((pid for pid in descendants(there.pid) if owner(pid) == uid), None)
                 time.sleep(0.05)
-            assert len(processes_of(uid)) == 2
+            assert inside is not None and owner(here.pid) == uid
             end_processes_of(uid)
             assert here.wait(timeout=10) == -signal.SIGKILL
-            assert there.poll() is None and len(processes_of(uid)) == 1  # the container's is untouched
+            assert there.poll() is None and owner(inside) == uid  # the container's is untouched
         finally:
             for process in (here, there):
                 process.kill()
                 process.wait()
 
 
-def processes_of(uid: int) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
+def owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
         try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid:
-                found.append(int(entry.name))
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as file:
+                    children = [int(child) for child in file.read().split()]
+                found += children
+                todo += children
         except OSError:
-            pass
+            continue
     return found
 
 

@@ -197,9 +197,17 @@ def spin():
 '''
 
 
+def proven_or_skip(worker) -> None:
+    """These waits are four times the limit: credited in full only where a control group counts the
+    grading's CPU (as root; CI is); elsewhere a limit moves by its own length at most (clock.py)."""
+    if not worker.charge.proven and os.environ.get("CI") != "true":
+        pytest.skip("no control group the harness may make here: a limit moves by its own length at most")
+
+
 def test_a_call_that_waits_for_a_busy_cpu_is_not_a_timeout_and_an_endless_loop_still_is():
     limits = Limits(call_timeout_s=1.0, import_timeout_s=5)
     with contention(), worker_for(WORK, limits) as worker:
+        proven_or_skip(worker)
         work = worker.lookup("work")
         started = time.monotonic()
         assert work(0.6) is True  # 0.6 s of CPU at a quarter of one: over 2 s on the wall clock
@@ -213,6 +221,7 @@ def test_an_import_that_waits_for_a_busy_cpu_is_not_a_timeout():
     slow_import = "import time\n_s = time.process_time()\nwhile time.process_time() - _s < 0.6:\n    pass\n" \
                   "def ok():\n    return 1\n"
     with contention(), worker_for(slow_import, Limits(call_timeout_s=1, import_timeout_s=1.0)) as worker:
+        proven_or_skip(worker)
         assert worker.lookup("ok")() == 1
 
 
