@@ -622,8 +622,20 @@ def command_serve(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--broker needs --db with a database URL that the workers share (postgresql://...)")
     serve(ServeOptions(host=args.host, port=args.port, db=store_location(args.db), broker=args.broker,
                        workers=args.workers, sandbox=args.sandbox, submission_interval_s=args.interval,
-                       max_request_kb=args.max_request_kb, lease_s=args.lease))
+                       max_request_kb=args.max_request_kb, lease_s=args.lease, base_url=given_address(args)))
     return OK
+
+
+def given_address(args: argparse.Namespace) -> str | None:
+    """`--base-url` checked (UsageError saying what is wrong with it), or None when not given."""
+    from grader.web.serve import public_address
+
+    if args.base_url is None:
+        return None
+    try:
+        return public_address(args.base_url)
+    except ValueError as exc:
+        raise UsageError(f"--base-url {exc}") from None
 
 
 def command_worker(args: argparse.Namespace, console: Console) -> int:
@@ -644,9 +656,9 @@ def command_roster_import(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"{args.file}: cannot be read ({exc.strerror})") from None
     except StoreError as exc:
         raise UsageError(f"{args.file}: {exc}") from None
+    url = given_address(args) or base_url("127.0.0.1", 8000)
     with open_store(args) as store:
         made = import_roster(store, text)
-    url = args.base_url or base_url("127.0.0.1", 8000)
     for student, token in made:
         link = f"{url.rstrip('/')}/signin/{token}" if token else "has an active link (kept)"
         console.print(Text(f"{student}: {link}"), soft_wrap=True)
@@ -659,9 +671,9 @@ def command_instructor_link(args: argparse.Namespace, console: Console) -> int:
     from grader.service.accounts import new_link
     from grader.web.serve import base_url
 
+    url = given_address(args) or base_url("127.0.0.1", 8000)
     with open_store(args) as store:
         token = new_link(store, "instructor")
-    url = args.base_url or base_url("127.0.0.1", 8000)
     console.print(Text(f"instructor sign-in (works once): {url.rstrip('/')}/signin/{token}"), soft_wrap=True)
     return OK
 
@@ -777,6 +789,7 @@ EXAMPLES: dict[str, list[str]] = {
     "image": ["grader image build"],
     "image build": ["grader image build", "grader image build --exercise continuous_batching --force"],
     "serve": ["grader serve --port 8000 --workers 2",
+              "grader serve --base-url https://grader.example.edu/",
               "grader serve --db postgresql://grader@db/grader --broker redis://localhost:6379/0"],
     "worker": ["grader worker --broker redis://localhost:6379/0 --db postgresql://grader@db/grader"],
     "roster": ["grader roster import roster.csv --base-url https://grader.example.edu",
@@ -938,6 +951,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-request-kb", type=int, default=1024, help="the largest request body accepted")
     serve.add_argument("--lease", type=float, default=60.0, metavar="S",
                        help="a grading whose grader is silent this long is given to another")
+    serve.add_argument("--base-url", metavar="URL",
+                       help="the address browsers reach the service at, such as https://grader.example.edu/ "
+                            "(behind a proxy that ends TLS): the links it prints and shows use it, and with "
+                            "https its cookies are Secure (default: http://HOST:PORT)")
     serve.set_defaults(run=command_serve)
 
     worker = commands.add_parser("worker", help="grade submissions queued by `grader serve --broker`")

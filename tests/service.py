@@ -93,12 +93,26 @@ def csrf_of(page: httpx.Response) -> str:
     return found.group(1)
 
 
+# The sign-in page's form and its token (the header's sign-out form, when signed in, holds the session's).
+SIGNIN_FORM = re.compile(r'<form method="post" action="(/signin/[^"]+)"><input type="hidden" name="csrf" '
+                         r'value="([^"]+)">')
+
+
+def press_sign_in(client: httpx.Client, link: str, **fields: str) -> httpx.Response:
+    """Open a sign-in link and press its button, as a person does; the button's answer, not followed.
+    Works with an httpx client and with Starlette's TestClient alike."""
+    page = client.get(link, follow_redirects=False)
+    form = SIGNIN_FORM.search(page.text)
+    assert page.status_code == 200 and form, (page.status_code, page.text[:500])
+    return client.post(form.group(1), data={"csrf": form.group(2), **fields}, follow_redirects=False)
+
+
 def signed_in(server: Server, link: str) -> tuple[httpx.Client, str]:
     """A client signed in with `link`, and its session's CSRF token."""
     client = server.client()
-    page = client.get(link)
-    if page.status_code == 200 and f'action="{link.removeprefix(server.url)}"' in page.text:
-        page = client.post(link)  # the instructor's one-time link: its button
+    pressed = press_sign_in(client, link)
+    assert pressed.status_code == 303, pressed.text
+    page = client.get(pressed.headers["location"])
     assert page.status_code == 200, page.text
     return client, csrf_of(page)
 

@@ -262,3 +262,38 @@ def test_export_of_a_json_that_is_no_scorecard_says_so(document, tmp_path, capsy
     assert main(["export", str(tmp_path / "x.json"), "--format", "junit"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "x.json: " in err and ("not a scorecard" in err or "schema version 99 is not 1" in err), err
+
+
+@pytest.mark.parametrize("given, says", [
+    ("grader.example.edu", "'grader.example.edu' has no scheme: give the whole address, such as "
+                           "https://grader.example.edu/"),
+    ("ftp://grader.example.edu/", "the scheme must be https (or http), not 'ftp'"),
+    ("https://grader.example.edu/?course=7", "has a query (?course=7): give the address alone"),
+    ("https://grader.example.edu/#top", "has a fragment (#top): give the address alone"),
+    ("https://grader.example.edu/grader/", "has a path (/grader/)"),
+    ("https://me:secret@grader.example.edu/", "holds a user name or password"),
+    ("https://", "names no host"),
+    ("https://grader.example.edu:port/", "names no host (and port)"),
+    ("https://grader example.edu/", "is not an address"),
+])
+def test_a_base_url_that_is_no_public_address_is_refused_saying_what_is_wrong(given, says, capsys, monkeypatch,
+                                                                             tmp_path):
+    import grader.web.serve
+
+    monkeypatch.setattr(grader.web.serve, "serve", lambda options: pytest.fail("served with a wrong --base-url"))
+    for command in (["serve"], ["roster", "instructor-link", "--db", str(tmp_path / "class.db")]):
+        assert main([*command, "--base-url", given]) == 2, command
+        said = capsys.readouterr().err
+        assert "--base-url" in said and says in " ".join(said.split()), said
+    assert not (tmp_path / "class.db").exists()  # refused before anything was made
+
+
+def test_serve_takes_its_public_address_from_base_url(monkeypatch):
+    import grader.web.serve
+
+    given = []
+    monkeypatch.setattr(grader.web.serve, "serve", given.append)
+    for address, kept in (("https://grader.example.edu/", "https://grader.example.edu"),
+                          ("HTTPS://Grader.example.edu:8443", "https://Grader.example.edu:8443"), (None, None)):
+        assert main(["serve", *(["--base-url", address] if address else [])]) == 0
+        assert given.pop().base_url == kept

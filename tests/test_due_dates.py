@@ -21,7 +21,7 @@ from grader.service import accounts
 from grader.store import Store
 from grader.web.app import Service, create_app
 from tests.helpers import EXERCISE
-from tests.service import csrf_of
+from tests.service import csrf_of, press_sign_in
 
 ZONE = timezone(timedelta(hours=1))
 DUE = datetime(2026, 12, 20, 23, 59, tzinfo=ZONE)
@@ -78,10 +78,8 @@ def course(tmp_path):
 
     def sign_in(role: str, student: str | None = None) -> tuple[TestClient, str]:
         client = TestClient(app)
-        link = f"/signin/{accounts.new_link(store, role, student)}"
-        page = client.get(link)
-        if f'action="{link}"' in page.text:
-            page = client.post(link)
+        press_sign_in(client, f"/signin/{accounts.new_link(store, role, student)}")
+        page = client.get("/")
         if student is not None:
             question = dated.prediction
             assert question is not None
@@ -191,8 +189,7 @@ def test_a_due_date_without_a_closing_shows_on_the_page_before_and_after_the_pre
     unclosed = dataclasses.replace(exercise, web=dataclasses.replace(exercise.web, closes=None))
     client = TestClient(create_app(Service(store=store, dispatcher=None, exercises={EXERCISE: unclosed},  # type: ignore[arg-type]
                                            base_url="http://testserver", clock=lambda: now[0])))
-    link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
-    client.get(link)
+    press_sign_in(client, f"/signin/{accounts.new_link(store, 'student', 'bob')}")
     page = client.get(PAGE)  # bob has not answered the question yet
     assert page.status_code == 200 and "Due 2026-12-20 23:59 UTC+01:00 (in 1 day)." in page.text
     assert "Closes" not in page.text and "Closed" not in page.text

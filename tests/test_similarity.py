@@ -251,6 +251,7 @@ def test_the_services_report_is_for_instructors_only(tmp_path):
     from grader.service import accounts
     from grader.store import Store
     from grader.web.app import COOKIE, Service, create_app
+    from tests.service import press_sign_in
 
     exercise = load_exercise(EXERCISE)
     store = Store(tmp_path / "grader.db")
@@ -265,7 +266,7 @@ def test_the_services_report_is_for_instructors_only(tmp_path):
 
     def client_of(token: str) -> TestClient:
         client = TestClient(create_app(service))
-        signed_in = client.post(f"/signin/{token}", follow_redirects=False)
+        signed_in = press_sign_in(client, f"/signin/{token}")
         client.cookies.set(COOKIE, signed_in.cookies[COOKIE])
         return client
 

@@ -16,7 +16,7 @@ import pytest
 from grader.service import accounts
 from grader.store import Store
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
-from tests.service import import_roster, local_server, signed_in, wait_graded
+from tests.service import import_roster, local_server, press_sign_in, signed_in, wait_graded
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 ROSTER = ("id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\n"
@@ -58,11 +58,13 @@ def test_the_instructor_link_works_once_and_the_cookie_is_httponly_and_samesite(
     assert set(links) == {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
     again = httpx.get(server.instructor_link, follow_redirects=False)
     assert again.status_code == 403 and "not valid" in again.text
-    first = httpx.get(links["erin"], follow_redirects=False)
-    assert first.status_code == 303
-    cookie = first.headers["set-cookie"].lower()
-    assert "httponly" in cookie and "samesite=lax" in cookie
-    assert httpx.get(links["erin"], follow_redirects=False).status_code == 303  # a student's link lasts
+    for _ in range(2):  # a student's link lasts; opening it signs nobody in, its button does
+        opened = httpx.get(links["erin"], follow_redirects=False)
+        assert opened.status_code == 200 and "grader_session" not in opened.headers.get("set-cookie", "")
+        pressed = press_sign_in(server.client(), links["erin"])
+        assert pressed.status_code == 303
+        cookie = pressed.headers["set-cookie"].lower()
+        assert cookie.startswith("grader_session=") and "httponly" in cookie and "samesite=lax" in cookie
 
 
 def test_a_submission_is_queued_graded_and_reported_and_appears_in_the_history(server, links):
@@ -166,7 +168,8 @@ def test_opening_a_one_time_link_uses_nothing_until_its_button_is_pressed(server
     for _ in range(2):  # a link checker, a chat's preview, a mail scanner
         assert httpx.head(link).status_code == 200
         shown = httpx.get(link)
-        assert shown.status_code == 200 and "set-cookie" not in shown.headers and "Sign in" in shown.text
+        assert shown.status_code == 200 and "Sign in" in shown.text
+        assert "grader_session" not in shown.headers.get("set-cookie", "")  # no session
     client, _ = signed_in(server, link)  # the button
     assert client.get("/instructor").status_code == 200
     assert httpx.get(link).status_code == 403 and httpx.post(link).status_code == 403  # used once

@@ -70,7 +70,11 @@ def test_a_student_predicts_submits_a_wrong_scheduler_then_the_reference(new_pag
     student = f"student-{width}"
     link = import_roster(server, client, csrf, f"id,name,tier\n{student},Ada {width},premium\n")[student]
     page = new_page(w, h, mobile=mobile)
-    page.goto(link)
+    page.goto(link)  # opening the link signs in no one: its page names whose it is, its button signs in
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Sign in as {student} (Ada {width})")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"signin-{width}.png")
+    go(page, page.get_by_role("button", name="Sign in"))
     expect(page).to_have_url(f"{server.url}/")
     page.goto(f"{server.url}/exercises/{EXERCISE}")
     # The editor opens only after the prediction is answered.
@@ -193,3 +197,54 @@ def test_an_instructor_reads_a_student_gives_an_extension_regrades_and_compares(
     assert problems(page) == []
     assert [u for u in requests(page) if not u.startswith(server.url + "/")] == []
     assert csrf_of  # imported with the helpers above
+
+
+def as_instructor(new_page, server, instructor, width: str) -> Page:
+    w, h, mobile = WIDTHS[width]
+    page = new_page(w, h, mobile=mobile)
+    page.context.add_cookies([{"name": "grader_session", "value": instructor[0].cookies["grader_session"],
+                               "url": server.url + "/", "httpOnly": True, "sameSite": "Lax"}])
+    return page
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_a_classmates_link_asks_before_switching_and_a_new_link_asks_before_signing_out(new_page, server,
+                                                                                       instructor, width):
+    """A student signed in who opens a classmate's link (passed off as the course's) is asked, and stays
+    themselves unless they press the switch; the instructor's new link for a student is confirmed on a
+    page of its own, then shown once on the dashboard, and the student's browser is signed out."""
+    w, h, mobile = WIDTHS[width]
+    client, csrf = instructor
+    own, other = f"kim-{width}", f"lee-{width}"
+    links = import_roster(server, client, csrf, f"id,name\n{own},Kim\n{other},Lee\n")
+    page = new_page(w, h, mobile=mobile)
+    page.goto(links[own])
+    go(page, page.get_by_role("button", name="Sign in"))
+    expect(page.locator("header")).to_contain_text(own)
+    page.goto(links[other])
+    expect(page.locator("#switch h1")).to_have_text(f"You are signed in as {own}")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"signin-switch-{width}.png")
+    go(page, page.locator("#stay"))
+    expect(page.locator("header")).to_contain_text(own)
+    page.goto(links[other])
+    go(page, page.get_by_role("button", name=f"Sign out {own} and sign in as {other}"))
+    expect(page).to_have_url(f"{server.url}/")
+    expect(page.locator("header")).to_contain_text(other)
+
+    desk = as_instructor(new_page, server, instructor, width)
+    desk.goto(f"{server.url}/instructor")
+    go(desk, desk.locator(f'a[href="/instructor/students/{other}/link"]'))
+    expect(desk.locator("#confirm")).to_contain_text(f"{other} is signed out on every device")
+    assert fits(desk, w)
+    screenshot(desk, SHOTS / f"confirm-new-link-{width}.png")
+    go(desk, desk.locator("#confirm-link"))
+    expect(desk).to_have_url(re.compile(r"/instructor\?done=link&student="))
+    expect(desk.locator("#new-links")).to_contain_text(f"{server.url}/signin/")
+    desk.reload()
+    expect(desk.locator("#new-links")).to_have_count(0)  # shown once; the reload made nothing
+    assert problems(page) == [] and problems(desk) == []
+    assert [u for u in requests(page) + requests(desk) if not u.startswith(server.url + "/")] == []
+    page.goto(f"{server.url}/")  # the new link signed the student's browser out (a 401 page, so last)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+    expect(page.locator("header")).not_to_contain_text(other)

@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import io
 import re
+from types import SimpleNamespace
 
 import pytest
 from starlette.testclient import TestClient
@@ -16,8 +17,9 @@ from grader.exercise import load_exercise
 from grader.grading import new_scorecard
 from grader.service import accounts
 from grader.store import Store
-from grader.web.app import COOKIE, Service, create_app
+from grader.web.app import COOKIE, NEW_LINKS_COOKIE, SIGNIN_COOKIE, Service, create_app
 from tests.helpers import EXERCISE
+from tests.service import SIGNIN_FORM, csrf_of, press_sign_in
 
 
 class Recorded:
@@ -43,7 +45,7 @@ def dashboard(tmp_path):
                       base_url="http://testserver")
     client = TestClient(create_app(service))
     token = accounts.new_link(store, "instructor")
-    response = client.post(f"/signin/{token}", follow_redirects=False)
+    response = press_sign_in(client, f"/signin/{token}")
     assert response.status_code == 303 and COOKIE in response.cookies
     client.cookies.set(COOKIE, response.cookies[COOKIE])
 
@@ -85,7 +87,7 @@ def test_a_store_outage_is_the_services_own_503_page_on_every_route(tmp_path):
     service = Service(store=store, dispatcher=Recorded(), exercises={exercise.slug: exercise},
                       base_url="http://testserver")
     client = TestClient(create_app(service), raise_server_exceptions=False)
-    signed_in = client.post(f"/signin/{accounts.new_link(store, 'instructor')}", follow_redirects=False)
+    signed_in = press_sign_in(client, f"/signin/{accounts.new_link(store, 'instructor')}")
     client.cookies.set(COOKIE, signed_in.cookies[COOKIE])
     accounts.add_student(store, "ada")
     token = accounts.new_link(store, "student", "ada")
@@ -109,8 +111,6 @@ PAGE = f"/exercises/{EXERCISE}"
 @pytest.fixture
 def site(tmp_path):
     """(service, a client factory, a sign-in helper, the store), on a store with two students."""
-    from tests.service import csrf_of
-
     exercise = load_exercise(EXERCISE)
     store = Store(tmp_path / "grader.db")
     store.migrate()
@@ -126,10 +126,9 @@ def site(tmp_path):
 
     def sign_in(role: str, student: str | None = None) -> tuple[TestClient, str]:
         browser = client()
-        link = f"/signin/{accounts.new_link(store, role, student)}"
-        page = browser.get(link)
-        if f'action="{link}"' in page.text:
-            page = browser.post(link)  # a one-time link signs in with its button
+        pressed = press_sign_in(browser, f"/signin/{accounts.new_link(store, role, student)}")
+        assert pressed.status_code == 303, pressed.text[:500]
+        page = browser.get("/")
         assert page.status_code == 200, page.text[:500]
         if student is not None:  # the prediction comes before the editor
             answer = browser.post(f"{PAGE}/prediction", data={"csrf": csrf_of(page), "choice": "2"})
@@ -154,9 +153,12 @@ def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
     browser = client()
     opened = browser.get(f"/signin/{token}", follow_redirects=False)
     assert opened.status_code == 200 and COOKIE not in opened.cookies  # opening it uses nothing
-    used = browser.post(f"/signin/{token}", follow_redirects=False)
+    used = browser.post(f"/signin/{token}", data={"csrf": SIGNIN_FORM.search(opened.text).group(2)},
+                        follow_redirects=False)
     assert used.status_code == 303 and COOKIE in used.cookies
-    assert client().post(f"/signin/{token}", follow_redirects=False).status_code == 403
+    late = client()
+    assert late.get(f"/signin/{token}").status_code == 403
+    assert late.post(f"/signin/{token}", data={"csrf": "x" * 32}).status_code == 403
 
 
 def test_a_student_is_kept_off_the_instructors_pages(site):
@@ -221,13 +223,16 @@ def test_a_refused_roster_keeps_the_text_pasted_and_names_its_line(site):
 def test_an_instructor_makes_a_new_instructor_link_that_signs_in_once(site):
     _, client, sign_in, _, _ = site
     browser, csrf = sign_in("instructor")
-    page = browser.post("/instructor/link", data={"csrf": csrf})
-    assert page.status_code == 200
+    made = browser.post("/instructor/link", data={"csrf": csrf}, follow_redirects=False)
+    assert made.status_code == 303 and "/signin/" not in made.headers["location"]  # never in an address
+    page = browser.get(made.headers["location"])
     link = re.search(r'<td class="link">http://testserver(/signin/[^<]+)</td>', page.text)
     assert link, page.text[:2000]
+    reloaded = browser.get(made.headers["location"]).text
+    assert link.group(1) not in reloaded and "shown once" in reloaded  # a reload makes and shows nothing
     other = client()
-    assert other.post(link.group(1), follow_redirects=False).status_code == 303
-    assert client().post(link.group(1), follow_redirects=False).status_code == 403
+    assert press_sign_in(other, link.group(1)).status_code == 303
+    assert client().get(link.group(1)).status_code == 403
     student, student_csrf = sign_in("student", "ada")
     assert student.post("/instructor/link", data={"csrf": student_csrf}).status_code == 403
 
@@ -238,7 +243,7 @@ def test_the_command_line_prints_a_working_instructor_link(site, capsys):
     _, client, _, store, _ = site
     assert main(["roster", "instructor-link", "--db", str(store.location), "--base-url", "http://testserver"]) == 0
     link = re.search(r"http://testserver(/signin/\S+)", capsys.readouterr().out)
-    assert link and client().post(link.group(1), follow_redirects=False).status_code == 303
+    assert link and press_sign_in(client(), link.group(1)).status_code == 303
 
 
 def test_the_editor_opens_with_the_latest_submission_and_its_page_shows_the_code_graded(site):
@@ -348,22 +353,139 @@ def test_signing_out_ends_the_session_and_needs_the_sessions_own_token(site):
     assert client().post("/signout", data={"csrf": csrf}).status_code == 401  # signed out: nobody to sign out
 
 
-def test_a_student_link_signs_in_at_once_again_and_again_with_a_cookie_scripts_cannot_read(site):
+def test_a_student_link_signs_in_again_and_again_with_a_cookie_scripts_cannot_read(site):
     _, client, _, store, _ = site
     link = f"/signin/{accounts.new_link(store, 'student', 'ada')}"
     for _ in range(2):
-        opened = client().get(link, follow_redirects=False)
-        assert opened.status_code == 303 and opened.headers["location"] == "/"
-        cookie = opened.headers["set-cookie"].lower()
+        pressed = press_sign_in(client(), link)
+        assert pressed.status_code == 303 and pressed.headers["location"] == "/"
+        cookie = pressed.headers["set-cookie"].lower()
         assert cookie.startswith(f"{COOKIE}=") and "httponly" in cookie and "samesite=lax" in cookie
+        assert not re.search(r";\s*secure\b", cookie)  # an http address: a Secure cookie would never come back
+
+
+def signed_in_as(browser: TestClient) -> str | None:
+    """Whom the page header says is signed in (None: nobody)."""
+    header = re.search(r'<header class="top">(.*?)</header>', browser.get("/").text, re.S)
+    assert header
+    found = re.search(r'<span class="muted">([^<]+?)(?: · <span class="pill">|</span>)', header.group(1))
+    return found.group(1) if found else None
+
+
+def test_opening_a_students_link_signs_nobody_in_only_its_button_does(site):
+    """A student who passes their link off as "the course link": whoever opens it (or is sent to it by a
+    page of another site) is not signed in to the student's account. The page names whose link it is."""
+    _, client, _, store, _ = site
+    accounts.add_student(store, "mallory", "Mallory Mole")
+    link = f"/signin/{accounts.new_link(store, 'student', 'mallory')}"
+    browser = client()
+    for method in ("GET", "HEAD", "GET"):
+        opened = browser.request(method, link, follow_redirects=False)
+        assert opened.status_code == 200 and COOKIE not in opened.cookies, method
+        assert all(not c.startswith(f"{COOKIE}=") for c in opened.headers.get_list("set-cookie"))
+    assert signed_in_as(browser) is None and browser.get("/history").status_code == 401
+    page = browser.get(link).text
+    assert "<h1>Sign in as mallory (Mallory Mole)</h1>" in page
+    assert "personal link of <b>mallory (Mallory Mole)</b>" in page and "If this is not you, do not sign in" in page
+    assert press_sign_in(browser, link).status_code == 303 and signed_in_as(browser) == "mallory"
+
+
+def test_the_sign_in_button_needs_the_token_its_own_page_set(site):
+    """Login CSRF: a page of another site that posts the sign-in form from a classmate's browser has at
+    best the token of a page its author opened, never the cookie of the classmate's browser."""
+    _, client, _, store, _ = site
+    link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
+    attacker = client()
+    own_page = attacker.get(link)
+    form = SIGNIN_FORM.search(own_page.text)
+    assert form and form.group(1) == link
+    cookie = next(c for c in own_page.headers.get_list("set-cookie") if c.startswith(f"{SIGNIN_COOKIE}="))
+    assert all(part in cookie.lower() for part in ("httponly", "samesite=strict", "path=/signin"))
+    victim = client()
+    for data in ({}, {"csrf": form.group(2)}, {"csrf": "forged"}, {"csrf": ""}):
+        refused = victim.post(link, data=data, follow_redirects=False)
+        assert refused.status_code == 403 and "Form expired" in refused.text, data
+        assert COOKIE not in refused.cookies
+    victim.cookies.set(SIGNIN_COOKIE, "short", path="/signin")  # a cookie the page never set, sent back as is
+    assert victim.post(link, data={"csrf": "short"}).status_code == 403
+    assert signed_in_as(victim) is None
+
+
+def test_a_sign_in_never_replaces_another_accounts_open_session_without_the_explicit_switch(site):
+    _, client, sign_in, store, _ = site
+    victim, csrf = sign_in("student", "ada")
+    _, instructor_csrf = sign_in("instructor")
+    ada_cookie = victim.cookies[COOKIE]
+    link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
+    page = victim.get(link)
+    assert page.status_code == 200 and COOKIE not in page.cookies
+    asked = re.search(r'<section class="card problem" id="switch"><h1>([^<]*)</h1>\s*<p>(.*?)</p>', page.text, re.S)
+    assert asked and asked.group(1) == "You are signed in as ada"
+    assert "signed in as <b>ada</b> now, and this link signs in as <b>bob</b>" in asked.group(2)
+    assert 'id="signin-button"' not in page.text and 'href="/" id="stay"' in page.text
+    token = SIGNIN_FORM.search(page.text).group(2)
+    # The plain sign-in (an old page's button, a form sent from elsewhere) and a switch that does not carry
+    # this session's own token (forged, another session's) go back to the question and change nothing.
+    for data in ({"csrf": token}, {"csrf": token, "switch": "forged"}, {"csrf": token, "switch": instructor_csrf}):
+        kept = victim.post(link, data=data, follow_redirects=False)
+        assert kept.status_code == 303 and kept.headers["location"] == link, data
+        assert COOKIE not in kept.cookies and victim.cookies[COOKIE] == ada_cookie
+        assert signed_in_as(victim) == "ada"
+    switched = victim.post(link, data={"csrf": token, "switch": csrf}, follow_redirects=False)
+    assert switched.status_code == 303 and switched.headers["location"] == "/"
+    assert signed_in_as(victim) == "bob"
+    stale = client()
+    stale.cookies.set(COOKIE, ada_cookie)
+    assert stale.get("/history").status_code == 401, "ada's session outlived the switch away from it"
+
+
+def test_signing_in_again_to_the_account_signed_in_is_harmless(site):
+    _, client, sign_in, store, _ = site
+    browser = client()
+    link = f"/signin/{accounts.new_link(store, 'student', 'ada')}"
+    page = browser.get(link)
+    token = SIGNIN_FORM.search(page.text).group(2)
+    assert browser.post(link, data={"csrf": token}, follow_redirects=False).status_code == 303
+    cookie = browser.cookies[COOKIE]
+    for again in (browser.get(link, follow_redirects=False),  # the link opened again: straight to the pages
+                  browser.post(link, data={"csrf": token}, follow_redirects=False)):  # its page's button again
+        assert again.status_code == 303 and again.headers["location"] == "/"
+        assert "set-cookie" not in again.headers and browser.cookies[COOKIE] == cookie
+    assert signed_in_as(browser) == "ada"
+    instructor, _ = sign_in("instructor")
+    one_time = f"/signin/{accounts.new_link(store, 'instructor')}"
+    assert instructor.get(one_time, follow_redirects=False).status_code == 303
+    assert press_sign_in(client(), one_time).status_code == 303, "opening it signed in used the one-time link up"
+
+
+def test_behind_an_https_address_every_cookie_is_secure_and_every_link_uses_the_address(tmp_path):
+    exercise = load_exercise(EXERCISE)
+    store = Store(tmp_path / "grader.db")
+    store.migrate()
+    for address, secure in (("https://grader.example.edu", True), ("http://grader.example.edu:8000", False)):
+        service = Service(store=store, dispatcher=Recorded(), exercises={exercise.slug: exercise}, base_url=address)
+        browser = TestClient(create_app(service), base_url="https://testserver")
+        link = f"/signin/{accounts.new_link(store, 'instructor')}"
+        page = browser.get(link)
+        pressed = browser.post(link, data={"csrf": SIGNIN_FORM.search(page.text).group(2)}, follow_redirects=False)
+        csrf = csrf_of(browser.get("/instructor"))
+        made = browser.post("/instructor/link", data={"csrf": csrf}, follow_redirects=False)
+        cookies = {c.split("=", 1)[0]: c for r in (page, pressed, made) for c in r.headers.get_list("set-cookie")}
+        assert set(cookies) == {SIGNIN_COOKIE, COOKIE, NEW_LINKS_COOKIE}
+        for name, cookie in cookies.items():
+            assert bool(re.search(r";\s*secure\b", cookie, re.I)) == secure, (address, name, cookie)
+        shown = browser.get(made.headers["location"]).text
+        assert re.search(rf'<td class="link">{re.escape(address)}/signin/[^<]+</td>', shown), shown[:3000]
+        imported = browser.post("/instructor/roster", data={"csrf": csrf, "csv": f"id\nnew{int(secure)}\n"})
+        assert re.search(rf'<td class="link">{re.escape(address)}/signin/[^<]+</td>', imported.text)
+    store.close()
 
 
 def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error(site):
-    from tests.service import csrf_of
-
     _, client, _, store, _ = site
     browser = client()  # a student who has not answered yet: the prediction's form is still open to her
-    csrf = csrf_of(browser.get(f"/signin/{accounts.new_link(store, 'student', 'bob')}"))
+    press_sign_in(browser, f"/signin/{accounts.new_link(store, 'student', 'bob')}")
+    csrf = csrf_of(browser.get("/"))
     # "²" and "٣" are digits to str.isdigit, and int() takes the one and not the other.
     for choice in ("²", "٣", "-1", "1.0", "", "9" * 5000):
         answer = browser.post(f"{PAGE}/prediction", data={"csrf": csrf, "choice": choice})
@@ -405,20 +527,48 @@ def test_no_request_steers_a_path_on_disk(site):
     assert browser.get("/instructor/site/index.html").status_code == 200
 
 
-def test_a_revoked_link_signs_nobody_in_and_ends_its_sessions(site):
+def test_a_new_link_and_a_revocation_ask_first_and_sign_the_student_out_once(site):
     _, client, sign_in, store, _ = site
     instructor, csrf = sign_in("instructor")
     link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
     session = client()
-    assert session.get(link).status_code == 200 and session.get("/history").status_code == 200
-    done = instructor.post("/instructor/students/bob/revoke", data={"csrf": csrf})
-    assert done.status_code == 200 and "revoked" in done.text
-    assert session.get("/history").status_code == 401
-    assert client().get(link).status_code == 403
-    fresh = instructor.post("/instructor/students/bob/link", data={"csrf": csrf})
-    new_link = re.search(r'class="link">http://testserver(/signin/[^<]+)<', fresh.text).group(1)
+    assert press_sign_in(session, link).status_code == 303 and session.get("/history").status_code == 200
+    dashboard = instructor.get("/instructor").text
+    for action in ("link", "revoke"):
+        assert f'href="/instructor/students/bob/{action}"' in dashboard
+        assert f'action="/instructor/students/bob/{action}"' not in dashboard, f"one click ({action}) signs bob out"
+        asked = instructor.get(f"/instructor/students/bob/{action}")
+        assert asked.status_code == 200 and 'id="confirm"' in asked.text and "bob is signed out" in asked.text
+        assert f'id="confirm-{action}"' in asked.text
+        # A POST that is not the confirming button's (an old dashboard's form) is sent to that page.
+        unasked = instructor.post(f"/instructor/students/bob/{action}", data={"csrf": csrf}, follow_redirects=False)
+        assert unasked.status_code == 303 and unasked.headers["location"] == f"/instructor/students/bob/{action}"
+        assert session.get("/history").status_code == 200, f"{action} signed bob out unasked"
+    fresh = instructor.post("/instructor/students/bob/link", data={"csrf": csrf, "confirm": "bob"},
+                            follow_redirects=False)
+    assert fresh.status_code == 303 and "/signin/" not in fresh.headers["location"]
+    assert session.get("/history").status_code == 401 and client().get(link).status_code == 403
+    shown = instructor.get(fresh.headers["location"]).text
+    assert "New sign-in link for bob: the old one no longer works, and bob is signed out." in shown
+    new_link = re.search(r'class="link">http://testserver(/signin/[^<]+)<', shown).group(1)
+    reloaded = instructor.get(fresh.headers["location"]).text  # a reload makes no other link, shows none
+    assert new_link not in reloaded and "shown once" in reloaded
+    assert [s.id for s in accounts.students(store) if s.link_active] == ["bob"]
     again = client()
-    assert again.get(new_link).status_code == 200 and again.get("/history").status_code == 200
+    assert press_sign_in(again, new_link).status_code == 303 and again.get("/history").status_code == 200
+    done = instructor.post("/instructor/students/bob/revoke", data={"csrf": csrf, "confirm": "bob"},
+                           follow_redirects=False)
+    assert done.status_code == 303
+    assert "The sign-in link of bob is revoked" in instructor.get(done.headers["location"]).text
+    assert again.get("/history").status_code == 401 and client().get(new_link).status_code == 403
+    nothing = instructor.get("/instructor/students/bob/revoke").text
+    assert "nothing to revoke" in nothing and 'id="confirm-revoke"' not in nothing
+    # A new-links cookie made elsewhere shows no link: only links that still sign someone in are shown.
+    instructor.cookies.set(NEW_LINKS_COOKIE, new_link.rsplit("/", 1)[1] + "." + "x" * 32, path="/instructor")
+    assert 'class="link"' not in instructor.get("/instructor").text
+    tier = instructor.post("/instructor/students/bob/tier", data={"csrf": csrf, "tier": "premium"},
+                           follow_redirects=False)
+    assert tier.status_code == 303 and "bob is now premium." in instructor.get(tier.headers["location"]).text
 
 
 def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
@@ -429,7 +579,7 @@ def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
     service = Service(store=store, dispatcher=dispatcher, exercises={exercise.slug: exercise},
                       base_url="http://testserver")
     client = TestClient(create_app(service))
-    signed_in = client.post(f"/signin/{accounts.new_link(store, 'instructor')}", follow_redirects=False)
+    signed_in = press_sign_in(client, f"/signin/{accounts.new_link(store, 'instructor')}")
     client.cookies.set(COOKIE, signed_in.cookies[COOKIE])
     ids = {}
     for student, score in (("ada", 50), ("bob", 70)):
@@ -467,12 +617,11 @@ def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
 def test_the_prediction_comes_before_what_gives_its_answer_away(site):
     """The statement's order of a step and the visible tests say what runs first: they open once the
     student has answered, as the exercise's [prediction] hides says. Instructors see the whole page."""
-    from tests.service import csrf_of
-
     _, client, sign_in, store, _ = site
     answer_words = "64 running decodes"  # the visible test's own words (its docstring)
     browser = client()
-    page = browser.get(f"/signin/{accounts.new_link(store, 'student', 'bob')}")
+    press_sign_in(browser, f"/signin/{accounts.new_link(store, 'student', 'bob')}")
+    page = browser.get("/")
     before = browser.get(PAGE).text
     assert 'id="prediction"' in before and 'id="held-back"' in before
     assert 'id="statement"' not in before and 'id="visible-tests"' not in before and answer_words not in before
@@ -590,3 +739,48 @@ def test_a_submission_page_says_the_likely_cause_and_the_dashboard_counts_studen
     assert table, "the dashboard counts no misconception"
     rows = re.findall(r"<tr><td>(.*?) <span[^>]*>\((\w+)\)</span></td><td class=\"num\">(\d+)</td></tr>", table.group(1))
     assert [(mutant, int(n)) for _, mutant, n in rows] == [("13_first_token_late", 2), ("03_skip_blocked_head", 1)]
+
+
+def test_serve_with_an_https_base_url_prints_and_shows_its_links_there_and_sets_secure_cookies(tmp_path, monkeypatch):
+    """`grader serve --base-url https://...` behind a proxy that ends TLS: the instructor's link it prints is
+    the public one, and the application it serves makes Secure cookies. uvicorn and the graders are left
+    out: the application is driven in-process while `serve` would be serving it."""
+    import uvicorn
+
+    import grader.service.dispatch
+    import grader.web.serve
+    from grader.web.serve import ServeOptions, serve
+
+    class Graders(Recorded):
+        def __init__(self, *args: object) -> None:
+            super().__init__()
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            pass
+
+    printed = io.StringIO()
+    seen: dict[str, object] = {}
+
+    def run(server: uvicorn.Server, sockets: list) -> None:
+        link = re.search(r"instructor sign-in \(works once\): https://grader\.example\.edu(/signin/\S+)$",
+                         printed.getvalue(), re.M)
+        assert link, printed.getvalue()
+        browser = TestClient(server.config.app, base_url="https://testserver")
+        page = browser.get(link.group(1))
+        pressed = browser.post(link.group(1), data={"csrf": SIGNIN_FORM.search(page.text).group(2)},
+                               follow_redirects=False)
+        seen["cookies"] = page.headers.get_list("set-cookie") + pressed.headers.get_list("set-cookie")
+        seen["dashboard"] = browser.get("/instructor").status_code
+
+    monkeypatch.setattr(grader.service.dispatch, "ThreadDispatcher", Graders)
+    monkeypatch.setattr(grader.web.serve, "choose_backend", lambda *args, **kwargs: SimpleNamespace(name="no"))
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    serve(ServeOptions(port=0, db=str(tmp_path / "class.db"), base_url="https://grader.example.edu"), out=printed)
+    assert re.search(r"at http://127\.0\.0\.1:\d+/ \(public address https://grader\.example\.edu/\)", printed.getvalue())
+    assert seen["dashboard"] == 200
+    cookies = seen["cookies"]
+    assert isinstance(cookies, list) and len(cookies) == 2
+    assert all(re.search(r";\s*secure\b", cookie, re.I) for cookie in cookies), cookies

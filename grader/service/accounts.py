@@ -50,6 +50,11 @@ class Session:
     def is_instructor(self) -> bool:
         return self.role == "instructor"
 
+    @property
+    def account(self) -> tuple[str, str | None]:
+        """Whose session this is: the instructors share one account, each student has their own."""
+        return (self.role, self.student)
+
     def csrf_ok(self, sent: str | None) -> bool:
         return bool(sent) and hmac.compare_digest(self.csrf.encode(), str(sent).encode())
 
@@ -175,16 +180,30 @@ def revoke_links(store: Store, student_id: str) -> int:
     return len(ids)
 
 
-def is_one_time(store: Store, token: str) -> bool | None:
-    """Whether a link that signs someone in is a one-time link (the instructor's), used by nothing;
-    None for a link that signs nobody in (unknown, revoked, or used already)."""
-    ln = schema.links
+@dataclass(frozen=True)
+class LinkHolder:
+    """Whom a sign-in link signs in, as its page names them before anyone presses its button."""
+    role: str  # instructor | student
+    student: str | None
+    name: str
+    one_time: bool
+
+    @property
+    def account(self) -> tuple[str, str | None]:
+        return (self.role, self.student)
+
+
+def link_holder(store: Store, token: str) -> LinkHolder | None:
+    """Whom a link that still signs someone in is for, using nothing up; None for a link that signs
+    nobody in (unknown, revoked, or a one-time link used already)."""
+    ln, st = schema.links, schema.students
     with store.reading() as db:
-        link = db.execute(select(ln.c.one_time, ln.c.used_at).where(and_(
-            ln.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
+        link = db.execute(select(ln.c.role, ln.c.student_id, ln.c.one_time, ln.c.used_at, st.c.name)
+                          .select_from(ln.outerjoin(st, st.c.id == ln.c.student_id))
+                          .where(and_(ln.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if link is None or (link.one_time and link.used_at is not None):
         return None
-    return bool(link.one_time)
+    return LinkHolder(role=link.role, student=link.student_id, name=link.name or "", one_time=bool(link.one_time))
 
 
 def sign_in(store: Store, token: str) -> str | None:

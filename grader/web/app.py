@@ -1,7 +1,8 @@
 """The web application: routes, sign-in, the student's and the instructor's pages.
 
 Every page is rendered on the server from Jinja templates (autoescaped), with no script; every form
-carries the session's CSRF token; the session cookie is HttpOnly and SameSite=Lax. Nothing a request
+carries the session's CSRF token (the sign-in form, before any session, a token its page set as a cookie);
+the cookies are HttpOnly, SameSite and, behind an https address, Secure. Nothing a request
 sends is ever used as a path on disk: exercises are looked up by name in the list loaded at start,
 submissions and students by their id in the store, the instructor's site files by name in the site
 built in memory.
@@ -10,14 +11,17 @@ built in memory.
 from __future__ import annotations
 
 import functools
+import hmac
 import logging
 import math
 import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -43,6 +47,12 @@ from grader.web.security import Guard
 
 log = logging.getLogger("grader.web")
 COOKIE = "grader_session"
+# The sign-in form's CSRF token, set by the link's page: there is no session (and no session token) yet.
+SIGNIN_COOKIE = "grader_csrf"
+# The links an instructor's action just made, carried to the dashboard it redirects to and shown there once.
+NEW_LINKS_COOKIE = "grader_new_links"
+NEW_LINKS_SECONDS = 120
+TOKEN = re.compile(r"[A-Za-z0-9_-]{20,64}")  # what secrets.token_urlsafe makes
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULT_INTERVAL_S = 30.0
 DEFAULT_MAX_REQUEST = 1024 * 1024
@@ -69,6 +79,12 @@ class Service:
 
     def link(self, token: str) -> str:
         return f"{self.base_url.rstrip('/')}/signin/{token}"
+
+    @property
+    def secure(self) -> bool:
+        """Whether browsers reach the service over TLS (its public address is https), so that its cookies
+        must never travel in clear."""
+        return self.base_url.lower().startswith("https://")
 
     def interval(self, exercise: Exercise) -> float:
         own = exercise.web.submission_interval_s
@@ -99,14 +115,32 @@ def message_page(who: accounts.Session | None, status: int, title: str, message:
     return render("message.html.j2", status=status, who=who, title=title, message=message)
 
 
+def set_cookie(service: Service, response: Response, name: str, value: str, *, path: str = "/",
+               max_age: int | None = None, samesite: Literal["lax", "strict"] = "lax") -> None:
+    """Every cookie of the service: never readable by a script, and Secure behind an https address."""
+    response.set_cookie(name, value, max_age=max_age, path=path, httponly=True, secure=service.secure,
+                        samesite=samesite)
+
+
+def delete_cookie(service: Service, response: Response, name: str, path: str = "/") -> None:
+    response.delete_cookie(name, path=path, httponly=True, secure=service.secure)
+
+
+def text_field(form: FormData, name: str) -> str:
+    """A form's text field ("" when missing, or sent as a file)."""
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
 # -- plumbing: every handler runs in a thread (the store is synchronous) with the session ------------------
 
 Handler = Callable[[Service, Request, accounts.Session | None, FormData | None], Response]
 
 
-def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None) -> Callable[[Handler], Route]:
+def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
+          signin_form: bool = False) -> Callable[[Handler], Route]:
     """A route whose handler gets the session (None when signed out); `role` restricts it; POSTs
-    need the session's CSRF token."""
+    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet)."""
     def wrap(handler: Handler) -> Route:
         async def endpoint(request: Request) -> Response:
             service: Service = request.app.state.service
@@ -125,7 +159,7 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                     raise Page(403 if who else 401, "Not for you",
                                "Sign in with your personal link to see this page." if who is None
                                else "This page is not part of your account.")
-                if form is not None and (who is None or not who.csrf_ok(form.get("csrf"))):  # type: ignore[arg-type]
+                if form is not None and not form_token_ok(request, who, form, signin_form):
                     raise Page(403, "Form expired", "This form is out of date or did not come from this site. "
                                                      "Go back, reload the page and try again.")
                 return handler(service, request, who, form)
@@ -136,6 +170,17 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
 
         return Route(path, endpoint, methods=list(methods))
     return wrap
+
+
+def form_token_ok(request: Request, who: accounts.Session | None, form: FormData, signin_form: bool) -> bool:
+    sent = text_field(form, "csrf")
+    if signin_form:
+        # Double submit: the token must come back both as the cookie the sign-in page set and in the form.
+        # A page of another site can send the form but neither read that cookie nor make the browser send
+        # it (SameSite=Strict), so it cannot sign anyone in.
+        cookie = request.cookies.get(SIGNIN_COOKIE, "")
+        return bool(TOKEN.fullmatch(cookie)) and hmac.compare_digest(cookie.encode(), sent.encode())
+    return who is not None and who.csrf_ok(sent)
 
 
 def exercise_of(service: Service, slug: str) -> Exercise:
@@ -166,38 +211,53 @@ LINK_NOT_VALID = ("Link not valid", "This sign-in link is not valid: it was revo
 
 
 def signin(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-    """A student's link signs in at once. The instructor's signs in once, so opening it shows a button:
-    a chat's preview or a mail scanner that opens the link (GET, HEAD) uses nothing up."""
+    """GET: the link's page, naming whom it signs in, with a button; opening a link (a chat's preview, a
+    mail scanner, a page of another site sending the browser there) signs nobody in and uses nothing up.
+    POST (the button): signs in. A session of another account open in this browser is never replaced
+    silently: the page says who is signed in and asks for the switch, a button of its own; the account
+    signed in already is taken to its pages, with nothing used up."""
     token = request.path_params["token"]
-    one_time = accounts.is_one_time(service.store, token) if len(token) < 100 else None
-    if one_time is None:
+    holder = accounts.link_holder(service.store, token) if len(token) < 100 else None
+    if holder is None:
         raise Page(403, *LINK_NOT_VALID)
-    if one_time:
-        return render("signin.html.j2", who=who, token=token)
-    return signed_in_response(service, token)
+    if who is not None and who.account == holder.account:
+        return RedirectResponse("/", status_code=303)
+    if form is None:
+        return signin_page(service, request, who, holder, token)
+    if who is not None and not who.csrf_ok(text_field(form, "switch")):
+        # The switch carries the open session's own token, so only the page that named that session
+        # (not a form sent from elsewhere, nor one shown before another sign-in) replaces it.
+        return RedirectResponse(f"/signin/{token}", status_code=303)
+    return signed_in_response(service, request, token)
 
 
-async def signin_confirmed(request: Request) -> Response:
-    """The button of a one-time link: the only request that uses it up (no session yet, so no CSRF token:
-    the link's secret is in the address)."""
-    service: Service = request.app.state.service
-    return await run_in_threadpool(signed_in_response, service, request.path_params["token"])
+def signin_page(service: Service, request: Request, who: accounts.Session | None, holder: accounts.LinkHolder,
+                token: str) -> Response:
+    """The page of a link, with the sign-in form's token as a cookie (kept when it has one: pages open in
+    two tabs both work)."""
+    csrf = request.cookies.get(SIGNIN_COOKIE, "")
+    if not TOKEN.fullmatch(csrf):
+        csrf = secrets.token_urlsafe(24)
+    response = render("signin.html.j2", who=who, holder=holder, token=token, csrf=csrf)
+    set_cookie(service, response, SIGNIN_COOKIE, csrf, path="/signin", samesite="strict")
+    return response
 
 
-def signed_in_response(service: Service, token: str) -> Response:
-    session = accounts.sign_in(service.store, token) if len(token) < 100 else None
+def signed_in_response(service: Service, request: Request, token: str) -> Response:
+    session = accounts.sign_in(service.store, token)
     if session is None:
-        return message_page(None, 403, *LINK_NOT_VALID)
+        raise Page(403, *LINK_NOT_VALID)
+    # The session this browser had, one the person chose to switch away from, ends with the switch.
+    accounts.sign_out(service.store, request.cookies.get(COOKIE))
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, session, max_age=accounts.SESSION_SECONDS, httponly=True, samesite="lax",
-                        secure=service.base_url.startswith("https:"), path="/")
+    set_cookie(service, response, COOKIE, session, max_age=accounts.SESSION_SECONDS)
     return response
 
 
 def signout(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     accounts.sign_out(service.store, request.cookies.get(COOKIE))
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
+    delete_cookie(service, response, COOKIE)
     return response
 
 
@@ -416,17 +476,68 @@ def history(service: Service, request: Request, who: accounts.Session | None, fo
 def dashboard(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
               new_links: list[tuple[str, str]] | None = None, notice: str = "", status: int = 200,
               roster_text: str = "", problem: str = "") -> Response:
+    if form is None:  # the page an action redirected to: what it did, and the links it made, shown once
+        new_links = shown_once(service, request)
+        notice = notice or done_notice(service, request, bool(new_links))
     subs = service.store.submissions()
     counts: dict[str, int] = {}
     for sub in subs:
         counts[sub.state] = counts.get(sub.state, 0) + 1
     predictions = {slug: prediction_tally(exercise, accounts.prediction_counts(service.store, slug))
                    for slug, exercise in service.exercises.items() if exercise.prediction is not None}
-    return render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
-                  exercises=list(service.exercises.values()), counts=counts, total=len(subs),
-                  predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
-                  stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
-                  roster_text=roster_text, problem=problem)
+    response = render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
+                      exercises=list(service.exercises.values()), counts=counts, total=len(subs),
+                      predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
+                      stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
+                      roster_text=roster_text, problem=problem)
+    if NEW_LINKS_COOKIE in request.cookies:
+        delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
+    return response
+
+
+# What the dashboard says after an action that redirected to it (post/redirect/get), by the action's name.
+DONE = {
+    "tier": "{student} is now {tier}.",
+    "link": "New sign-in link for {student}: the old one no longer works, and {student} is signed out.",
+    "revoke": "The sign-in link of {student} is revoked, and {student} is signed out: only a new link lets "
+              "them in again.",
+    "instructor-link": "A new instructor sign-in link: it works once.",
+}
+SHOWN_ONCE = " The link was shown once, when it was made: if it was not kept, make another."
+
+
+def after(service: Service, done: str, student: str = "", tokens: tuple[str, ...] = ()) -> Response:
+    """Post/redirect/get: an instructor's action ends on the dashboard's own address, which says what was
+    done, so that a reload does not do it again. The links it made travel to that page in a cookie for a
+    moment and are shown once: they are not in the address (nor in the history, nor in a log)."""
+    query = urlencode({"done": done, **({"student": student} if student else {})})
+    response = RedirectResponse(f"/instructor?{query}", status_code=303)
+    if tokens:
+        set_cookie(service, response, NEW_LINKS_COOKIE, ".".join(tokens), path="/instructor",
+                   max_age=NEW_LINKS_SECONDS, samesite="strict")
+    return response
+
+
+def done_notice(service: Service, request: Request, links_shown: bool) -> str:
+    done = request.query_params.get("done", "")
+    if done not in DONE:
+        return ""
+    student = accounts.student(service.store, request.query_params.get("student", ""))
+    if "{student}" in DONE[done] and student is None:
+        return ""
+    notice = DONE[done].format(student=student.id if student else "", tier=student.tier if student else "")
+    return notice + (SHOWN_ONCE if done in ("link", "instructor-link") and not links_shown else "")
+
+
+def shown_once(service: Service, request: Request) -> list[tuple[str, str]]:
+    """The links the action that redirected here made (the cookie it set), each only while it still signs
+    someone in: a cookie made elsewhere shows no link that is not one."""
+    links = []
+    for token in request.cookies.get(NEW_LINKS_COOKIE, "").split(".")[:10]:
+        holder = accounts.link_holder(service.store, token) if TOKEN.fullmatch(token) else None
+        if holder is not None:
+            links.append((holder.student or "instructor", service.link(token)))
+    return links
 
 
 def misconceptions_by_exercise(subs: list[StoredSubmission]) -> dict[str, list[MisconceptionCount]]:
@@ -479,24 +590,68 @@ def roster(service: Service, request: Request, who: accounts.Session | None, for
 
 def student_action(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert form is not None
-    student_id = request.path_params["student"]
-    if accounts.student(service.store, student_id) is None:
-        raise Page(404, "No such student", "There is no student with that id.")
+    student_id = known_student(service, request).id
     action = request.path_params["action"]
     if action == "tier":
-        accounts.set_tier(service.store, student_id, str(form.get("tier", "")))
-        return dashboard(service, request, who, form, notice=f"{student_id} is now {form.get('tier')}.")
-    if action == "link":
-        accounts.revoke_links(service.store, student_id)
-        token = accounts.new_link(service.store, "student", student_id)
-        return dashboard(service, request, who, form, [(student_id, service.link(token))],
-                         f"New sign-in link for {student_id}; the old one no longer works.")
+        accounts.set_tier(service.store, student_id, text_field(form, "tier"))
+        return after(service, "tier", student_id)
     if action == "extension":
         return give_extension(service, request, who, form, student_id)
-    if action == "revoke":
-        count = accounts.revoke_links(service.store, student_id)
-        return dashboard(service, request, who, form, notice=f"{count} link(s) of {student_id} revoked.")
     raise Page(404, "No such action", "Unknown action.")
+
+
+def known_student(service: Service, request: Request) -> accounts.Student:
+    known = accounts.student(service.store, request.path_params["student"])
+    if known is None:
+        raise Page(404, "No such student", "There is no student with that id.")
+    return known
+
+
+def asked_first(request: Request, who: accounts.Session | None, form: FormData | None, student: accounts.Student,
+                action: str, title: str, lines: list[str], button: str) -> Response | None:
+    """An action that signs a student out is never one click on the dashboard: GET shows what it does with
+    its button; a POST that does not come from that button (no `confirm` naming the student) is sent to
+    that page. None once confirmed."""
+    if form is not None and text_field(form, "confirm") == student.id:
+        return None
+    if form is not None:
+        return RedirectResponse(request.url.path, status_code=303)
+    return render("confirm.html.j2", who=who, student=student.id, action=action, title=title, lines=lines,
+                  button=button)
+
+
+def named(student: accounts.Student) -> str:
+    return f"{student.id} ({student.name})" if student.name else student.id
+
+
+def new_student_link(service: Service, request: Request, who: accounts.Session | None,
+                     form: FormData | None) -> Response:
+    """A new link for a student, after the page that says it signs them out: the old link stops working."""
+    student = known_student(service, request)
+    ask = asked_first(request, who, form, student, "link", f"A new sign-in link for {named(student)}?",
+                      [f"{student.id}'s current link stops working, and {student.id} is signed out on every device "
+                       "where it was used.",
+                       f"The new link is shown once, on the dashboard: send it to {student.id}."],
+                      f"Make a new link and sign {student.id} out")
+    if ask is not None:
+        return ask
+    accounts.revoke_links(service.store, student.id)
+    return after(service, "link", student.id, (accounts.new_link(service.store, "student", student.id),))
+
+
+def revoke_student(service: Service, request: Request, who: accounts.Session | None,
+                   form: FormData | None) -> Response:
+    """Revoking a student's link, after the page that says it signs them out."""
+    student = known_student(service, request)
+    ask = asked_first(request, who, form, student, "revoke", f"Revoke the sign-in link of {named(student)}?",
+                      [f"{student.id}'s link stops working, and {student.id} is signed out on every device. "
+                       f"Only a new link lets {student.id} in again."] if student.link_active else
+                      [f"{student.id} has no active sign-in link: there is nothing to revoke."],
+                      f"Revoke and sign {student.id} out" if student.link_active else "")
+    if ask is not None:
+        return ask
+    accounts.revoke_links(service.store, student.id)
+    return after(service, "revoke", student.id)
 
 
 def give_extension(service: Service, request: Request, who: accounts.Session | None, form: FormData,
@@ -519,9 +674,7 @@ def give_extension(service: Service, request: Request, who: accounts.Session | N
 
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     """A new one-time sign-in link for another instructor (or this one on another device)."""
-    token = accounts.new_link(service.store, "instructor")
-    return dashboard(service, request, who, form, [("instructor", service.link(token))],
-                     "A new instructor sign-in link: it works once.")
+    return after(service, "instructor-link", tokens=(accounts.new_link(service.store, "instructor"),))
 
 
 def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -654,8 +807,7 @@ def create_app(service: Service) -> AccessLog:
     routes = [
         Route("/favicon.ico", favicon),
         route("/")(home),
-        route("/signin/{token}")(signin),
-        Route("/signin/{token}", signin_confirmed, methods=["POST"]),
+        route("/signin/{token}", ("GET", "POST"), signin_form=True)(signin),
         route("/signout", ("POST",), role="any")(signout),
         route("/history", role="student")(history),
         route("/exercises/{slug}", role="any")(exercise_view),
@@ -667,6 +819,8 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor", role="instructor")(dashboard),
         route("/instructor/roster", ("POST",), role="instructor")(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),
+        route("/instructor/students/{student}/link", ("GET", "POST"), role="instructor")(new_student_link),
+        route("/instructor/students/{student}/revoke", ("GET", "POST"), role="instructor")(revoke_student),
         route("/instructor/students/{student}/{action}", ("POST",), role="instructor")(student_action),
         route("/instructor/regrade/{slug}", ("GET", "POST"), role="instructor")(regrade),
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),

@@ -8,6 +8,7 @@ import socket
 import sys
 from dataclasses import dataclass
 from typing import TextIO
+from urllib.parse import urlsplit
 
 from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
 from grader.sandbox.choose import choose_backend
@@ -29,6 +30,7 @@ class ServeOptions:
     submission_interval_s: float = DEFAULT_INTERVAL_S
     max_request_kb: int = DEFAULT_MAX_REQUEST // 1024
     lease_s: float = jobs.DEFAULT_LEASE_S
+    base_url: str | None = None  # the public address (public_address's form); None: the one listened on
 
 
 def load_exercises() -> dict:
@@ -50,6 +52,38 @@ MAX_CONNECTIONS = 100
 def base_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+def public_address(text: str) -> str:
+    """The address browsers reach the service at, as `--base-url` gives it (https://grader.example.edu/),
+    without its last slash; ValueError saying what is wrong with it. Its links are made from it, and an
+    https one makes the cookies Secure. The service answers at the root of a host: its pages link to
+    /instructor, /exercises/..., so an address with a path would print links that lead nowhere."""
+    if not text.strip() or any(c.isspace() or not c.isprintable() for c in text.strip()):
+        raise ValueError(f"{text!r} is not an address: give one such as https://grader.example.edu/")
+    text = text.strip()
+    if "://" not in text:
+        raise ValueError(f"{text!r} has no scheme: give the whole address, such as https://{text.rstrip('/')}/")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"{text!r}: the scheme must be https (or http), not {parts.scheme!r}")
+    if "?" in text:
+        raise ValueError(f"{text!r} has a query (?{parts.query}): give the address alone")
+    if "#" in text:
+        raise ValueError(f"{text!r} has a fragment (#{parts.fragment}): give the address alone")
+    if "@" in parts.netloc:
+        raise ValueError(f"{text!r} holds a user name or password: give the address alone")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ValueError(f"{text!r} names no host (and port) that browsers can reach")
+    if parts.path not in ("", "/"):
+        raise ValueError(f"{text!r} has a path ({parts.path}): the service answers at the root of its address, "
+                         "so give the host's address alone and serve it at the root")
+    return f"{scheme}://{parts.netloc}"
 
 
 def log_to_stderr() -> None:
@@ -76,7 +110,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     listener.bind((options.host, options.port))
     listener.listen(128)
     port = listener.getsockname()[1]
-    url = base_url(options.host, port)
+    listening = base_url(options.host, port)
+    url = options.base_url or listening
     if options.broker:
         dispatcher: ThreadDispatcher | RQDispatcher = RQDispatcher(store, options.broker, options.lease_s)
         how = f"queue {options.broker.split('@')[-1]} (start graders with `grader worker`)"
@@ -90,7 +125,9 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
                       submission_interval_s=options.submission_interval_s,
                       max_request_bytes=options.max_request_kb * 1024)
     token = accounts.new_link(store, "instructor")
-    print(f"grader serving {len(service.exercises)} exercise(s) at {url}/ from {store.describe()}; {how}", file=out)
+    public = "" if url == listening else f" (public address {url}/)"
+    print(f"grader serving {len(service.exercises)} exercise(s) at {listening}/{public} from {store.describe()}; "
+          f"{how}", file=out)
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
     # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
