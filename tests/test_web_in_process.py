@@ -590,3 +590,58 @@ def test_a_submission_page_says_the_likely_cause_and_the_dashboard_counts_studen
     assert table, "the dashboard counts no misconception"
     rows = re.findall(r"<tr><td>(.*?) <span[^>]*>\((\w+)\)</span></td><td class=\"num\">(\d+)</td></tr>", table.group(1))
     assert [(mutant, int(n)) for _, mutant, n in rows] == [("13_first_token_late", 2), ("03_skip_blocked_head", 1)]
+
+
+def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_interval(site):
+    """ada's graded 5/10, then a file with a syntax error: the file is kept and shown to her with its reason,
+    her fix is taken at once (the rejected file started no wait), and the gradebook, the overview and
+    the dashboard's misconceptions still count her graded submission."""
+    from datetime import datetime, timedelta, timezone
+
+    from grader.scorecard import Diagnosis
+
+    service, _, sign_in, store, recorded = site
+    exercise = service.exercises[EXERCISE]
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)]
+    service.clock = lambda: now[0]
+    browser, csrf = sign_in("student", "ada")
+
+    def send(code: str):
+        return browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}, follow_redirects=False)
+
+    def graded(location: str, **fields) -> int:
+        submission_id = int(location.rsplit("/", 1)[1])
+        store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"), **fields))
+        return submission_id
+
+    late = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)
+    first = send("x = 1\n")
+    assert first.status_code == 303
+    graded(first.headers["location"], score=5, max_score=10, diagnosis=[late])
+    now[0] += timedelta(seconds=61)
+    broken = send("def schedule(self:\n")
+    assert broken.status_code == 303, broken.text[:300]
+    rejected = graded(broken.headers["location"], status="rejected", score=0,
+                      reason="syntax error at line 1: '(' was never closed")
+    page = browser.get(f"/submissions/{rejected}").text
+    note = re.search(r'<p class="bad" id="rejected">([^<]*)</p>', page)
+    assert note and "syntax error at line 1" in note.group(1) and "counts for nothing" in note.group(1)
+    assert "syntax error at line 1" in browser.get(f"/submissions/{rejected}/report").text
+    now[0] += timedelta(seconds=5)
+    fixed = send("x = 2\n")  # 5 s after the rejected file, 66 s after the graded one
+    assert fixed.status_code == 303, fixed.text[:300]
+    assert len(recorded.queued) == 3
+
+    instructor, _ = sign_in("instructor")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+        instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text))}
+    assert (rows["ada"]["score"], rows["ada"]["status"]) == ("5", "graded")  # the fix is not graded yet
+    for policy in ("best", "on-time"):
+        rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+            instructor.get(f"/instructor/site/{policy}/gradebook-{EXERCISE}.csv").text))}
+        assert (rows["ada"]["score"], rows["ada"]["status"]) == ("5", "graded"), policy
+    overview = " ".join(instructor.get("/instructor/site/index.html").text.split())
+    assert "rejected file" not in overview
+    table = re.search(rf'id="misconceptions-{EXERCISE}">(.*?)</details>', instructor.get("/instructor").text, re.S)
+    assert table and "13_first_token_late" in table.group(1)
+

@@ -37,6 +37,7 @@ from grader.exercise import Exercise, exercise_fingerprint
 from grader.gradebook import pick
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
+from grader.validate import Rejected, validate
 from grader.web import exercise_page
 from grader.web.access_log import AccessLog
 from grader.web.security import Guard
@@ -297,7 +298,7 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     try:
         submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
                                          exercise.submission_file, content, service.interval(exercise),
-                                         service.clock())
+                                         service.clock(), refused=functools.partial(will_be_rejected, exercise))
     except TooSoon as soon:
         return exercise_view(service, request, who, None,
                              f"You submitted less than {service.interval(exercise):g} s ago: you can submit again "
@@ -306,6 +307,16 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def will_be_rejected(exercise: Exercise, content: bytes) -> bool:
+    """Whether grading will reject the file before any test runs (the same checks, grader.validate): such a
+    file does not use up the student's interval between submissions."""
+    try:
+        validate(content, exercise.submission_file, exercise.max_submission_bytes)
+    except Rejected:
+        return True
+    return False
 
 
 def deadlines_of(service: Service) -> Deadlines:
