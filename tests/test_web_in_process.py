@@ -645,3 +645,41 @@ def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_inter
     table = re.search(rf'id="misconceptions-{EXERCISE}">(.*?)</details>', instructor.get("/instructor").text, re.S)
     assert table and "13_first_token_late" in table.group(1)
 
+
+def test_a_body_over_the_limit_is_the_services_page_with_the_code_typed_kept(site):
+    """A file too large to upload beside the code in the editor: the service's own page (413) says the
+    limit, how to submit a smaller file, and keeps the editor's code; nothing is stored."""
+    _, _, sign_in, store, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    code = "x = 1  # kept </textarea><b>\n"
+    refused = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code},
+                           files={"upload": ("scheduler.py", b"#" * (100 * 1024))})
+    assert refused.status_code == 413 and refused.headers["content-type"].startswith("text/html")
+    assert "content-security-policy" in refused.headers and "ada" in refused.text  # her own page, signed in
+    problem = re.search(r'<section class="card problem" id="problem"><p>([^<]*)</p>', refused.text)
+    assert problem, refused.text[:2000]
+    assert "64 KiB" in problem.group(1) and "256 KiB" in problem.group(1) and "kept in the editor" in problem.group(1)
+    editor = re.search(r'<textarea id="code"[^>]*>(.*?)</textarea>', refused.text, re.S)
+    assert editor and editor.group(1) == "x = 1  # kept &lt;/textarea&gt;&lt;b&gt;\n"
+    assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
+
+
+def test_code_too_large_to_keep_gets_a_page_that_says_what_happened_and_leads_back(site):
+    """Code past the limit cannot be read whole: the page says so, how to submit a smaller file, and links
+    back to the exercise, and never shows a part of the code as if it were all of it."""
+    _, client, sign_in, _, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    code = "x = 1\n" + "# padding\n" * (10 * 1024) + "y = 'the end'\n"
+    for answer in (browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}),
+                   browser.post(f"{PAGE}/submit", data={"csrf": csrf}, files={"code": (None, code.encode())})):
+        assert answer.status_code == 413 and answer.headers["content-type"].startswith("text/html")
+        text = " ".join(answer.text.split())
+        assert "64 KiB" in text and "256 KiB" in text and "Back" in text
+        assert f'href="{PAGE}#editor"' in answer.text and "# padding" not in answer.text
+    # Signed out, or with another session's token: the page says the limit and echoes nothing sent.
+    _, other = sign_in("student", "bob")
+    for sender, token in ((client(), csrf), (browser, other)):
+        answer = sender.post(f"{PAGE}/submit", data={"csrf": token, "code": "z = 1  # mine\n"},
+                             files={"upload": ("scheduler.py", b"#" * (100 * 1024))})
+        assert answer.status_code == 413 and "64 KiB" in answer.text and "z = 1" not in answer.text
+    assert recorded.queued == []
