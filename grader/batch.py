@@ -2,8 +2,8 @@
 
 A folder holds one file per student (`alice.py`) or one folder per student holding the exercise's
 file (`alice/scheduler.py`). What is already graded with the same content against the same exercise
-(its fingerprint: suites, exercise.toml, reference) is skipped, so a batch that was interrupted simply
-runs again, and one run after a suite changed grades everyone again. A stored `error` result is always
+(its fingerprint: suites, exercise.toml's grading settings, reference) is skipped, so a batch that was
+interrupted simply runs again, and one run after a suite changed grades everyone again. A stored `error` result is always
 retried. One broken submission never stops the others.
 """
 

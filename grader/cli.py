@@ -215,8 +215,6 @@ def read_scorecard(args: argparse.Namespace) -> Scorecard:
             return Scorecard.read(args.scorecard)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    from grader.gradebook import pick
-
     with existing_store(args) as store:
         if args.submission is not None:
             card = store.scorecard(args.submission)
@@ -224,9 +222,10 @@ def read_scorecard(args: argparse.Namespace) -> Scorecard:
         else:
             if not args.exercise:
                 raise UsageError("--student goes with --exercise")
-            mine = pick(store.submissions(args.exercise, args.student), "latest")
-            sub = mine.get((args.student, args.exercise))
-            card, what = (sub.card if sub else None), f"{args.student}'s {args.exercise}"
+            # The latest file she handed in, whatever its result: a rejected one too (its report says why),
+            # although a gradebook counts it nowhere.
+            cards = [sub.card for sub in store.submissions(args.exercise, args.student) if sub.card is not None]
+            card, what = (cards[-1] if cards else None), f"{args.student}'s {args.exercise}"
     if card is None:
         raise UsageError(f"the store holds no scorecard of {what}")
     return card

@@ -21,21 +21,34 @@ def pick(submissions: Iterable[StoredSubmission], policy: str,
     the latest on time (`late` says which came after the student's due date; a student with none on
     time keeps their latest, which the gradebook marks late). The best is the highest share of its
     points (a student graded on two tiers has two maximums), and a result the grader vouches for beats
-    an error."""
+    an error.
+
+    A rejected file (refused before any test ran: a syntax error, too large, empty) never counts over
+    another submission, under every policy: no test judged the student's work, so it says nothing of
+    their standing. It stands only for a student who has handed in nothing else."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose {', '.join(POLICIES)}")
-    chosen: dict[tuple[str, str], StoredSubmission] = {}
+    handed_in: dict[tuple[str, str], list[StoredSubmission]] = {}
     for sub in submissions:  # in submission order
-        if sub.card is None:
-            continue
-        key = (sub.student, sub.exercise)
-        current = chosen.get(key)
-        if policy == "on-time" and late is not None:
-            if current is None or not late(sub) or late(current):
-                chosen[key] = sub
-        elif current is None or policy != "best" or _merit(sub.card) >= _merit(current.card):  # type: ignore[arg-type]
-            chosen[key] = sub
+        if sub.card is not None:
+            handed_in.setdefault((sub.student, sub.exercise), []).append(sub)
+    chosen: dict[tuple[str, str], StoredSubmission] = {}
+    for key, subs in handed_in.items():
+        judged = [sub for sub in subs if sub.card is not None and sub.card.status != "rejected"]
+        chosen[key] = _count(judged or subs, policy, late)
     return chosen
+
+
+def _count(subs: list[StoredSubmission], policy: str, late: Late | None) -> StoredSubmission:
+    """The one of a student's submissions to an exercise (in submission order, each with a card) that counts."""
+    current = subs[0]
+    for sub in subs[1:]:
+        if policy == "on-time" and late is not None:
+            if not late(sub) or late(current):
+                current = sub
+        elif policy != "best" or _merit(sub.card) >= _merit(current.card):  # type: ignore[arg-type]
+            current = sub
+    return current
 
 
 def _merit(card: Scorecard) -> tuple[bool, float]:
@@ -63,10 +76,14 @@ class Entry:
 
 
 Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
-# The columns before the tests'. tier: the tier the counted submission was graded on; status: graded,
-# rejected or error; reason: why, when not graded; score: empty (null in JSON) for an error.
+# The columns before the tests'. tier: the tier the counted submission was graded on; score: empty (null
+# in JSON) for an error; max_score: the whole exercise's points, whatever the tier ran, so that score /
+# max_score is a share of the exercise and a free tier's full score is never read as full marks;
+# status: graded, rejected or error; reason: why, when not graded; tier_max_score: the points of the
+# tests the tier ran (a free tier's full score equals it). tier_max_score comes last so that the
+# columns a spreadsheet already reads keep their places.
 FIXED_COLUMNS = ["student", "name", "tier", "score", "max_score", "status", "reason", "submitted_at", "late",
-                 "graded_at"]
+                 "graded_at", "tier_max_score"]
 
 
 def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
@@ -81,9 +98,10 @@ def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
         # there would read as a judgement. The status and reason say what happened.
         score = None if card.status == "error" else card.score
         row: dict[str, object] = {"student": entry.student, "name": entry.name, "tier": card.tier,
-                                  "score": score, "max_score": card.max_score,
+                                  "score": score, "max_score": card.exercise_max_score,
                                   "status": card.status, "reason": " ".join(card.reason.split()),
-                                  "submitted_at": entry.submitted_at, "late": entry.late, "graded_at": card.graded_at}
+                                  "submitted_at": entry.submitted_at, "late": entry.late, "graded_at": card.graded_at,
+                                  "tier_max_score": card.max_score}
         earned = {t.name: t.score for t in card.tests}
         row.update({name: earned.get(name, "") for name in tests})
         table.append(row)

@@ -91,8 +91,10 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
             row["passed"] += test.status == "passed"
     for row in tests.values():
         row["rate"] = round(100 * row["passed"] / row["ran"]) if row["ran"] else 0
+    # Each score out of the whole exercise's points, as the gradebook states it, with the tier beside it.
     students = [{"name": name, "page": f"students/{name}.html", "attempts": attempts[name],
-                 "score": sub.card.score if sub.card else 0, "max_score": sub.card.max_score if sub.card else 0,
+                 "score": sub.card.score if sub.card else 0,
+                 "max_score": sub.card.exercise_max_score if sub.card else 0, "tier": sub.tier,
                  "status": sub.card.status if sub.card else "ungraded"} for name, sub in counted]
     return {
         "slug": exercise, "title": cards[0].title if cards else exercise, "policy": policy,

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,6 +38,10 @@ DEFAULT_DB = "grader.db"
 STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
 SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
+
+
+# Whether a file will be rejected by its grading, before any test runs (grader.validate's checks).
+Refused = Callable[[bytes], bool]
 
 
 class TooSoon(Exception):
@@ -198,7 +202,8 @@ class Store:
 
     def add_submission(self, student: str, exercise: str, tier: str, sha256: str, filename: str,
                        content: bytes, state: str = "stored", submitted_at: str | None = None,
-                       interval_s: float | None = None, queued_at: float | None = None) -> tuple[int, bool]:
+                       interval_s: float | None = None, queued_at: float | None = None,
+                       refused: Refused | None = None) -> tuple[int, bool]:
         """(submission id, whether it is to be graded). The same content again is the same submission,
         handed in again: its `submitted_at` moves to this moment, so the latest file a student handed
         in is their latest submission. `submitted_at`: when it came in, if not now (a batch stores a
@@ -207,13 +212,19 @@ class Store:
         With `interval_s` (the web service): a student's submissions are taken one at a time, one that
         comes less than `interval_s` after their last to the exercise is refused (`TooSoon`), and the
         same content whose current result is an `error` (no result the grader vouches for) is taken
-        again: its state becomes `state` and its `submitted_at` this moment.
+        again: its state becomes `state` and its `submitted_at` this moment. `refused` tells the files
+        its grading will reject (they run no test): a rejected file does not use up the interval, so the
+        student's next file is checked against their last one that is not rejected, and rejected files
+        are checked against the last rejected one (they are spaced among themselves, so sending them
+        cannot fill the store). A submission whose card says `rejected` is rejected, `refused` or not.
 
         `queued_at` (the service's queue): the row is written with its place in the queue, in the same
         transaction, so no crash leaves a queued submission that nothing would send again."""
         student = validate_student_id(student)
         s = schema.submissions
         moment = submitted_at or now()
+        # Checked before the transaction, which holds the student's row (and SQLite's write lock).
+        rejected = interval_s is not None and refused is not None and refused(content)
         for attempt in range(2):  # a concurrent insert of the same row is found on the second look
             try:
                 with self.transaction() as db:
@@ -233,7 +244,7 @@ class Store:
                                    .values(submitted_at=moment))
                         return int(row.id), False
                     if interval_s is not None:
-                        self._check_interval(db, student, exercise, moment, interval_s)
+                        self._check_interval(db, student, exercise, moment, interval_s, rejected, refused)
                     queue = {"queued_at": queued_at, "attempts": 0} if queued_at is not None else {}
                     if again and row is not None:
                         db.execute(update(s).where(s.c.id == row.id).values(state=state, submitted_at=moment, **queue))
@@ -256,15 +267,28 @@ class Store:
                           .order_by(c.c.id.desc()).limit(1)).scalar()
 
     @staticmethod
-    def _check_interval(db: Connection, student: str, exercise: str, moment: str, interval_s: float) -> None:
-        s = schema.submissions
-        last = db.execute(select(func.max(s.c.submitted_at)).where(and_(
-            s.c.student_id == student, s.c.exercise == exercise))).scalar()
-        if last is None:
-            return
-        ready = datetime.fromisoformat(last) + timedelta(seconds=interval_s)
-        if datetime.fromisoformat(moment) < ready:
-            raise TooSoon(ready)
+    def _check_interval(db: Connection, student: str, exercise: str, moment: str, interval_s: float,
+                        rejected: bool, refused: Refused | None) -> None:
+        """TooSoon when the student's last submission to the exercise of the same kind as this one
+        (rejected or not: see `add_submission`) came less than `interval_s` before `moment`."""
+        s, c, newest = schema.submissions, schema.scorecards, newest_scorecards()
+        earlier = db.execute(select(s.c.id, s.c.submitted_at, c.c.status)
+                             .select_from(s.outerjoin(newest, newest.c.submission_id == s.c.id)
+                                          .outerjoin(c, c.c.id == newest.c.card_id))
+                             .where(and_(s.c.student_id == student, s.c.exercise == exercise))
+                             .order_by(s.c.submitted_at.desc(), s.c.id.desc())).all()
+        for row_id, submitted_at, status in earlier:  # the newest first: the first of the same kind is the last
+            if status is None and refused is not None:
+                # Not graded yet: its grading will say what the check says now.
+                content = db.execute(select(s.c.content).where(s.c.id == row_id)).scalar()
+                was_rejected = content is not None and refused(content)
+            else:
+                was_rejected = status == "rejected"
+            if was_rejected == rejected:
+                ready = datetime.fromisoformat(submitted_at) + timedelta(seconds=interval_s)
+                if datetime.fromisoformat(moment) < ready:
+                    raise TooSoon(ready)
+                return
 
     def save_scorecard(self, submission_id: int, card: Scorecard) -> None:
         """Add a scorecard to the submission; it becomes the current one (earlier ones are kept)."""

@@ -14,13 +14,20 @@ from grader.batch import discover, run_batch
 from grader.cli import main
 from grader.exercise import load_exercise
 from grader.gradebook import pick
-from grader.grading import PlainBackend
+from grader.grading import PlainBackend, expected_max
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from grader.store import SCHEMA_VERSION, Store, StoreError
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+
+
+def whole_points() -> str:
+    """The exercise's whole points, which a gradebook's max_score states every score against (the free
+    tier runs 10 of them)."""
+    exercise = load_exercise(EXERCISE)
+    return str(sum(expected_max(exercise, exercise.top_tier).values()))
 
 
 def class_folder(folder, files):
@@ -56,7 +63,8 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
     assert set(rows) == {"alice", "bob", "carol", "dave", "eve", "frank", "grace", "mallory"}
     # The reference gets full marks even while hostile submissions (killing every process they can
     # signal, forking without end) run beside it.
-    assert rows["alice"]["score"] == rows["alice"]["max_score"] == rows["grace"]["score"] == "10"
+    assert rows["alice"]["score"] == rows["alice"]["tier_max_score"] == rows["grace"]["score"] == "10"
+    assert rows["alice"]["max_score"] == whole_points()  # a free 10/10 is 10 of the exercise's points, not full marks
     for student in ("bob", "dave", "eve", "frank", "mallory"):
         assert rows[student]["score"] == "0", student
     header = next(csv.reader(gradebook.open()))
@@ -199,7 +207,7 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
     assert rows["dave"]["status"] == "rejected" and "syntax" in rows["dave"]["reason"].lower()
     assert rows["tim"]["status"] == "error" and rows["tim"]["reason"].startswith("grading did not finish")
-    assert rows["tim"]["score"] == "" and rows["tim"]["max_score"] == "10"  # no 0 for a run nobody judged
+    assert rows["tim"]["score"] == "" and rows["tim"]["max_score"] == whole_points()  # no 0 for a run nobody judged
     assert all(row["submitted_at"].startswith("20") and row["graded_at"].startswith("20") for row in rows.values())
     assert oct(gradebook.stat().st_mode & 0o777) == "0o600"
 
@@ -313,7 +321,8 @@ def test_a_batchs_gradebook_has_the_folders_students_on_its_tier(tmp_path, capsy
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local", "--db", db,
                  "--gradebook", "-"]) == 0
     rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
-    assert [(row["student"], row["score"], row["max_score"]) for row in rows] == [("ben", "10", "10")]
+    assert [(row["student"], row["score"], row["tier_max_score"], row["max_score"]) for row in rows] == \
+        [("ben", "10", "10", whole_points())]
 
 
 def test_ids_in_any_alphabet_are_students_and_one_in_two_spellings_or_forms_is_one(tmp_path):

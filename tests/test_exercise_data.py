@@ -265,6 +265,39 @@ def test_the_web_pages_settings_are_read_with_the_exercise(tmp_path):
     assert load_exercise("continuous_batching").web == WebSettings("after_first_graded", 30.0)
 
 
+def test_the_fingerprint_covers_what_decides_a_grade_and_no_date_or_page_text(tmp_path):
+    """A due date, a closing date, the title, the question, a suite's label and the web page's settings
+    change no grade: scorecards graded before such an edit are not another version's ("regrade all").
+    A limit, a suite's points or a test's points do change it."""
+    from grader.exercise import exercise_fingerprint
+
+    folder = course_copy(tmp_path)
+    toml = folder / "exercise.toml"
+    original = toml.read_text()
+    before = exercise_fingerprint(load_exercise(str(folder)))
+
+    def edited(old: str, new: str) -> str:
+        assert old in original
+        toml.write_text(original.replace(old, new, 1))
+        return exercise_fingerprint(load_exercise(str(folder)))
+
+    for old, new in (
+            ("[limits]", '[web]\ndue = 2026-12-20T23:59:00+01:00\ncloses = 2026-12-22T23:59:00+01:00\n\n[limits]'),
+            ("[limits]", '[web]\nsolution = "never"\nsubmission_interval_s = 5\n\n[limits]'),
+            ('title = "Tiny statistics"', 'title = "Tiny statistics, again"'),
+            ("[limits]", f"{PREDICTION}answer = 2\nwhy = \"Because.\"\n\n[limits]"),
+            ('label = "Warm-up checks"', 'label = "First checks"'),
+            ('default_tier = "practice"', 'default_tier = "exam"')):
+        assert edited(old, new) == before, new
+    for old, new in (("call_timeout_s = 5", "call_timeout_s = 6"), ("points = 3", "points = 4"),
+                     ("test_spread_of_a_random_list = 2", "test_spread_of_a_random_list = 3"),
+                     ('exam_only = ["exam"]', 'exam_only = ["exam", "warmup"]')):
+        assert edited(old, new) != before, new
+    (folder / "checks" / "test_more.py").write_text("def test_more():\n    pass\n")
+    toml.write_text(original)
+    assert exercise_fingerprint(load_exercise(str(folder))) != before, "a suite's new test file left it the same"
+
+
 @pytest.mark.slow
 def test_every_tier_grades_the_same_in_docker(exercise, docker_client, grading_image):
     from grader.sandbox.docker_backend import DockerBackend

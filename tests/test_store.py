@@ -133,6 +133,35 @@ def test_submissions_sent_at_once_with_an_interval_are_taken_one_at_a_time(locat
                                     submitted_at=later.isoformat(timespec="seconds"))[1]
 
 
+def test_a_rejected_file_does_not_use_up_the_interval(location):
+    """A file refused before any test ran (its card says `rejected`, or, still queued, the service's check
+    refuses it) starts no wait for the next file that can be graded; rejected files are spaced by the
+    interval among themselves, so none of this fills the store."""
+    def refused(content: bytes) -> bool:
+        return content.startswith(b"def f(:")
+
+    start = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+    def send(sha: str, content: bytes, after_s: int) -> int:
+        moment = (start + timedelta(seconds=after_s)).isoformat(timespec="seconds")
+        return store.add_submission("alice", EXERCISE, "free", sha, "scheduler.py", content, interval_s=30,
+                                    submitted_at=moment, refused=refused)[0]
+
+    with Store(location) as store:
+        store.save_scorecard(send("a", b"x = 1\n", 0), small_card(10))
+        broken = send("b", b"def f(:\n", 40)
+        store.save_scorecard(broken, dataclasses.replace(small_card(0), status="rejected", reason="syntax error"))
+        send("c", b"x = 2\n", 45)  # 5 s after the rejected file: taken, 45 s after the last graded one
+        with pytest.raises(TooSoon):
+            send("d", b"x = 3\n", 50)  # 5 s after a file that can be graded
+        with pytest.raises(TooSoon) as soon:
+            send("e", b"def f(:  # again\n", 50)  # 10 s after the last rejected one
+        assert soon.value.ready == start + timedelta(seconds=70)
+        send("f", b"def f(:  # still queued\n", 71)  # not graded yet: the check refuses it all the same
+        send("g", b"x = 4\n", 76)  # 31 s after c; f counts for nothing
+        assert [s.sha256 for s in store.submissions(EXERCISE, "alice")] == ["a", "b", "c", "f", "g"]
+
+
 def test_the_same_file_again_is_graded_again_only_when_its_result_was_an_error(location):
     with Store(location) as store:
         graded, _ = store.add_submission("alice", EXERCISE, "free", "ok", "scheduler.py", b"x = 1\n", submitted_at=EARLY)

@@ -189,7 +189,7 @@ def test_a_form_without_the_sessions_csrf_token_is_refused_and_stores_nothing(se
 
 
 def test_an_oversize_body_is_refused_whether_declared_or_streamed(server, links):
-    client, csrf = signed_in(server, links["alice"])
+    client, csrf = student(server, links, "alice")
     big = "x" * (600 * 1024)
     declared = client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": big})
     assert declared.status_code == 413
@@ -201,6 +201,13 @@ def test_an_oversize_body_is_refused_whether_declared_or_streamed(server, links)
     streamed = client.post(f"{PAGE}/submit", content=chunks(),
                            headers={"content-type": "application/x-www-form-urlencoded"})
     assert streamed.status_code == 413
+    for refused in (declared, streamed):
+        assert refused.headers["content-type"].startswith("text/html") and "Too large to send" in refused.text
+    # Through a real server, as a browser sends it: the editor's code beside a file too large comes back.
+    kept = client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1  # mine\n"},
+                       files={"upload": ("scheduler.py", b"#" * (700 * 1024))})
+    assert kept.status_code == 413 and 'id="problem"' in kept.text
+    assert re.search(r'<textarea id="code"[^>]*>x = 1  # mine\n</textarea>', kept.text)
 
 
 def test_the_instructor_sees_overview_histories_gradebooks_and_can_regrade(server, instructor, links):

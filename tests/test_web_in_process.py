@@ -784,3 +784,96 @@ def test_serve_with_an_https_base_url_prints_and_shows_its_links_there_and_sets_
     cookies = seen["cookies"]
     assert isinstance(cookies, list) and len(cookies) == 2
     assert all(re.search(r";\s*secure\b", cookie, re.I) for cookie in cookies), cookies
+
+
+def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_interval(site):
+    """ada's graded 5/10, then a file with a syntax error: the file is kept and shown to her with its reason,
+    her fix is taken at once (the rejected file started no wait), and the gradebook, the overview and
+    the dashboard's misconceptions still count her graded submission."""
+    from datetime import datetime, timedelta, timezone
+
+    from grader.scorecard import Diagnosis
+
+    service, _, sign_in, store, recorded = site
+    exercise = service.exercises[EXERCISE]
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)]
+    service.clock = lambda: now[0]
+    browser, csrf = sign_in("student", "ada")
+
+    def send(code: str):
+        return browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}, follow_redirects=False)
+
+    def graded(location: str, **fields) -> int:
+        submission_id = int(location.rsplit("/", 1)[1])
+        store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"), **fields))
+        return submission_id
+
+    late = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)
+    first = send("x = 1\n")
+    assert first.status_code == 303
+    graded(first.headers["location"], score=5, max_score=10, diagnosis=[late])
+    now[0] += timedelta(seconds=61)
+    broken = send("def schedule(self:\n")
+    assert broken.status_code == 303, broken.text[:300]
+    rejected = graded(broken.headers["location"], status="rejected", score=0,
+                      reason="syntax error at line 1: '(' was never closed")
+    page = browser.get(f"/submissions/{rejected}").text
+    note = re.search(r'<p class="bad" id="rejected">([^<]*)</p>', page)
+    assert note and "syntax error at line 1" in note.group(1) and "counts for nothing" in note.group(1)
+    assert "syntax error at line 1" in browser.get(f"/submissions/{rejected}/report").text
+    now[0] += timedelta(seconds=5)
+    fixed = send("x = 2\n")  # 5 s after the rejected file, 66 s after the graded one
+    assert fixed.status_code == 303, fixed.text[:300]
+    assert len(recorded.queued) == 3
+
+    instructor, _ = sign_in("instructor")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+        instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text))}
+    assert (rows["ada"]["score"], rows["ada"]["status"]) == ("5", "graded")  # the fix is not graded yet
+    for policy in ("best", "on-time"):
+        rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+            instructor.get(f"/instructor/site/{policy}/gradebook-{EXERCISE}.csv").text))}
+        assert (rows["ada"]["score"], rows["ada"]["status"]) == ("5", "graded"), policy
+    overview = " ".join(instructor.get("/instructor/site/index.html").text.split())
+    assert "rejected file" not in overview
+    table = re.search(rf'id="misconceptions-{EXERCISE}">(.*?)</details>', instructor.get("/instructor").text, re.S)
+    assert table and "13_first_token_late" in table.group(1)
+
+
+def test_a_body_over_the_limit_is_the_services_page_with_the_code_typed_kept(site):
+    """A file too large to upload beside the code in the editor: the service's own page (413) says the
+    limit, how to submit a smaller file, and keeps the editor's code; nothing is stored."""
+    _, _, sign_in, store, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    code = "x = 1  # kept </textarea><b>\n"
+    refused = browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code},
+                           files={"upload": ("scheduler.py", b"#" * (100 * 1024))})
+    assert refused.status_code == 413 and refused.headers["content-type"].startswith("text/html")
+    assert "content-security-policy" in refused.headers and "ada" in refused.text  # her own page, signed in
+    problem = re.search(r'<section class="card problem" id="problem"><p>([^<]*)</p>', refused.text)
+    assert problem, refused.text[:2000]
+    assert "64 KiB" in problem.group(1) and "256 KiB" in problem.group(1) and "kept in the editor" in problem.group(1)
+    editor = re.search(r'<textarea id="code"[^>]*>(.*?)</textarea>', refused.text, re.S)
+    assert editor and editor.group(1) == "x = 1  # kept &lt;/textarea&gt;&lt;b&gt;\n"
+    assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
+
+
+def test_code_too_large_to_keep_gets_a_page_that_says_what_happened_and_leads_back(site):
+    """Code past the limit cannot be read whole: the page says so, how to submit a smaller file, and links
+    back to the exercise, and never shows a part of the code as if it were all of it."""
+    _, client, sign_in, _, recorded = site
+    browser, csrf = sign_in("student", "ada")
+    code = "x = 1\n" + "# padding\n" * (10 * 1024) + "y = 'the end'\n"
+    for answer in (browser.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}),
+                   browser.post(f"{PAGE}/submit", data={"csrf": csrf}, files={"code": (None, code.encode())})):
+        assert answer.status_code == 413 and answer.headers["content-type"].startswith("text/html")
+        text = " ".join(answer.text.split())
+        assert "64 KiB" in text and "256 KiB" in text and "Back" in text
+        assert f'href="{PAGE}#editor"' in answer.text and "# padding" not in answer.text
+    # Signed out, or with another session's token: the page says the limit and echoes nothing sent.
+    _, other = sign_in("student", "bob")
+    for sender, token in ((client(), csrf), (browser, other)):
+        answer = sender.post(f"{PAGE}/submit", data={"csrf": token, "code": "z = 1  # mine\n"},
+                             files={"upload": ("scheduler.py", b"#" * (100 * 1024))})
+        assert answer.status_code == 413 and "64 KiB" in answer.text and "z = 1" not in answer.text
+    assert recorded.queued == []

@@ -95,3 +95,53 @@ def _answered(client: socket.socket) -> bool:
     except OSError:
         pass
     return True
+
+
+def _oversize(guard: Guard, declared: int, chunks: list[bytes]) -> tuple[list[dict], int]:
+    """Sends `chunks` (declaring `declared` bytes) through `guard`: (what was sent back, how many chunks
+    the client still had)."""
+    sent: list[dict] = []
+    waiting = list(reversed(chunks))
+
+    async def receive() -> dict:
+        chunk = waiting.pop()
+        return {"type": "http.request", "body": chunk, "more_body": bool(waiting)}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/exercises/x/submit",
+             "headers": [(b"content-length", str(declared).encode())]}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a loop of its own, as above
+        pool.submit(asyncio.run, guard(scope, receive, send)).result()
+    return sent, len(waiting)
+
+
+def test_a_body_over_the_cap_gets_the_applications_page_made_from_no_more_than_the_cap():
+    from starlette.responses import HTMLResponse
+
+    given: list[bytes] = []
+
+    async def never_called(scope, receive, send):
+        raise AssertionError("the application ran on a body over the cap")
+
+    async def page(scope, prefix):
+        given.append(prefix)
+        return HTMLResponse("<p>too large</p>", status_code=413)
+
+    async def broken(scope, prefix):
+        raise RuntimeError("a page that failed")
+
+    guard = Guard(never_called, 64 * 1024, too_large_page=page)
+    body = bytes(range(256)) * 1000  # 250 KB in chunks of 40 KB, as a server hands them on
+    chunks = [body[i:i + 40_000] for i in range(0, len(body), 40_000)]
+    sent, left = _oversize(guard, len(body), chunks)
+    assert given == [body[:64 * 1024]] and left == 0  # the rest was read and dropped, never kept
+    headers = dict(sent[0]["headers"])
+    assert sent[0]["status"] == 413 and headers[b"connection"] == b"close"
+    assert headers[b"content-type"].startswith(b"text/html") and b"content-security-policy" in headers
+    assert sent[1]["body"] == b"<p>too large</p>"
+    sent, left = _oversize(guard, 64 * 1024 * 9, chunks)  # past what is worth reading: nothing is read
+    assert given[1:] == [b""] and left == len(chunks) and sent[0]["status"] == 413
+    sent, _ = _oversize(Guard(never_called, 64 * 1024, too_large_page=broken), len(body), chunks)
+    assert sent[0]["status"] == 413 and b"at most 64 KiB" in sent[1]["body"]  # a line of text, then

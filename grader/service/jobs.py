@@ -28,7 +28,7 @@ from grader.db import schema
 from grader.exercise import Exercise, ExerciseError, load_exercise
 from grader.grading import Backend, grade_bytes
 from grader.scorecard import Scorecard, utc_now
-from grader.store import Store
+from grader.store import Refused, Store
 
 log = logging.getLogger("grader.jobs")
 
@@ -44,15 +44,18 @@ class Queued:
 
 
 def submit(store: Store, student: str, exercise: str, tier: str, filename: str, content: bytes,
-           interval_s: float = 0.0, moment: datetime | None = None) -> tuple[int, bool]:
+           interval_s: float = 0.0, moment: datetime | None = None,
+           refused: Refused | None = None) -> tuple[int, bool]:
     """Store a submission as queued (before any queue hears of it). (id, whether it is to be graded):
     the same content again is the same submission and is not queued twice, unless its result was an
     error. One that comes within `interval_s` of the student's last to the exercise raises
-    `store.TooSoon`, however many are sent at once."""
+    `store.TooSoon`, however many are sent at once; a file that `refused` says its grading will reject
+    does not use up the interval of the files that can be graded (see `Store.add_submission`)."""
     sha = hashlib.sha256(content).hexdigest()
     submitted_at = (moment or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     return store.add_submission(student, exercise, tier, sha, filename, content, state="queued",
-                                submitted_at=submitted_at, interval_s=interval_s, queued_at=time.time())
+                                submitted_at=submitted_at, interval_s=interval_s, queued_at=time.time(),
+                                refused=refused)
 
 
 def requeue(store: Store, submission_ids: list[int]) -> list[int]:

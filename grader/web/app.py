@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 import grader
 from grader.deadlines import Deadlines
@@ -41,8 +42,10 @@ from grader.exercise import Exercise, exercise_fingerprint
 from grader.gradebook import pick
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
+from grader.validate import Rejected, validate
 from grader.web import exercise_page
 from grader.web.access_log import AccessLog
+from grader.web.partial_form import whole_fields
 from grader.web.security import Guard
 
 log = logging.getLogger("grader.web")
@@ -357,7 +360,7 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     try:
         submission_id, new = jobs.submit(service.store, who.student, exercise.slug, tier_for(exercise, who.tier),
                                          exercise.submission_file, content, service.interval(exercise),
-                                         service.clock())
+                                         service.clock(), refused=functools.partial(will_be_rejected, exercise))
     except TooSoon as soon:
         return exercise_view(service, request, who, None,
                              f"You submitted less than {service.interval(exercise):g} s ago: you can submit again "
@@ -366,6 +369,16 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     if new:
         enqueue(service, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}" + ("" if new else "?same=1"), status_code=303)
+
+
+def will_be_rejected(exercise: Exercise, content: bytes) -> bool:
+    """Whether grading will reject the file before any test runs (the same checks, grader.validate): such a
+    file does not use up the student's interval between submissions."""
+    try:
+        validate(content, exercise.submission_file, exercise.max_submission_bytes)
+    except Rejected:
+        return True
+    return False
 
 
 def deadlines_of(service: Service) -> Deadlines:
@@ -803,6 +816,45 @@ async def server_fault(request: Request, exc: Exception) -> Response:
     return message_page(None, 500, *SERVER_FAULT)
 
 
+SUBMIT_PATH = re.compile(r"/exercises/([^/]+)/submit")
+
+
+def too_large_page(service: Service) -> Callable[[Scope, bytes], Awaitable[Response]]:
+    """The page `Guard` answers a body over the cap with, from the body's first bytes (at most the cap)."""
+    async def page(scope: Scope, prefix: bytes) -> Response:
+        return await run_in_threadpool(too_large_response, service, Request(scope), prefix)
+    return page
+
+
+def too_large_response(service: Service, request: Request, prefix: bytes) -> Response:
+    """A request over the cap, as the service's own 413 page: the limits, how to send less and the way back.
+    A student's submission whose code from the editor arrived whole (the file beside it was the large part)
+    gets the exercise's page back with that code kept in the editor, as every refused submission does."""
+    limit_kb = service.max_request_bytes // 1024
+    who: accounts.Session | None = None
+    exercise: Exercise | None = None
+    try:
+        who = accounts.session(service.store, request.cookies.get(COOKIE))
+        found = SUBMIT_PATH.fullmatch(request.url.path)
+        exercise = service.exercises.get(found.group(1)) if found and who is not None else None
+        if exercise is not None and who is not None and who.student and request.method == "POST":
+            fields = whole_fields(prefix, request.headers.get("content-type", ""), ("csrf", "code"))
+            code = fields.get("code")
+            if code is not None and who.csrf_ok(fields.get("csrf")):  # its own form, from its own session
+                problem = (f"Nothing was submitted: what you sent was over {limit_kb} KiB, the most the service "
+                           f"takes at once, most likely because of the file you chose to upload. A file of this "
+                           f"exercise may be at most {exercise.max_submission_bytes // 1024} KiB: check that you "
+                           f"chose {exercise.submission_file}, or leave out what makes it large. The code you had in "
+                           "the editor is kept in the editor below: submit it, or upload a smaller file.")
+                scoped = Request({**request.scope, "path_params": {"slug": exercise.slug}})
+                return exercise_view(service, scoped, who, None, problem, 413, code=code.replace("\r\n", "\n"))
+    except Exception:  # the store away, a page that failed: the plain page below still says what happened
+        log.exception("the page of a request over the size cap")
+        who, exercise = None, None
+    return render("too_large.html.j2", status=413, who=who, limit_kb=limit_kb, exercise=exercise,
+                  file_kb=exercise.max_submission_bytes // 1024 if exercise else 0)
+
+
 def create_app(service: Service) -> AccessLog:
     routes = [
         Route("/favicon.ico", favicon),
@@ -831,4 +883,4 @@ def create_app(service: Service) -> AccessLog:
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
                                                          InterfaceError: store_unavailable, Exception: server_fault})
     app.state.service = service
-    return AccessLog(Guard(app, service.max_request_bytes))
+    return AccessLog(Guard(app, service.max_request_bytes, too_large_page=too_large_page(service)))
