@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import io
 import re
+import time
 
 import pytest
 from starlette.testclient import TestClient
@@ -25,12 +26,12 @@ class Recorded:
 
     def __init__(self) -> None:
         self.queued: list[int] = []
-        self.why = ""
+        self.why: list[str] = []
 
     def enqueue(self, submission_id: int) -> None:
         self.queued.append(submission_id)
 
-    def health(self) -> str:
+    def health(self) -> list[str]:
         return self.why
 
 
@@ -538,8 +539,11 @@ def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     stalled = re.search(r'<p class="bad" id="stalled" role="status">([^<]*)</p>', browser.get(page).text)
     assert stalled and stalled.group(1).startswith("No grader has taken work for 3 minutes.")
     assert "you need not submit again" in stalled.group(1)
-    recorded.why = "no `grader worker` is listening on the queue"
-    assert "(no `grader worker` is listening on the queue)" in browser.get(page).text
+    recorded.why = ["No `grader worker` is listening on the queue."]
+    assert "3 minutes. No `grader worker` is listening on the queue. Your submission is kept" in browser.get(page).text
+    with store.transaction() as db:  # waiting a moment only, but the queue knows no worker listens: said at once
+        db.execute(schema.submissions.update().values(queued_at=time.time()))
+    assert "Grading is held up. No `grader worker` is listening on the queue." in browser.get(page).text
     with store.transaction() as db:  # a grader takes it: the queue moves again
         db.execute(schema.submissions.update().values(state="grading", lease_until=schema.submissions.c.queued_at + 1e6))
     assert jobs.stalled_for(store) is None
