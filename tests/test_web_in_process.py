@@ -549,6 +549,18 @@ def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     assert jobs.stalled_for(store) is None
 
 
+def test_the_dashboard_says_what_keeps_the_graders_from_taking_work(site):
+    _, _, sign_in, _, recorded = site
+    instructor, _ = sign_in("instructor")
+    assert 'id="grading-problems"' not in instructor.get("/instructor").text, "a problem shown while all is well"
+    recorded.why = ["No `grader worker` is listening on the queue.",
+                    "Submission 3 lost its grader and waits to be graded again (after 3 lost gradings a submission "
+                    "gets an error scorecard)."]
+    shown = re.search(r'<ul class="bad" id="grading-problems" role="status">(.*?)</ul>',
+                      instructor.get("/instructor").text)
+    assert shown and re.findall(r"<li>([^<]*)</li>", shown.group(1)) == recorded.why
+
+
 def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkeypatch):
     import grader.web.app as app_module
 

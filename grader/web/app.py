@@ -425,9 +425,19 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                    for slug, exercise in service.exercises.items() if exercise.prediction is not None}
     return render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
                   exercises=list(service.exercises.values()), counts=counts, total=len(subs),
+                  grading_problems=grading_problems(service),
                   predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                   stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                   roster_text=roster_text, problem=problem)
+
+
+def grading_problems(service: Service) -> list[str]:
+    """What keeps the graders from taking work, as the queue says it, for the dashboard."""
+    try:
+        return service.dispatcher.health()
+    except Exception:
+        log.exception("asking the graders how they are failed")
+        return ["The queue cannot say how its graders are."]
 
 
 def misconceptions_by_exercise(subs: list[StoredSubmission]) -> dict[str, list[MisconceptionCount]]:
