@@ -77,8 +77,15 @@ class Redis:
 
     def restart(self, down_s: float = 0) -> None:
         """Stop it, leave it down `down_s` seconds, and start it again, empty."""
-        stop(self.process)
+        self.stop()
         time.sleep(down_s)
+        self.start()
+
+    def stop(self) -> None:
+        stop(self.process)
+
+    def start(self) -> None:
+        """Start it again (empty) after `stop()`, on the same port."""
         self.process = self.launch()
 
     def close(self) -> None:
@@ -137,10 +144,18 @@ class Postgres:
     def restart(self, down_s: float = 0) -> None:
         """Stop it at once (a fast shutdown: every connection is cut, as in a restart or a failover),
         leave it down `down_s` seconds, start it again with its data."""
-        if self.process is not None:
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+    def stop(self) -> None:
+        """A fast shutdown: every connection is cut, as in a restart or a failover."""
+        if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # SIGTERM would wait for every client to leave
             self.process.wait(timeout=30)
-        time.sleep(down_s)
+
+    def start(self) -> None:
+        """Start it again with its data after `stop()`, on the same port."""
         self.process = self.launch()
 
     def close(self) -> None:

@@ -56,7 +56,10 @@ class Server:
             if process.poll() is not None:
                 break
             time.sleep(0.1)
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # with whatever it started
+        process.wait()
+        out.close()
         raise RuntimeError(f"grader serve did not start:\n{log.read_text()}")
 
     def client(self) -> httpx.Client:

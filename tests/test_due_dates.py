@@ -67,8 +67,8 @@ def course(tmp_path):
         def enqueue(self, submission_id: int) -> None:
             pass
 
-        def health(self) -> str:
-            return ""
+        def health(self) -> list[str]:
+            return []
 
     service = Service(store=store, dispatcher=Queue(), exercises={EXERCISE: dated},
                       base_url="http://testserver", clock=lambda: now[0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from grader.grading import PlainBackend
 from grader.scorecard import Scorecard
 from grader.service import jobs
@@ -98,3 +100,19 @@ def test_a_grader_without_the_exercise_leaves_the_submission_queued_for_another(
         assert jobs.status(store, sid).state == "queued" and jobs.status(store, sid).place == 1
         assert store.scorecards(sid) == [], "the student got a result for the grader's missing exercise"
         assert "cannot load exercise" in caplog.text and "/srv/worker" in caplog.text
+
+
+def test_a_grading_stopped_in_the_middle_gives_its_submission_back_at_once(tmp_path, caplog):
+    """A worker stopped by SIGTERM (or a Ctrl-C) abandons its grading: the submission is back in its place
+    in line at once, with no lost grading counted, rather than when the lease runs out."""
+    def stopped(*args):
+        raise KeyboardInterrupt
+
+    with Store(tmp_path / "s.db") as store:
+        ids = [jobs.submit(store, f"s{n}", EXERCISE, "free", "scheduler.py", f"x = {n}\n".encode())[0]
+               for n in range(2)]
+        with pytest.raises(KeyboardInterrupt):
+            jobs.grade_submission(store, ids[0], PlainBackend(stopped, "local"))
+        assert jobs.status(store, ids[0]).state == "queued" and jobs.queued_ids(store) == ids
+        assert jobs.lost_gradings(store) == [] and store.scorecards(ids[0]) == []
+        assert f"submission {ids[0]} goes back to the queue: its grading was stopped before the end" in caplog.text

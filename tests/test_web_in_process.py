@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import io
 import re
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -27,12 +28,12 @@ class Recorded:
 
     def __init__(self) -> None:
         self.queued: list[int] = []
-        self.why = ""
+        self.why: list[str] = []
 
     def enqueue(self, submission_id: int) -> None:
         self.queued.append(submission_id)
 
-    def health(self) -> str:
+    def health(self) -> list[str]:
         return self.why
 
 
@@ -687,11 +688,26 @@ def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     stalled = re.search(r'<p class="bad" id="stalled" role="status">([^<]*)</p>', browser.get(page).text)
     assert stalled and stalled.group(1).startswith("No grader has taken work for 3 minutes.")
     assert "you need not submit again" in stalled.group(1)
-    recorded.why = "no `grader worker` is listening on the queue"
-    assert "(no `grader worker` is listening on the queue)" in browser.get(page).text
+    recorded.why = ["No `grader worker` is listening on the queue."]
+    assert "3 minutes. No `grader worker` is listening on the queue. Your submission is kept" in browser.get(page).text
+    with store.transaction() as db:  # waiting a moment only, but the queue knows no worker listens: said at once
+        db.execute(schema.submissions.update().values(queued_at=time.time()))
+    assert "Grading is held up. No `grader worker` is listening on the queue." in browser.get(page).text
     with store.transaction() as db:  # a grader takes it: the queue moves again
         db.execute(schema.submissions.update().values(state="grading", lease_until=schema.submissions.c.queued_at + 1e6))
     assert jobs.stalled_for(store) is None
+
+
+def test_the_dashboard_says_what_keeps_the_graders_from_taking_work(site):
+    _, _, sign_in, _, recorded = site
+    instructor, _ = sign_in("instructor")
+    assert 'id="grading-problems"' not in instructor.get("/instructor").text, "a problem shown while all is well"
+    recorded.why = ["No `grader worker` is listening on the queue.",
+                    "Submission 3 lost its grader and waits to be graded again (after 3 lost gradings a submission "
+                    "gets an error scorecard)."]
+    shown = re.search(r'<ul class="bad" id="grading-problems" role="status">(.*?)</ul>',
+                      instructor.get("/instructor").text)
+    assert shown and re.findall(r"<li>([^<]*)</li>", shown.group(1)) == recorded.why
 
 
 def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkeypatch):

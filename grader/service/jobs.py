@@ -10,6 +10,7 @@ many graders die, restart or receive the same job twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import secrets
@@ -238,6 +239,41 @@ def recover(store: Store) -> list[int]:
     return back
 
 
+def numbers(ids: Sequence[int], most: int = 10) -> str:
+    """`3`, `3 and 5`, `3, 5 and 8`, and `... and 4 more` past `most`."""
+    shown = [str(i) for i in ids[:most]] + ([f"{len(ids) - most} more"] if len(ids) > most else [])
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def lost_gradings(store: Store, now: float | None = None) -> list[str]:
+    """Plain sentences about gradings whose grader went silent (it died, or lost the store): claims whose
+    lease ran out, not yet put back in the queue (the watchers do so within a third of a lease), and
+    submissions back in the queue after losing a grader, until they are graded."""
+    s = schema.submissions
+    moment = time.time() if now is None else now
+    with store.reading() as db:
+        silent = db.execute(select(s.c.id, s.c.lease_until).where(and_(s.c.state == "grading",
+                                                                      s.c.lease_until < moment))
+                            .order_by(s.c.lease_until)).all()
+        again = db.execute(select(s.c.id).where(and_(s.c.state == "queued", s.c.attempts > 0))
+                           .order_by(s.c.id)).scalars().all()
+    problems = []
+    if len(silent) == 1:
+        problems.append(f"The grader of submission {silent[0].id} has not renewed its claim, which ran out "
+                        f"{moment - silent[0].lease_until:.0f} s ago: it died or cannot reach the store, and the "
+                        "grading goes back to the queue.")
+    elif silent:
+        problems.append(f"The graders of submissions {numbers([r.id for r in silent])} have not renewed their claims, "
+                        f"which ran out up to {moment - silent[0].lease_until:.0f} s ago: they died or cannot reach "
+                        "the store, and the gradings go back to the queue.")
+    if again:
+        whose = (f"Submission {again[0]} lost its grader and waits" if len(again) == 1
+                 else f"Submissions {numbers(list(again))} lost their graders and wait")
+        problems.append(f"{whose} to be graded again (after {MAX_ATTEMPTS} lost gradings a submission gets an error "
+                        "scorecard).")
+    return problems
+
+
 class Lease:
     """Renews a claim's lease from a thread while the grading runs."""
 
@@ -266,18 +302,33 @@ def grade_submission(store: Store, submission_id: int, backend: Backend,
     token = claim(store, submission_id, lease_s)
     if token is None:
         return False
-    return grade_claimed(store, submission_id, token, backend, lease_s, exercises)
+    return grade_claimed(store, submission_id, token, backend, lease_s, exercises).stored
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a grading that this grader claimed ended: its scorecard stored, or not and why."""
+    submission_id: int
+    stored: bool
+    why_not: str = ""  # for a log: why nothing was stored
+
+    def line(self, store: Store, seconds: float) -> str:
+        """One line for a log, key=value so a log reader can take it apart: `graded submission=N
+        outcome=S score=X/Y seconds=T` when the scorecard was stored, else `not stored submission=N
+        seconds=T: why` (a late result dropped, or the submission given back)."""
+        if self.stored:
+            return f"graded {grading_line(store, self.submission_id, seconds)}"
+        return f"not stored submission={self.submission_id} seconds={seconds:.2f}: {self.why_not}"
 
 
 def grade_next(store: Store, backend: Backend, lease_s: float = DEFAULT_LEASE_S,
-               share: int | None = None, exercises: Callable[[str], Exercise] = load_exercise) -> int | None:
-    """Claim (`claim_next`), grade and store the submission whose turn it is; its id, or None when
-    none can be taken now."""
+               share: int | None = None, exercises: Callable[[str], Exercise] = load_exercise) -> Ended | None:
+    """Claim (`claim_next`), grade and store the submission whose turn it is; how it ended, or None
+    when none can be taken now."""
     taken = claim_next(store, lease_s, share)
     if taken is None:
         return None
-    grade_claimed(store, *taken, backend, lease_s, exercises)
-    return taken[0]
+    return grade_claimed(store, *taken, backend, lease_s, exercises)
 
 
 def grading_line(store: Store, submission_id: int, seconds: float) -> str:
@@ -297,8 +348,23 @@ def release(store: Store, submission_id: int, token: str) -> bool:
     return moved.rowcount == 1
 
 
+def why_dropped(store: Store, submission_id: int) -> str:
+    """Why a finished grading's result was not stored: the grader no longer held its claim. Said from
+    what the store shows now, for the grader's log."""
+    s = schema.submissions
+    with store.reading() as db:
+        state = db.execute(select(s.c.state).where(s.c.id == submission_id)).scalar()
+    lost = "this grader's claim ran out before it finished (its lease was not renewed in time)"
+    if state == "graded":
+        return f"result dropped: {lost}, and another grader's result was stored first"
+    if state == "grading":
+        return f"result dropped: {lost}, and another grader is grading the submission now"
+    # A regrade also queues a submission again, whoever held it.
+    return f"result dropped: the submission was queued again while it graded ({lost}, or a regrade asked for it)"
+
+
 def grade_claimed(store: Store, submission_id: int, token: str, backend: Backend, lease_s: float,
-                  exercises: Callable[[str], Exercise]) -> bool:
+                  exercises: Callable[[str], Exercise]) -> Ended:
     sub = store.submission(submission_id)
     assert sub is not None
     try:
@@ -309,18 +375,29 @@ def grade_claimed(store: Store, submission_id: int, token: str, backend: Backend
         log.warning("submission %s left queued: this grader cannot load exercise %r (%s)", submission_id,
                     sub.exercise, exc)
         release(store, submission_id, token)
-        return False
-    lease = Lease(store, submission_id, token, lease_s)
+        return Ended(submission_id, False, f"given back: this grader cannot load exercise {sub.exercise!r}")
     try:
-        content = store.content(submission_id)
-        assert content is not None
+        lease = Lease(store, submission_id, token, lease_s)
         try:
-            card = grade_bytes(content, exercise, sub.tier, backend)
-        except Exception as exc:  # fail closed: the grader could not vouch for a result
-            card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
-    finally:
-        lease.close()
-    return finish(store, submission_id, token, card)
+            content = store.content(submission_id)
+            assert content is not None
+            try:
+                card = grade_bytes(content, exercise, sub.tier, backend)
+            except Exception as exc:  # fail closed: the grader could not vouch for a result
+                card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
+        finally:
+            lease.close()
+        stored = finish(store, submission_id, token, card)
+    except BaseException as stop:
+        # Stopped in the middle (the worker's SIGTERM, Ctrl-C): the submission goes back in its place in
+        # line now, not when the lease runs out. A store that cannot be reached leaves that to the lease.
+        if not isinstance(stop, Exception):
+            with contextlib.suppress(Exception):
+                if release(store, submission_id, token):
+                    log.warning("submission %s goes back to the queue: its grading was stopped before the end",
+                                submission_id)
+        raise
+    return Ended(submission_id, True) if stored else Ended(submission_id, False, why_dropped(store, submission_id))
 
 
 def queued_since(store: Store, before: float) -> list[int]:

@@ -65,8 +65,8 @@ MEDIA = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8", "
 class Dispatcher(Protocol):
     def enqueue(self, submission_id: int) -> None: ...
 
-    def health(self) -> str:
-        """Why the graders take no work now ("" when they can)."""
+    def health(self) -> list[str]:
+        """What keeps the graders from taking work now, a plain sentence each (none when they can)."""
         ...
 
 
@@ -454,17 +454,18 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
 
 def stall_note(service: Service) -> str:
     """What a queued submission's page says when no grader takes work: for how long, and why where the
-    queue can tell ("" while the queue moves)."""
+    queue can tell ("" while the queue moves and nothing is wrong)."""
     stalled = jobs.stalled_for(service.store)
     try:
-        why = service.dispatcher.health()
+        problems = service.dispatcher.health()
     except Exception:
-        why = "the queue cannot say why"
-    if stalled is None and not why:
+        problems = ["The queue cannot say why."]
+    if stalled is None and not problems:
         return ""
-    since = f" for {exercise_page.how_long(stalled)}" if stalled is not None else " right now"
-    return (f"No grader has taken work{since}{f' ({why})' if why else ''}. Your submission is kept and is "
-            "graded as soon as one is back: you need not submit again.")
+    since = f"No grader has taken work for {exercise_page.how_long(stalled)}." if stalled is not None \
+        else "Grading is held up."
+    return " ".join([since, *problems, "Your submission is kept and is graded as soon as a grader is back: you need "
+                                       "not submit again."])
 
 
 def report(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -500,7 +501,7 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                    for slug, exercise in service.exercises.items() if exercise.prediction is not None}
     response = render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
                       exercises=list(service.exercises.values()), counts=counts, total=len(subs),
-                      predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
+                      grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                       roster_text=roster_text, problem=problem)
     if NEW_LINKS_COOKIE in request.cookies:
@@ -551,6 +552,15 @@ def shown_once(service: Service, request: Request) -> list[tuple[str, str]]:
         if holder is not None:
             links.append((holder.student or "instructor", service.link(token)))
     return links
+
+
+def grading_problems(service: Service) -> list[str]:
+    """What keeps the graders from taking work, as the queue says it, for the dashboard."""
+    try:
+        return service.dispatcher.health()
+    except Exception:
+        log.exception("asking the graders how they are failed")
+        return ["The queue cannot say how its graders are."]
 
 
 def misconceptions_by_exercise(subs: list[StoredSubmission]) -> dict[str, list[MisconceptionCount]]:
