@@ -893,3 +893,40 @@ def test_code_too_large_to_keep_gets_a_page_that_says_what_happened_and_leads_ba
                              files={"upload": ("scheduler.py", b"#" * (100 * 1024))})
         assert answer.status_code == 413 and "64 KiB" in answer.text and "z = 1" not in answer.text
     assert recorded.queued == []
+
+
+def test_a_regrade_counts_a_new_maximum_as_a_change_and_says_when_it_is_done(site):
+    """0/10 then 0/15 is a changed score (the suites gained points); once nothing waits, the page says the
+    regrade is done and no longer offers its button as if work were pending."""
+    from grader.service import jobs
+
+    service, _, sign_in, store, recorded = site
+    exercise = service.exercises[EXERCISE]
+    ids = []
+    for student, maximum in (("ada", 15), ("bob", 10)):
+        submission_id, _ = store.add_submission(student, EXERCISE, "free", student * 8, exercise.submission_file,
+                                                f"# {student}\n".encode(), state="graded")
+        store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"),
+                                                                score=0, max_score=10))
+        ids.append((submission_id, maximum))
+    instructor, csrf = sign_in("instructor")
+    posted = instructor.post(f"/instructor/regrade/{EXERCISE}", data={"csrf": csrf}, follow_redirects=False)
+    assert posted.status_code == 303 and posted.headers["location"].endswith("?queued=2")
+    assert sorted(recorded.queued) == sorted(i for i, _ in ids)
+    waiting = instructor.get(posted.headers["location"]).text
+    assert "2 submission(s) queued for regrading" in waiting and "2 waiting to be graded" in waiting
+    button = re.search(r'<button id="confirm-regrade"([^>]*)>([^<]*)</button>', waiting)
+    assert button and "disabled" in button.group(1) and "still in the queue" in button.group(2)
+    for submission_id, maximum in ids:  # the graders take them: ada's suites now give 15 points, bob's 10
+        store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"),
+                                                                score=0, max_score=maximum))
+    assert jobs.status(store, ids[0][0]).state == "graded"
+    done = instructor.get(posted.headers["location"]).text
+    tally = re.search(r"(\d+) score\(s\) changed, (\d+) unchanged", done)
+    assert tally and tally.groups() == ("1", "1"), done
+    assert re.search(r"<td>0/10</td><td[^>]*>0/15</td>", done)
+    notice = re.search(r'id="notice"><p>([^<]*)</p>', done)
+    assert notice and notice.group(1).startswith("The regrade is done") and "queued" not in notice.group(1).split(":")[0]
+    assert "waiting" not in notice.group(1)
+    button = re.search(r'<button id="confirm-regrade"([^>]*)>([^<]*)</button>', done)
+    assert button and "disabled" not in button.group(1) and "again" in button.group(2)

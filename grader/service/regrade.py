@@ -27,6 +27,13 @@ class Grading:
     def text(self) -> str:
         return f"{self.score}/{self.max_score}" if self.status != "error" else "error"
 
+    def same_result(self, other: Grading) -> bool:
+        # 0/10 and 0/15 are not the same result: the suites' points changed, and so does the student's share.
+        return (self.status, self.score, self.max_score) == (other.status, other.score, other.max_score)
+
+    def share(self) -> float:
+        return self.score / self.max_score if self.max_score and self.status != "error" else 0.0
+
 
 @dataclass(frozen=True)
 class Change:
@@ -66,7 +73,7 @@ def regrade_summary(store: Store, exercise: str) -> RegradeSummary:
             summary.waiting += 1
         elif len(gradings) < 2:
             summary.graded_once += 1
-        elif (gradings[-1].status, gradings[-1].score) == (gradings[-2].status, gradings[-2].score):
+        elif gradings[-1].same_result(gradings[-2]):
             summary.unchanged += 1
         else:
             summary.changed.append(Change(sub.id, sub.student_id, sub.tier, gradings[-2], gradings[-1]))

@@ -723,18 +723,27 @@ def regrade(service: Service, request: Request, who: accounts.Session | None, fo
 
     exercise = exercise_of(service, request.path_params["slug"])
     if form is None:
-        done = request.query_params.get("queued")
-        notice = ""
-        if done is not None and (count := whole_number(done, 7)) is not None:
-            notice = (f"{count} submission(s) queued for regrading; this page shows each changed score as its "
-                      "grading ends (reload it).")
-        return render("regrade.html.j2", who=who, exercise=exercise, notice=notice,
-                      summary=regrade_summary(service.store, exercise.slug))
+        summary = regrade_summary(service.store, exercise.slug)
+        asked = whole_number(request.query_params.get("queued", ""), 7)
+        return render("regrade.html.j2", who=who, exercise=exercise, summary=summary,
+                      notice=regrade_notice(asked, summary.waiting))
     ids = [s.id for s in service.store.submissions(exercise.slug)]
     queued = jobs.requeue(service.store, ids)
     for submission_id in queued:
         enqueue(service, submission_id)
     return RedirectResponse(f"/instructor/regrade/{exercise.slug}?queued={len(queued)}", status_code=303)
+
+
+def regrade_notice(queued: int | None, waiting: int) -> str:
+    """What the regrade page says after its button queued `queued` submissions: under way while some
+    still wait (the count from the store, not the one queued), done once none does."""
+    if queued is None:
+        return ""
+    if waiting:
+        return (f"{queued} submission(s) queued for regrading; {waiting} still waiting to be graded. This page "
+                "shows each changed score as its grading ends (reload it).")
+    return (f"The regrade is done: the {queued} submission(s) queued for regrading are graded again, and every "
+            "changed score is listed below.")
 
 
 # The overviews of the other policies, beside that of the latest: under their own folder, so that the
