@@ -74,3 +74,22 @@ def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_pa
         session = accounts.sign_in(store, second)
         assert session and accounts.session(store, session).is_instructor
         assert accounts.sign_in(store, second) is None
+
+
+def test_a_roster_names_every_bad_line_at_once(tmp_path, capsys):
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_text("id,tier\nann,free\n../etc,free\nbob,gold\nann,premium\ncy,premium\nzed,\"open\n")
+    assert main(["roster", "import", str(roster), "--db", db]) == 2
+    said = capsys.readouterr().err
+    for line in ("roster line 3: invalid student id '../etc'", "roster line 4: unknown tier 'gold'",
+                 "roster line 5: ann is listed already, on line 2", "roster line 7: unexpected end of data"):
+        assert line in said, said
+    with Store(db) as store:
+        assert accounts.students(store) == []
+        accounts.add_student(store, "Dee")
+        with pytest.raises(accounts.RosterError) as refused:
+            accounts.import_roster(store, "id\ndee\nann\nDEE\n")
+        assert refused.value.problems == ["roster line 4: DEE is listed already, on line 2"]
+        with pytest.raises(accounts.RosterError) as refused:
+            accounts.import_roster(store, "id\ndee\nann\n")
+        assert len(refused.value.problems) == 1 and "differs from the student Dee only in case" in str(refused.value)

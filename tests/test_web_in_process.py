@@ -930,3 +930,16 @@ def test_a_regrade_counts_a_new_maximum_as_a_change_and_says_when_it_is_done(sit
     assert "waiting" not in notice.group(1)
     button = re.search(r'<button id="confirm-regrade"([^>]*)>([^<]*)</button>', done)
     assert button and "disabled" not in button.group(1) and "again" in button.group(2)
+
+
+def test_a_refused_roster_names_every_bad_line_on_the_dashboard(site):
+    _, _, sign_in, store, _ = site
+    browser, csrf = sign_in("instructor")
+    pasted = "id,tier\neve,free\nfay,gold\n../x,free\neve,premium\n"
+    refused = browser.post("/instructor/roster", data={"csrf": csrf, "csv": pasted})
+    assert refused.status_code == 400
+    listed = re.search(r'<ul id="roster-problems">(.*?)</ul>', refused.text, re.S)
+    assert listed, refused.text[:3000]
+    lines = re.findall(r"<li>roster line (\d+): ", listed.group(1))
+    assert lines == ["3", "4", "5"]
+    assert "3 problems" in refused.text and "fay" not in {s.id for s in accounts.students(store)}

@@ -11,6 +11,7 @@ import csv
 import hashlib
 import hmac
 import io
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -100,24 +101,36 @@ def decode_roster(data: bytes) -> str:
         raise StoreError(f"roster line {line}: not UTF-8 text (save the roster as CSV UTF-8)") from None
 
 
+class RosterError(StoreError):
+    """A roster refused whole, with every problem found in it (a line each), so that one correction
+    fixes them all rather than one import per bad line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
 def parse_roster(text: str) -> list[tuple[str, str, str]]:
     """(id, name, tier) rows of a roster CSV with a header: `id` required, `name` and `tier` optional.
-    A line CSV cannot read (a quote left open), a column named twice and a student listed twice are
-    refused, naming the line."""
+    A line CSV cannot read (a quote left open), a column named twice, a bad id or tier and a student
+    listed twice are refused (RosterError), every such line named at once."""
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")), strict=True)
     records: list[tuple[int, list[str]]] = []
+    problems: list[str] = []
     try:
         for record in reader:
             if any(cell.strip() for cell in record):
                 records.append((reader.line_num, record))
     except csv.Error as exc:
-        raise StoreError(f"roster line {reader.line_num}: {exc}") from None
+        # The reader cannot go on past such a line (a quote left open takes the rest of the file with
+        # it), but the lines before it are checked all the same.
+        problems.append(f"roster line {reader.line_num}: {exc}")
     fields = [f.strip().lower() for f in records[0][1]] if records else []
     if "id" not in fields:
-        raise StoreError("the roster needs a header line with an 'id' column (and optionally 'name', 'tier')")
+        raise RosterError(["the roster needs a header line with an 'id' column (and optionally 'name', 'tier')"])
     twice = sorted({f for f in fields if f and fields.count(f) > 1})
     if twice:
-        raise StoreError(f"the roster's header names the column {twice[0]!r} twice")
+        raise RosterError([f"the roster's header names the column {twice[0]!r} twice"])
     rows: list[tuple[str, str, str]] = []
     lines: dict[str, int] = {}
     for number, record in records[1:]:
@@ -125,28 +138,45 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
         student_id = row.get("id", "").strip()
         if not student_id:
             continue
-        tier = row.get("tier", "").strip().lower() or "free"
-        try:
-            student_id = validate_student_id(student_id)
-        except StoreError as exc:
-            raise StoreError(f"roster line {number}: {exc}") from None
-        if tier not in PLANS:
-            raise StoreError(f"roster line {number}: unknown tier {tier!r}; use {' or '.join(PLANS)}")
-        if student_id.lower() in lines:  # erin and Erin are one student (see Store.ensure_student)
-            raise StoreError(f"roster line {number}: {student_id} is listed already, on line {lines[student_id.lower()]}")
+        found = roster_line_problem(student_id, row.get("tier", ""), lines)
+        if found:
+            problems.append(f"roster line {number}: {found}")
+            continue
+        student_id = validate_student_id(student_id)
         lines[student_id.lower()] = number
-        rows.append((student_id, row.get("name", "").strip(), tier))
+        rows.append((student_id, row.get("name", "").strip(), row.get("tier", "").strip().lower() or "free"))
+    if problems:
+        raise RosterError(sorted(problems, key=line_number))
     return rows
+
+
+def roster_line_problem(student_id: str, tier: str, lines: dict[str, int]) -> str:
+    """What is wrong with a roster line ("" when nothing), given the lines of the students before it."""
+    try:
+        student_id = validate_student_id(student_id)
+    except StoreError as exc:
+        return str(exc)
+    tier = tier.strip().lower() or "free"
+    if tier not in PLANS:
+        return f"unknown tier {tier!r}; use {' or '.join(PLANS)}"
+    if student_id.lower() in lines:  # erin and Erin are one student (see Store.ensure_student)
+        return f"{student_id} is listed already, on line {lines[student_id.lower()]}"
+    return ""
+
+
+def line_number(problem: str) -> int:
+    found = re.match(r"roster line (\d+):", problem)
+    return int(found.group(1)) if found else 0
 
 
 def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
     """Add or update every student of the roster; (id, new link token or None when one is active)."""
     rows = parse_roster(text)
     known = {s.id.lower(): s.id for s in students(store)}
-    for student_id, _, _ in rows:  # refused whole, before anyone is added
-        if known.get(student_id.lower(), student_id) != student_id:
-            raise StoreError(f"the roster's {student_id} differs from the student {known[student_id.lower()]} "
-                             "only in case: use one spelling")
+    clashes = [f"the roster's {student_id} differs from the student {known[student_id.lower()]} only in case: "
+               "use one spelling" for student_id, _, _ in rows if known.get(student_id.lower(), student_id) != student_id]
+    if clashes:  # refused whole, before anyone is added
+        raise RosterError(clashes)
     active = {s.id for s in students(store) if s.link_active}
     out = []
     for student_id, name, tier in rows:

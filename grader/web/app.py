@@ -489,7 +489,7 @@ def history(service: Service, request: Request, who: accounts.Session | None, fo
 
 def dashboard(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
               new_links: list[tuple[str, str]] | None = None, notice: str = "", status: int = 200,
-              roster_text: str = "", problem: str = "") -> Response:
+              roster_text: str = "", problem: str = "", roster_problems: list[str] | None = None) -> Response:
     if form is None:  # the page an action redirected to: what it did, and the links it made, shown once
         new_links = shown_once(service, request)
         notice = notice or done_notice(service, request, bool(new_links))
@@ -503,7 +503,7 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       exercises=list(service.exercises.values()), counts=counts, total=len(subs),
                       grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
-                      roster_text=roster_text, problem=problem)
+                      roster_text=roster_text, problem=problem, roster_problems=roster_problems or [])
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
     return response
@@ -604,9 +604,15 @@ def roster(service: Service, request: Request, who: accounts.Session | None, for
             else pasted
         made = accounts.import_roster(service.store, text)
     except StoreError as refused:
-        # The roster is refused whole: the text pasted stays in the form, to be corrected where it is wrong.
-        return dashboard(service, request, who, form, status=400, roster_text=pasted,
-                         problem=f"Roster not imported: {refused}")
+        # The roster is refused whole: the text pasted stays in the form, to be corrected where it is
+        # wrong, every wrong line named at once.
+        problems = refused.problems if isinstance(refused, accounts.RosterError) else [str(refused)]
+        if len(problems) == 1:
+            return dashboard(service, request, who, form, status=400, roster_text=pasted,
+                             problem=f"Roster not imported: {problems[0]}")
+        return dashboard(service, request, who, form, status=400, roster_text=pasted, roster_problems=problems,
+                         problem=f"Roster not imported: {len(problems)} problems, each to correct before "
+                                 "importing it again:")
     links = [(sid, service.link(token)) for sid, token in made if token]
     return dashboard(service, request, who, form, links, f"{len(made)} student(s) imported.")
 
