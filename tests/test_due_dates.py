@@ -193,3 +193,31 @@ def test_a_due_date_without_a_closing_shows_on_the_page_before_and_after_the_pre
     page = client.get(PAGE)  # bob has not answered the question yet
     assert page.status_code == 200 and "Due 2026-12-20 23:59 UTC+01:00 (in 1 day)." in page.text
     assert "Closes" not in page.text and "Closed" not in page.text
+
+
+@pytest.mark.parametrize("rule, said", [
+    ("after_first_graded", "opens after a first graded submission, and you have none: it stays closed"),
+    ("after_full_marks", "opens with full marks, and no submission of yours has them: it stays closed"),
+    ("2026-12-01", None),
+])
+def test_a_closed_exercise_says_the_truth_of_its_solution(course, rule, said):
+    """Past the closing no submission can be made: a solution that opens after one says it stays closed,
+    rather than promising it after a submission the student cannot make. A date's rule still holds."""
+    exercise, store, now, sign_in = course
+    ruled = dataclasses.replace(exercise, web=dataclasses.replace(exercise.web, solution=rule))
+    client = TestClient(create_app(Service(store=store, dispatcher=None, exercises={EXERCISE: ruled},  # type: ignore[arg-type]
+                                           base_url="http://testserver", clock=lambda: now[0])))
+    accounts.set_tier(store, "ada", "premium")
+    press_sign_in(client, f"/signin/{accounts.new_link(store, 'student', 'ada')}")
+    accounts.record_prediction(store, "ada", EXERCISE, exercise.prediction.choices[0], False)
+    now[0] = CLOSES + timedelta(minutes=1)
+    section = re.search(r'<section class="card" id="solution">(.*?)</section>', client.get(PAGE).text, re.S)
+    assert section
+    text = " ".join(section.group(1).split())
+    if said is None:  # a date that has come: open, closed exercise or not
+        assert "Open the reference solution" in text
+        return
+    assert "after your first graded submission" not in text and "once you get full marks" not in text
+    assert "no more submissions" in text and said in text, text
+    refused = client.get(f"{PAGE}/solution")
+    assert refused.status_code == 403 and said in refused.text

@@ -296,16 +296,17 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     deadline = exercise_page.deadline_view(deadlines.due_for(student, exercise.slug),
                                            deadlines.closes_for(student, exercise.slug),
                                            (student, exercise.slug) in deadlines.extensions, service.clock())
+    deadline_open = deadline is None or deadline["open"]
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   deadline=deadline, late=late_ids(deadlines, mine), refused_code=refused_code,
                   answered=answered, statement=exercise_page.statement_html(exercise),
                   visible=exercise_page.visible_tests(exercise),
                   stub=code,
                   history=list(reversed(mine)), problem=problem,
-                  solution_rule=exercise_page.solution_rule_text(web.solution),
+                  solution_rule=exercise_page.solution_rule_text(web.solution, closed=not deadline_open),
                   solution_open=solution_allowed(service, who, exercise, mine),
                   editor_open=who.student is not None and (question is None or answered is not None)
-                  and (deadline is None or deadline["open"]),
+                  and deadline_open,
                   max_kb=exercise.max_submission_bytes // 1024)
 
 
@@ -427,7 +428,9 @@ def solution(service: Service, request: Request, who: accounts.Session | None, f
     exercise = exercise_of(service, request.path_params["slug"])
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     if not solution_allowed(service, who, exercise, mine):
-        rule = exercise_page.solution_rule_text(exercise.web.solution)
+        closed = who.student is not None and not deadlines_of(service).is_open(who.student, exercise.slug,
+                                                                                service.clock())
+        rule = exercise_page.solution_rule_text(exercise.web.solution, closed)
         # A premium student is told when the solution opens, not that it is premium (they have premium).
         if who.tier == "premium":
             raise Page(403, "Not open yet", f"The reference solution {rule}.")

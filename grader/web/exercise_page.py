@@ -25,7 +25,15 @@ def solution_open(rule: str, graded_once: bool, full_marks: bool, today: date | 
     return (today or datetime.now(timezone.utc).date()) >= date.fromisoformat(rule)
 
 
-def solution_rule_text(rule: str) -> str:
+def solution_rule_text(rule: str, closed: bool = False) -> str:
+    """When the reference opens, following "The reference solution" and read while it is not open to
+    the student. Once the exercise takes no more of their submissions, a rule that waits for one cannot
+    be met any more: said so, rather than promised."""
+    if closed and rule in ("after_first_graded", "after_full_marks"):
+        waits_for = ("opens after a first graded submission, and you have none" if rule == "after_first_graded"
+                     else "opens with full marks, and no submission of yours has them")
+        return (f"{waits_for}: it stays closed, as this exercise takes no more submissions (unless your "
+                "instructor gives you an extension)")
     return {"never": "is not shown for this exercise",
             "after_first_graded": "opens after your first graded submission",
             "after_full_marks": "opens once you get full marks"}.get(rule, f"opens on {rule}")
