@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.exercise import Exercise, exercise_fingerprint
-from grader.grading import TIMED_OUT, Backend, grade_bytes
-from grader.scorecard import Scorecard, utc_now
+from grader.grading import Backend, grade_bytes
+from grader.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.store import Store, StoreError, validate_student_id
 from grader.text import valid_text
 from grader.validate import read_capped
@@ -39,7 +39,7 @@ OUTCOMES = ("graded", "rejected", "timed out", "error")
 def outcome(card: Scorecard) -> str:
     """What a result is, for counting: graded (the tests ran), rejected (refused before running), timed
     out (stopped at the exercise's time limit) or error (the grader cannot vouch for it)."""
-    if card.status == "error" and card.reason.startswith(TIMED_OUT):
+    if stopped_at_time_limit(card):
         return "timed out"
     return card.status
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from grader.scorecard import Scorecard
+from grader.scorecard import Scorecard, stopped_at_time_limit
 from grader.store import StoredSubmission
 
 POLICIES = ("latest", "best", "on-time")
@@ -80,10 +80,13 @@ Entries = Iterable[Entry | tuple[str, Scorecard] | tuple[str, Scorecard, str]]
 # in JSON) for an error; max_score: the whole exercise's points, whatever the tier ran, so that score /
 # max_score is a share of the exercise and a free tier's full score is never read as full marks;
 # status: graded, rejected or error; reason: why, when not graded; tier_max_score: the points of the
-# tests the tier ran (a free tier's full score equals it). tier_max_score comes last so that the
-# columns a spreadsheet already reads keep their places.
+# tests the tier ran (a free tier's full score equals it); tests_failed: the tests that ran and gave a
+# wrong answer or failed otherwise (crashed, an error); tests_timed_out: those stopped at their time
+# limit; timed_out: the whole run was stopped at the exercise's time limit (status error). A test's
+# column holds 0 for both a wrong answer and a timeout: these counts tell them apart. The columns after
+# graded_at come last so that the columns a spreadsheet already reads keep their places.
 FIXED_COLUMNS = ["student", "name", "tier", "score", "max_score", "status", "reason", "submitted_at", "late",
-                 "graded_at", "tier_max_score"]
+                 "graded_at", "tier_max_score", "tests_failed", "tests_timed_out", "timed_out"]
 
 
 def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
@@ -101,11 +104,21 @@ def rows(entries: Entries) -> tuple[list[str], list[dict[str, object]]]:
                                   "score": score, "max_score": card.exercise_max_score,
                                   "status": card.status, "reason": " ".join(card.reason.split()),
                                   "submitted_at": entry.submitted_at, "late": entry.late, "graded_at": card.graded_at,
-                                  "tier_max_score": card.max_score}
+                                  "tier_max_score": card.max_score, "tests_failed": failed_tests(card),
+                                  "tests_timed_out": timed_out_tests(card), "timed_out": stopped_at_time_limit(card)}
         earned = {t.name: t.score for t in card.tests}
         row.update({name: earned.get(name, "") for name in tests})
         table.append(row)
     return header, table
+
+
+def timed_out_tests(card: Scorecard) -> int:
+    return sum(1 for test in card.tests if test.status == "timeout")
+
+
+def failed_tests(card: Scorecard) -> int:
+    """Tests that ran and did not pass, other than by running out of time."""
+    return sum(1 for test in card.tests if test.status not in ("passed", "timeout"))
 
 
 def to_csv(entries: Entries) -> str:

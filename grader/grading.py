@@ -18,7 +18,7 @@ from grader.diagnosis.match import diagnose_graded
 from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
 from grader.harness.contract import Results, Run, results_from_output
 from grader.sandbox.layout import RawRun
-from grader.scorecard import TEST_STATUSES, LockedTest, Scorecard, TestResult, utc_now
+from grader.scorecard import TEST_STATUSES, TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
 from grader.seeding import seed_for_source
 from grader.text import valid_data, valid_tail, valid_text
 from grader.validate import Rejected, validate
@@ -59,7 +59,6 @@ def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
 
 
-TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,

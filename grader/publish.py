@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import grader
 from grader.diagnosis.counts import misconception_counts
-from grader.gradebook import Entry, pick, to_csv, to_json
+from grader.gradebook import Entry, failed_tests, pick, timed_out_tests, to_csv, to_json
 from grader.report import report_view
 from grader.report.render import environment
+from grader.scorecard import stopped_at_time_limit
 from grader.store import Store, StoredSubmission
 
 if TYPE_CHECKING:
@@ -74,7 +75,9 @@ def histogram(scores: list[tuple[int, int]]) -> dict[str, Any]:
 
 
 def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
-                  attempts: dict[str, int], policy: str) -> dict[str, Any]:
+                  attempts: dict[str, int], policy: str, names: dict[str, str] | None = None) -> dict[str, Any]:
+    """The overview's section of an exercise; `names`, the roster's names of the students (by id), shown
+    beside their ids."""
     cards = [sub.card for _, sub in counted if sub.card is not None]
     # The statistics are over results the grader vouches for: an error (a run stopped at the time limit)
     # is no 0, and is shown in the students' list with its status only.
@@ -86,16 +89,20 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     for card in judged:
         for test in card.tests:
             row = tests.setdefault(test.name, {"name": test.name, "suite": card.suite_label(test.suite),
-                                               "passed": 0, "ran": 0, "description": test.description})
+                                               "passed": 0, "ran": 0, "timed_out": 0,
+                                               "description": test.description})
             row["ran"] += 1
             row["passed"] += test.status == "passed"
+            row["timed_out"] += test.status == "timeout"
     for row in tests.values():
         row["rate"] = round(100 * row["passed"] / row["ran"]) if row["ran"] else 0
     # Each score out of the whole exercise's points, as the gradebook states it, with the tier beside it.
-    students = [{"name": name, "page": f"students/{name}.html", "attempts": attempts[name],
+    students = [{"name": name, "full_name": (names or {}).get(name, ""), "page": f"students/{name}.html",
+                 "attempts": attempts[name],
                  "score": sub.card.score if sub.card else 0,
                  "max_score": sub.card.exercise_max_score if sub.card else 0, "tier": sub.tier,
-                 "status": sub.card.status if sub.card else "ungraded"} for name, sub in counted]
+                 "status": result_status(sub), "failed": failed_tests(sub.card) if sub.card else 0,
+                 "timed_out": timed_out_tests(sub.card) if sub.card else 0} for name, sub in counted]
     return {
         "slug": exercise, "title": cards[0].title if cards else exercise, "policy": policy,
         "students": sorted(students, key=lambda s: s["name"]),
@@ -113,10 +120,19 @@ def exercise_view(exercise: str, counted: list[tuple[str, StoredSubmission]],
     }
 
 
+def result_status(sub: StoredSubmission) -> str:
+    """A result as the overview names it: a run stopped at the time limit is "timed out", not an error."""
+    if sub.card is None:
+        return "ungraded"
+    return "timed out" if stopped_at_time_limit(sub.card) else sub.card.status
+
+
 def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
-               deadlines: Deadlines | None = None) -> dict[str, str]:
+               deadlines: Deadlines | None = None, back: tuple[str, str] | None = None) -> dict[str, str]:
     """Every file of the site, by its relative path (`index.html`, `students/<name>.html`, gradebooks):
-    what `publish` writes to disk and what `grader serve` shows its instructors."""
+    what `publish` writes to disk and what `grader serve` shows its instructors. `back`: (address, label)
+    of the page its pages lead back to, where there is one (the dashboard of `grader serve`; a site read
+    from disk has none)."""
     submissions = [s for s in store.submissions() if s.card is not None]
     key = store.setting("pseudonym_key")
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
@@ -135,11 +151,11 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
     env = environment()
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     common = {"generated": generated, "policy": policy, "pseudonymous": pseudonymous,
-              "grader_version": grader.__version__}
+              "grader_version": grader.__version__, "back": back}
     files: dict[str, str] = {}
     views = []
     for exercise, counted in sorted(by_exercise.items()):
-        view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy)
+        view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy, names)
         views.append(view)
         # Under pseudonyms the gradebook names nobody: the roster's names are left out with the ids.
         entries = [Entry(n, s.card, s.submitted_at, "" if pseudonymous else names.get(n, ""), late(s))
@@ -153,9 +169,9 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
                    if s.id in counted_ids and s.card is not None]
         rows = [{"id": s.id, "exercise": s.exercise, "tier": s.tier, "submitted_at": s.submitted_at,
                  "score": s.card.score if s.card else 0, "max_score": s.card.max_score if s.card else 0,
-                 "status": s.card.status if s.card else "", "counted": s.id in counted_ids} for s in subs]
+                 "status": result_status(s) if s.card else "", "counted": s.id in counted_ids} for s in subs]
         files[f"students/{student}.html"] = env.get_template("site_student.html.j2").render(
-            student=student, history=rows, reports=reports, **common)
+            student=student, full_name=names.get(student, ""), history=rows, reports=reports, **common)
     return files
 
 

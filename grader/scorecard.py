@@ -21,6 +21,13 @@ SCHEMA_VERSION = 1
 RUN_STATUSES = ("graded", "rejected", "error")
 # What one test can end as. Only "passed" earns points.
 TEST_STATUSES = ("passed", "failed", "timeout", "crashed", "error")
+TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
+
+
+def stopped_at_time_limit(card: Scorecard) -> bool:
+    """Whether the whole run was stopped at the exercise's time limit (an `error` the grader gives, not
+    a fault of its own): told apart from wrong answers wherever results are counted."""
+    return card.status == "error" and card.reason.startswith(TIMED_OUT)
 
 
 def utc_now() -> str:

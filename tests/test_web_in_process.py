@@ -943,3 +943,62 @@ def test_a_refused_roster_names_every_bad_line_on_the_dashboard(site):
     lines = re.findall(r"<li>roster line (\d+): ", listed.group(1))
     assert lines == ["3", "4", "5"]
     assert "3 problems" in refused.text and "fay" not in {s.id for s in accounts.students(store)}
+
+
+def test_the_overview_names_each_student_with_their_id_and_leads_back_to_the_dashboard(site, tmp_path):
+    from grader.publish import publish
+
+    _, _, sign_in, store, _ = site
+    accounts.import_roster(store, "id,name\nada,Ada Lovelace\nbob,\n")
+    exercise = load_exercise(EXERCISE)
+    for student in ("ada", "bob"):
+        submission_id, _ = store.add_submission(student, EXERCISE, "free", student * 8, exercise.submission_file,
+                                                f"# {student}\n".encode(), state="graded")
+        store.save_scorecard(submission_id, new_scorecard(exercise, "free", "local"))
+    instructor, _ = sign_in("instructor")
+    for folder in ("", "best/", "on-time/"):
+        overview = instructor.get(f"/instructor/site/{folder}index.html").text
+        assert '<a href="/instructor">← Dashboard</a>' in overview, folder
+        assert '<a href="students/ada.html">Ada Lovelace <span class="muted">(ada)</span></a>' in overview
+        assert '<a href="students/bob.html">bob</a>' in overview  # no name on the roster: the id alone
+        page = instructor.get(f"/instructor/site/{folder}students/ada.html").text
+        assert '<a href="/instructor">← Dashboard</a>' in page and "<h2>Ada Lovelace (ada)</h2>" in page
+    published = publish(store, tmp_path / "site")  # a site read from disk has no dashboard to go back to
+    assert all("/instructor" not in path.read_text() for path in published.pages)
+    assert "Ada Lovelace" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_the_overview_and_its_gradebook_tell_timeouts_from_wrong_answers(site):
+    """ada's answers are wrong, bob's program ran out of time on a test, cy's whole run was stopped at the
+    exercise's time limit: the gradebook counts failed and timed-out tests apart, and the overview says
+    which is which rather than showing each as a plain lost point."""
+    from grader.grading import TIMED_OUT
+    from grader.scorecard import TestResult
+
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    accounts.add_student(store, "cy")
+    results = {"ada": ("graded", "", ["failed", "failed", "passed"]),
+               "bob": ("graded", "", ["timeout", "passed", "passed"]),
+               "cy": ("error", f"{TIMED_OUT} within the exercise's 160 s", [])}
+    for student, (status, reason, outcomes) in results.items():
+        submission_id, _ = store.add_submission(student, EXERCISE, "free", student * 8, exercise.submission_file,
+                                                f"# {student}\n".encode(), state="graded")
+        tests = [TestResult(f"v::t{i}", f"test_{i}", "visible", outcome, 5 if outcome == "passed" else 0, 5)
+                 for i, outcome in enumerate(outcomes)]
+        card = dataclasses.replace(new_scorecard(exercise, "free", "local"), status=status, reason=reason,
+                                   tests=tests, score=sum(t.score for t in tests), max_score=15)
+        store.save_scorecard(submission_id, card)
+    instructor, _ = sign_in("instructor")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+        instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text))}
+    assert {s: (r["tests_failed"], r["tests_timed_out"], r["timed_out"]) for s, r in rows.items()} == {
+        "ada": ("2", "0", "False"), "bob": ("0", "1", "False"), "cy": ("0", "0", "True")}
+    overview = instructor.get("/instructor/site/index.html").text
+    result = {name: " ".join(cell.split()) for name, cell in re.findall(
+        r'<a href="students/(\w+)\.html">.*?</a></td>.*?<td class="result">(.*?)</td>', overview, re.S)}
+    assert "2 failed" in result["ada"] and "timed out" not in result["ada"], result
+    assert "1 timed out" in result["bob"] and "failed" not in result["bob"], result
+    assert 's-timed-out">timed out</span>' in result["cy"] and "error" not in result["cy"], result
+    rates = re.search(r"<tr>\s*<td><span class=\"test-name\">test_0</span>.*?</tr>", overview, re.S)
+    assert rates and "1 timed out" in rates.group(0)

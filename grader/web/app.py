@@ -770,7 +770,8 @@ def site_file(service: Service, request: Request, who: accounts.Session | None, 
         return RedirectResponse(f"/instructor/site/{asked}/{name}", status_code=303)
     folder, _, rest = name.partition("/")
     policy, name = (folder, rest) if folder in POLICY_FOLDERS else ("latest", name)
-    files = build_site(service.store, policy, deadlines=Deadlines.of(service.exercises.values(), service.store))
+    files = build_site(service.store, policy, deadlines=Deadlines.of(service.exercises.values(), service.store),
+                       back=("/instructor", "Dashboard"))
     if name not in files:  # a name in the site built in memory, never a path on disk
         raise Page(404, "No such page", "The class overview has no such page.")
     kind = name.rsplit(".", 1)[-1]
