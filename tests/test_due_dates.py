@@ -221,3 +221,26 @@ def test_a_closed_exercise_says_the_truth_of_its_solution(course, rule, said):
     assert "no more submissions" in text and said in text, text
     refused = client.get(f"{PAGE}/solution")
     assert refused.status_code == 403 and said in refused.text
+
+
+def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_closed(course):
+    exercise, store, now, sign_in = course
+    ada, csrf = sign_in("student", "ada")
+    listed = re.search(rf'<section class="card"><h2><a href="{PAGE}">.*?</section>', ada.get("/").text, re.S)
+    assert listed and "due 2026-12-20 23:59 UTC+01:00 (in 1 day)" in listed.group(0)
+    assert "closed" not in listed.group(0).lower()
+    on_time = submit(ada, csrf, "x = 1\n").headers["location"]
+    assert 'id="late"' not in ada.get(on_time).text
+    now[0] = DUE + timedelta(hours=3, minutes=5)
+    late = submit(ada, csrf, "x = 2\n").headers["location"]
+    note = re.search(r'<p class="bad" id="late">([^<]*)</p>', ada.get(late).text)
+    assert note and note.group(1) == "Late: handed in 3 hours 5 minutes after the due date, 2026-12-20 23:59 UTC+01:00."
+    instructor, _ = sign_in("instructor")
+    assert 'id="late"' in instructor.get(late).text  # the instructor reads it too
+    now[0] = CLOSES + timedelta(minutes=1)
+    listed = re.search(rf'<section class="card"><h2><a href="{PAGE}">.*?</section>', ada.get("/").text, re.S)
+    assert listed and '<span class="pill late">closed</span>' in listed.group(0)
+    store.set_extension("ada", EXERCISE, CLOSES + timedelta(days=1))  # her own date: open to her, and not late
+    listed = re.search(rf'<section class="card"><h2><a href="{PAGE}">.*?</section>', ada.get("/").text, re.S)
+    assert listed and "closed" not in listed.group(0) and "your own date" in listed.group(0)
+    assert 'id="late"' not in ada.get(late).text

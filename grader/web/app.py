@@ -272,8 +272,16 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
     if who.is_instructor:
         return RedirectResponse("/instructor", status_code=303)
     history = service.store.submissions(student=who.student)
-    return render("home.html.j2", who=who, exercises=list(service.exercises.values()),
-                  history=list(reversed(history)), late=late_ids(deadlines_of(service), history))
+    deadlines = deadlines_of(service)
+    dates = {slug: deadline_of(service, deadlines, who.student or "", slug) for slug in service.exercises}
+    return render("home.html.j2", who=who, exercises=list(service.exercises.values()), dates=dates,
+                  history=list(reversed(history)), late=late_ids(deadlines, history))
+
+
+def deadline_of(service: Service, deadlines: Deadlines, student: str, slug: str) -> dict | None:
+    """What a page says of an exercise's dates to one student now (None: the exercise has none)."""
+    return exercise_page.deadline_view(deadlines.due_for(student, slug), deadlines.closes_for(student, slug),
+                                       (student, slug) in deadlines.extensions, service.clock())
 
 
 def exercise_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
@@ -292,10 +300,7 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
         latest = service.store.content(mine[-1].id) if mine else None
         code = exercise.stub.read_text(encoding="utf-8") if latest is None else latest.decode("utf-8", "replace")
     deadlines = deadlines_of(service)
-    student = who.student or ""
-    deadline = exercise_page.deadline_view(deadlines.due_for(student, exercise.slug),
-                                           deadlines.closes_for(student, exercise.slug),
-                                           (student, exercise.slug) in deadlines.extensions, service.clock())
+    deadline = deadline_of(service, deadlines, who.student or "", exercise.slug)
     deadline_open = deadline is None or deadline["open"]
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   deadline=deadline, late=late_ids(deadlines, mine), refused_code=refused_code,
@@ -450,9 +455,19 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     top = exercise.top_tier if exercise is not None else sub.tier
     diagnosis = card_diagnosis(sub.card) if sub.card is not None else ""
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
-                  diagnosis=diagnosis,
+                  diagnosis=diagnosis, lateness=lateness(deadlines_of(service), sub),
                   code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
+
+
+def lateness(deadlines: Deadlines, sub: StoredSubmission) -> str:
+    """What a late submission's page says of it: by how much it came after its student's due date, as
+    the dates are now ("" when on time)."""
+    due = deadlines.due_for(sub.student, sub.exercise)
+    if due is None or not deadlines.is_late(sub):
+        return ""
+    by = (datetime.fromisoformat(sub.submitted_at) - due).total_seconds()
+    return f"Late: handed in {exercise_page.how_long(by)} after the due date, {exercise_page.moment_text(due)}."
 
 
 def stall_note(service: Service) -> str:
