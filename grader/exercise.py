@@ -43,7 +43,8 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
                   "tiers", "points", "sandbox", "prediction", "web", "similarity", "audit")
 TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why", "hides"),
-              "web": ("solution", "submission_interval_s", "due", "closes"), "similarity": ("given",),
+              "web": ("solution", "submission_interval_s", "due", "closes", "late_penalty_per_day", "late_cap",
+                      "release"), "similarity": ("given",),
               "audit": ("seeds", "equivalent")}
 
 

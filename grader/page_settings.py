@@ -13,6 +13,9 @@ from datetime import date, datetime
 from typing import Any
 
 SOLUTION_RULES = ("never", "after_first_graded", "after_full_marks")
+# When students see the hidden suites' results and the score: at once, once the due date has passed, or
+# once an instructor releases them (the dashboard's Release).
+RELEASES = ("at_once", "after_due", "on_release")
 # The parts of the exercise's page a [prediction] may keep back until the student has answered.
 HIDEABLE = ("statement", "visible_tests")
 
@@ -36,6 +39,9 @@ class WebSettings:
     submission_interval_s: float | None = None  # None: the server's setting
     due: datetime | None = None      # submissions after it are late (a student's extension moves it)
     closes: datetime | None = None   # after it the exercise takes no submission (but under an extension)
+    late_penalty_per_day: float = 0.0  # percent of the exercise's points taken per day (or part of one) late
+    late_cap: float | None = None      # percent of the points a late submission scores at most
+    release: str = "at_once"           # one of RELEASES
 
 
 def prediction(table: dict[str, Any]) -> Prediction | None:
@@ -74,7 +80,24 @@ def web(table: dict[str, Any]) -> WebSettings:
     due, closes = _moment(table, "due"), _moment(table, "closes")
     if closes is not None and due is not None and closes < due:
         raise SettingError(f"[web] closes ({closes.isoformat()}) must not come before due ({due.isoformat()})")
-    return WebSettings(rule, None if interval is None else float(interval), due, closes)
+    penalty = table.get("late_penalty_per_day", 0)
+    if not is_percent(penalty):
+        raise SettingError(f"[web] late_penalty_per_day must be a percent of the exercise's points, 0 to 100, "
+                           f"not {penalty!r}")
+    cap = table.get("late_cap")
+    if cap is not None and not is_percent(cap):
+        raise SettingError(f"[web] late_cap must be the percent of the points a late submission scores at most, "
+                           f"0 to 100, not {cap!r}")
+    release = table.get("release", "at_once")
+    if release not in RELEASES:
+        raise SettingError(f"[web] release must be one of {', '.join(RELEASES)} (when students see the hidden "
+                           f"suites' results and their score), not {release!r}")
+    return WebSettings(rule, None if interval is None else float(interval), due, closes, float(penalty),
+                       None if cap is None else float(cap), release)
+
+
+def is_percent(value: object) -> bool:
+    return isinstance(value, (int, float)) and type(value) is not bool and math.isfinite(value) and 0 <= value <= 100
 
 
 def _moment(table: dict[str, Any], key: str) -> datetime | None:

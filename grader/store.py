@@ -79,6 +79,23 @@ class StoredSubmission:
     state: str = "graded"
 
 
+@dataclass(frozen=True)
+class TermChange:
+    """A term of an exercise as set in the dashboard: its value (JSON), who set it and when."""
+    value: object
+    by: str
+    at: str
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """Points an instructor added to a submission's automatic score (negative: took off), and why."""
+    points: float
+    comment: str
+    by: str
+    at: str
+
+
 def _card(raw: str | None) -> Scorecard | None:
     return Scorecard.from_dict(json.loads(raw)) if raw else None
 
@@ -358,6 +375,45 @@ class Store:
             if due is not None:
                 db.execute(insert(e).values(student_id=student, exercise=exercise, due=due.isoformat(),
                                             granted_at=now()))
+
+    def exercise_terms(self) -> dict[str, dict[str, TermChange]]:
+        """{exercise: {key: its newest change in the dashboard}} (keys never changed there are left out)."""
+        t = schema.exercise_terms
+        with self.reading() as db:
+            rows = db.execute(select(t.c.exercise, t.c.key, t.c.value, t.c.changed_by, t.c.changed_at)
+                              .order_by(t.c.id)).all()
+        found: dict[str, dict[str, TermChange]] = {}
+        for exercise, key, value, by, at in rows:
+            found.setdefault(exercise, {})[key] = TermChange(json.loads(value), by, at)
+        return found
+
+    def set_exercise_terms(self, exercise: str, changes: dict[str, object], by: str) -> None:
+        """Record these terms of the exercise (JSON values; None takes a key back to exercise.toml's), as
+        changed by `by` now, in one transaction. A value equal to the one in force is not recorded again."""
+        t = schema.exercise_terms
+        current = self.exercise_terms().get(exercise, {})
+        moment = now()
+        with self.transaction() as db:
+            for key, value in changes.items():
+                if key in current and current[key].value == value:
+                    continue
+                db.execute(insert(t).values(exercise=exercise, key=key, value=json.dumps(value), changed_by=by,
+                                            changed_at=moment))
+
+    def adjustments(self) -> dict[int, Adjustment]:
+        """{submission id: the adjustment in force} (one taken back to 0 points with no comment is none)."""
+        a = schema.adjustments
+        with self.reading() as db:
+            rows = db.execute(select(a.c.submission_id, a.c.points, a.c.comment, a.c.made_by, a.c.made_at)
+                              .order_by(a.c.id)).all()
+        found = {row.submission_id: Adjustment(row.points, row.comment, row.made_by, row.made_at) for row in rows}
+        return {sid: adj for sid, adj in found.items() if adj.points or adj.comment}
+
+    def adjust(self, submission_id: int, points: float, comment: str, by: str) -> None:
+        """Set the points added to (negative: taken from) the submission's automatic score, and why."""
+        with self.transaction() as db:
+            db.execute(insert(schema.adjustments).values(submission_id=submission_id, points=points,
+                                                         comment=comment, made_by=by, made_at=now()))
 
     def submission(self, submission_id: int) -> StoredSubmission | None:
         found = self.submissions(ids=[submission_id])

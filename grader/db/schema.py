@@ -108,3 +108,27 @@ extensions = Table(
     Column("due", Text, nullable=False),
     Column("granted_at", Text, nullable=False),
 )
+
+# An exercise's terms as changed in the dashboard (due, closes, late policy, release): every change is a
+# row, kept with who made it; the newest row of a key holds. A key with no row keeps exercise.toml's value.
+exercise_terms = Table(
+    "exercise_terms", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("exercise", String(64), nullable=False),
+    Column("key", String(32), nullable=False),
+    Column("value", Text, nullable=False),  # JSON; null takes the key back to exercise.toml's value
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)
+
+# Points an instructor adds to (or takes from) a submission's automatic score, with why: every change is a
+# row; the newest of a submission holds (0 points and no comment: none).
+adjustments = Table(
+    "adjustments", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("points", Float, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("made_by", Text, nullable=False),
+    Column("made_at", Text, nullable=False),
+)

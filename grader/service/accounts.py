@@ -46,10 +46,17 @@ class Session:
     student: str | None
     tier: str
     csrf: str
+    link_id: int = 0  # the sign-in link the session came from: who did what, in the store's records
 
     @property
     def is_instructor(self) -> bool:
         return self.role == "instructor"
+
+    @property
+    def by(self) -> str:
+        """Who this is in the store's records of changes (instructors share one account: their sign-in
+        link tells them apart)."""
+        return f"instructor (sign-in link {self.link_id})" if self.is_instructor else f"student {self.student}"
 
     @property
     def account(self) -> tuple[str, str | None]:
@@ -264,12 +271,12 @@ def session(store: Store, token: str | None) -> Session | None:
     se, ln, st = schema.sessions, schema.links, schema.students
     with store.reading() as db:
         row = db.execute(
-            select(ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier)
+            select(ln.c.id, ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier)
             .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id))
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if row is None or row.expires_at < time.time():
         return None
-    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf)
+    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf, link_id=row.id)
 
 
 def sign_out(store: Store, token: str | None) -> None:
