@@ -373,7 +373,8 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.batch import discover, run_batch
-    from grader.gradebook import Entry, pick, to_csv
+    from grader.deadlines import of_project
+    from grader.gradebook import entry_of, pick, to_csv
 
     exercise = load_exercise(args.exercise)
     args.tier = exercise.tier(args.tier)
@@ -399,8 +400,10 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
         students = {c.student for c in candidates if not c.ignored}
         with open_store(args) as store:
             stored, names = store.submissions(exercise.slug), store.student_names()
+            deadlines, adjustments = of_project(store, [exercise.slug]), store.adjustments()
+            predictions = store.prediction_results()
         chosen = pick([sub for sub in stored if sub.tier == args.tier and sub.student in students], "latest")
-        entries = [Entry(student, sub.card, sub.submitted_at, names.get(student, ""))
+        entries = [entry_of(student, sub, names.get(student, ""), deadlines, adjustments, predictions)
                    for (student, _), sub in chosen.items() if sub.card]
         where = write_output(args.gradebook, to_csv(entries), private=True)  # names and scores: owner-only
         console.print(Text(f"gradebook: {where}", style="dim"))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import grader
 from grader.diagnosis.counts import misconception_counts
-from grader.gradebook import Entry, failed_tests, pick, timed_out_tests, to_csv, to_json
+from grader.gradebook import entry_of, failed_tests, pick, timed_out_tests, to_csv, to_json, worth
 from grader.report import report_view
 from grader.report.render import environment
 from grader.scorecard import stopped_at_time_limit
@@ -138,7 +138,8 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
     names = {} if pseudonymous else store.student_names()
     late = deadlines.is_late if deadlines is not None else (lambda sub: False)
-    chosen = pick(submissions, policy, late)
+    adjustments, predictions = store.adjustments(), store.prediction_results()
+    chosen = pick(submissions, policy, late, worth=lambda sub: worth(sub, deadlines, adjustments))
     attempts: dict[tuple[str, str], int] = defaultdict(int)
     history: dict[str, list[StoredSubmission]] = defaultdict(list)
     for sub in submissions:
@@ -158,7 +159,7 @@ def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
         view = exercise_view(exercise, counted, {n: attempts[(exercise, n)] for n, _ in counted}, policy, names)
         views.append(view)
         # Under pseudonyms the gradebook names nobody: the roster's names are left out with the ids.
-        entries = [Entry(n, s.card, s.submitted_at, "" if pseudonymous else names.get(n, ""), late(s))
+        entries = [entry_of(n, s, "" if pseudonymous else names.get(n, ""), deadlines, adjustments, predictions)
                    for n, s in counted if s.card is not None]
         files[view["csv"]] = to_csv(entries)
         files[view["json"]] = to_json(entries)

@@ -409,6 +409,13 @@ class Store:
         found = {row.submission_id: Adjustment(row.points, row.comment, row.made_by, row.made_at) for row in rows}
         return {sid: adj for sid, adj in found.items() if adj.points or adj.comment}
 
+    def prediction_results(self) -> dict[tuple[str, str], bool]:
+        """{(student, exercise): whether their answer to the question before the editor was right}."""
+        pr = schema.predictions
+        with self.reading() as db:
+            return {(row.student_id, row.exercise): bool(row.correct)
+                    for row in db.execute(select(pr.c.student_id, pr.c.exercise, pr.c.correct))}
+
     def adjust(self, submission_id: int, points: float, comment: str, by: str) -> None:
         """Set the points added to (negative: taken from) the submission's automatic score, and why."""
         with self.transaction() as db:
