@@ -387,6 +387,14 @@ class Store:
             found.setdefault(exercise, {})[key] = TermChange(json.loads(value), by, at)
         return found
 
+    def exercise_term_history(self, exercise: str) -> list[tuple[str, TermChange]]:
+        """Every change of the exercise's terms made in the dashboard, the newest first: (key, change)."""
+        t = schema.exercise_terms
+        with self.reading() as db:
+            rows = db.execute(select(t.c.key, t.c.value, t.c.changed_by, t.c.changed_at)
+                              .where(t.c.exercise == exercise).order_by(t.c.id.desc())).all()
+        return [(key, TermChange(json.loads(value), by, at)) for key, value, by, at in rows]
+
     def set_exercise_terms(self, exercise: str, changes: dict[str, object], by: str) -> None:
         """Record these terms of the exercise (JSON values; None takes a key back to exercise.toml's), as
         changed by `by` now, in one transaction. A value equal to the one in force is not recorded again."""

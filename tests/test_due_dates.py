@@ -244,3 +244,70 @@ def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_
     listed = re.search(rf'<section class="card"><h2><a href="{PAGE}">.*?</section>', ada.get("/").text, re.S)
     assert listed and "closed" not in listed.group(0) and "your own date" in listed.group(0)
     assert 'id="late"' not in ada.get(late).text
+
+
+def test_the_dashboard_changes_dates_and_late_policy_keeps_who_did_and_asks_for_no_regrade(course):
+    from grader.exercise import exercise_fingerprint
+
+    exercise, store, now, sign_in = course
+    instructor, csrf = sign_in("instructor")
+    assert "due 2026-12-20 23:59 UTC+01:00" in instructor.get("/instructor").text
+    form = instructor.get(f"/instructor/exercises/{EXERCISE}").text
+    assert 'name="due" value="2026-12-20T23:59"' in form and '<option value="60" selected>UTC+01:00</option>' in form
+    fields = {"csrf": csrf, "due": "2026-12-27T23:59", "closes": "2026-12-29T23:59", "zone": "60", "per_day": "10",
+              "cap": "", "release": "at_once"}
+    saved = instructor.post(f"/instructor/exercises/{EXERCISE}", data=fields, follow_redirects=False)
+    assert saved.status_code == 303 and "no regrade is needed" in instructor.get(saved.headers["location"]).text
+    changes = store.exercise_terms()[EXERCISE]
+    assert set(changes) == {"due", "closes", "late_penalty_per_day"}  # only what changed
+    assert changes["due"].by.startswith("instructor (sign-in link ") and changes["late_penalty_per_day"].value == 10
+    page = instructor.get(f"/instructor/exercises/{EXERCISE}").text
+    assert "penalty per day late (%)" in page and "2026-12-27 23:59 UTC+01:00" in page  # the history
+    dashboard = instructor.get("/instructor").text
+    assert "due 2026-12-27 23:59 UTC+01:00" in dashboard and "10% of the points" in dashboard
+    assert f'id="stale-{EXERCISE}"' not in dashboard
+    assert exercise_fingerprint(exercise) == exercise_fingerprint(load_exercise(EXERCISE))
+
+    ada, ada_csrf = sign_in("student", "ada")
+    now[0] = datetime(2026, 12, 28, 1, 0, tzinfo=ZONE)  # a day and an hour after the new due date
+    page = ada.get(PAGE).text
+    assert "Due 2026-12-27 23:59 UTC+01:00" in page and 'id="late-warning"' in page
+    assert "Late policy: 10% of the points is taken off for each day (or part of a day) late." in page
+
+    # A form that cannot hold changes nothing and says why; one without its token is refused.
+    wrong = instructor.post(f"/instructor/exercises/{EXERCISE}", data={**fields, "closes": "2026-12-26T00:00"})
+    assert wrong.status_code == 400 and "cannot close" in wrong.text
+    assert instructor.post(f"/instructor/exercises/{EXERCISE}", data={**fields, "csrf": "x"}).status_code == 403
+    assert ada.post(f"/instructor/exercises/{EXERCISE}", data={**fields, "csrf": ada_csrf}).status_code == 403
+    assert set(store.exercise_terms()[EXERCISE]) == {"due", "closes", "late_penalty_per_day"}
+
+
+def test_gradebooks_take_off_the_late_penalty_and_add_an_adjustment_beside_the_raw_score(course):
+    exercise, store, now, sign_in = course
+    store.set_exercise_terms(EXERCISE, {"late_penalty_per_day": 10}, "test")
+    moment = DUE + timedelta(hours=30)  # two days started
+    sid, _ = store.add_submission("ada", EXERCISE, "premium", "a" * 64, exercise.submission_file, b"x = 1\n",
+                                  state="graded", submitted_at=moment.astimezone(timezone.utc).isoformat())
+    card = dataclasses.replace(new_scorecard(exercise, "premium", "local"), score=60, max_score=76, status="graded")
+    store.save_scorecard(sid, card)
+    instructor, csrf = sign_in("instructor")
+    row = next(csv.DictReader(io.StringIO(instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text)))
+    assert (row["score"], row["raw_score"], row["late_deduction"], row["adjustment"], row["late"]) == \
+        ("44.8", "60", "15.2", "0", "True")
+    # A bonus for the student: needs a comment, which the student then reads beside the grade.
+    assert instructor.post(f"/submissions/{sid}/adjust", data={"csrf": csrf, "points": "3"}).status_code == 400
+    done = instructor.post(f"/submissions/{sid}/adjust", data={"csrf": csrf, "points": "3.5",
+                                                               "comment": "the tie-break was in the brief's errata"},
+                           follow_redirects=False)
+    assert done.status_code == 303
+    row = next(csv.DictReader(io.StringIO(instructor.get(f"/instructor/site/gradebook-{EXERCISE}.csv").text)))
+    assert (row["score"], row["raw_score"], row["adjustment"], row["adjustment_comment"]) == \
+        ("48.3", "60", "3.5", "the tie-break was in the brief's errata")
+    ada, ada_csrf = sign_in("student", "ada")
+    page = ada.get(f"/submissions/{sid}").text
+    assert "Grade: 48.3/76" in page and "60 from the tests − 15.2 for lateness + 3.5 by your instructor" in page
+    assert "the tie-break was in the brief&#39;s errata" in page and 'id="adjust"' not in page
+    assert ada.post(f"/submissions/{sid}/adjust", data={"csrf": ada_csrf, "points": "50",
+                                                        "comment": "me"}).status_code == 403
+    instructor.post(f"/submissions/{sid}/adjust", data={"csrf": csrf, "points": "0", "comment": ""})
+    assert store.adjustments() == {} and "by your instructor" not in ada.get(f"/submissions/{sid}").text

@@ -39,11 +39,12 @@ from grader.deadlines import Deadlines
 from grader.diagnosis.counts import MisconceptionCount, misconception_counts
 from grader.diagnosis.words import card_diagnosis
 from grader.exercise import Exercise, exercise_fingerprint
-from grader.gradebook import pick
+from grader.gradebook import final_score, pick, points
 from grader.service import accounts, jobs
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
+from grader.terms import TermsError
 from grader.validate import Rejected, validate
-from grader.web import exercise_page
+from grader.web import exercise_page, terms_page
 from grader.web.access_log import AccessLog
 from grader.web.partial_form import whole_fields
 from grader.web.security import Guard
@@ -280,8 +281,10 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
 
 def deadline_of(service: Service, deadlines: Deadlines, student: str, slug: str) -> dict | None:
     """What a page says of an exercise's dates to one student now (None: the exercise has none)."""
+    policy = deadlines.late_policy(slug)
     return exercise_page.deadline_view(deadlines.due_for(student, slug), deadlines.closes_for(student, slug),
-                                       (student, slug) in deadlines.extensions, service.clock())
+                                       (student, slug) in deadlines.extensions, service.clock(),
+                                       policy.describe() if policy.any else "")
 
 
 def exercise_view(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
@@ -454,10 +457,47 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
     top = exercise.top_tier if exercise is not None else sub.tier
     diagnosis = card_diagnosis(sub.card) if sub.card is not None else ""
+    deadlines = deadlines_of(service)
+    known = accounts.student(service.store, sub.student) if who.is_instructor else None
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
-                  diagnosis=diagnosis, lateness=lateness(deadlines_of(service), sub),
+                  diagnosis=diagnosis, lateness=lateness(deadlines, sub), grade=grade_view(service, deadlines, sub),
+                  student_name=known.name if known else "", adjusted=request.query_params.get("adjusted") == "1",
                   code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
+
+
+def grade_view(service: Service, deadlines: Deadlines, sub: StoredSubmission) -> dict[str, Any] | None:
+    """How a graded submission's grade comes from its tests' score: less what the late policy takes off,
+    plus an instructor's adjustment and why. None when the grade is the score (or there is none)."""
+    if sub.card is None or sub.card.status == "error":
+        return None
+    adjustment = service.store.adjustments().get(sub.id)
+    deduction = deadlines.deduction(sub)
+    if adjustment is None and not deduction:
+        return None
+    added = adjustment.points if adjustment else 0.0
+    return {"raw": sub.card.score, "deduction": points(deduction), "adjustment": points(added),
+            "comment": adjustment.comment if adjustment else "", "by": adjustment.by if adjustment else "",
+            "final": final_score(sub.card, deduction, added), "max": sub.card.max_score}
+
+
+def adjust(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """An instructor's points added to (or taken from) a submission's grade, with why: the student sees both,
+    and gradebooks show them apart from the tests' score. 0 points and no comment take it back."""
+    assert who is not None and form is not None
+    sub = submission_for(service, who, request.path_params["id"])
+    typed, comment = text_field(form, "points").strip(), " ".join(text_field(form, "comment").split())[:500]
+    try:
+        added = float(typed or "0")
+    except ValueError:
+        raise Page(400, "Not a number", f"The points to add (or take off, with a minus) are a number, not "
+                                        f"{typed[:20]!r}.") from None
+    if not math.isfinite(added) or abs(added) > 10_000:
+        raise Page(400, "Not possible", "The points to add or take off are a number within ±10000.")
+    if added and not comment:
+        raise Page(400, "Say why", "An adjustment needs a comment: the student reads it beside their grade.")
+    service.store.adjust(sub.id, round(added, 2), comment, who.by)
+    return RedirectResponse(f"/submissions/{sub.id}?adjusted=1#grade", status_code=303)
 
 
 def lateness(deadlines: Deadlines, sub: StoredSubmission) -> str:
@@ -521,6 +561,7 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       exercises=list(service.exercises.values()), counts=counts, total=len(subs),
                       grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
+                      terms={slug: terms_page.summary(t, service.clock()) for slug, t in deadlines_of(service).terms.items()},
                       roster_text=roster_text, problem=problem, roster_problems=roster_problems or [])
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
@@ -719,6 +760,30 @@ def give_extension(service: Service, request: Request, who: accounts.Session | N
     return RedirectResponse(f"/instructor/students/{student_id}?extension=given", status_code=303)
 
 
+def exercise_terms(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
+                   ) -> Response:
+    """GET: the exercise's dates, late policy and release as a form, beside every change made so far.
+    POST: record what the form changes (with who changed it), then back to this page."""
+    assert who is not None
+    exercise = exercise_of(service, request.path_params["slug"])
+    terms = deadlines_of(service).terms[exercise.slug]
+    problem = ""
+    if form is not None:
+        try:
+            changes = terms_page.changes_from(form, terms)
+        except TermsError as wrong:
+            problem = f"Nothing changed: {wrong}."
+        else:
+            service.store.set_exercise_terms(exercise.slug, changes, who.by)
+            return RedirectResponse(f"/instructor/exercises/{exercise.slug}?saved={len(changes)}", status_code=303)
+    saved = whole_number(request.query_params.get("saved", ""), 2)
+    notice = "" if saved is None else "Nothing changed: the form held the terms in force." if not saved else (
+        "Saved. Students' pages and the gradebooks follow the new terms now; no regrade is needed.")
+    return render("exercise_terms.html.j2", 400 if problem else 200, who=who, exercise=exercise,
+                  form=terms_page.form_view(exercise, terms), notice=notice, problem=problem,
+                  history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug)))
+
+
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     """A new one-time sign-in link for another instructor (or this one on another device)."""
     return after(service, "instructor-link", tokens=(accounts.new_link(service.store, "instructor"),))
@@ -912,6 +977,7 @@ def create_app(service: Service) -> AccessLog:
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),
+        route("/submissions/{id}/adjust", ("POST",), role="instructor")(adjust),
         route("/instructor", role="instructor")(dashboard),
         route("/instructor/roster", ("POST",), role="instructor")(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),
@@ -919,6 +985,7 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/students/{student}/revoke", ("GET", "POST"), role="instructor")(revoke_student),
         route("/instructor/students/{student}/{action}", ("POST",), role="instructor")(student_action),
         route("/instructor/regrade/{slug}", ("GET", "POST"), role="instructor")(regrade),
+        route("/instructor/exercises/{slug}", ("GET", "POST"), role="instructor")(exercise_terms),
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
         route("/instructor/similarity/{slug}", role="instructor")(similarity),

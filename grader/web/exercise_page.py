@@ -74,12 +74,14 @@ def how_long(seconds: float) -> str:
     return " ".join(parts[:2]) or "less than a minute"
 
 
-def deadline_view(due: datetime | None, closes: datetime | None, extended: bool, now: datetime) -> dict | None:
-    """What the exercise page says of its dates to one student; None when the exercise has none."""
+def deadline_view(due: datetime | None, closes: datetime | None, extended: bool, now: datetime,
+                  late_policy: str = "") -> dict | None:
+    """What the exercise page says of its dates to one student; None when the exercise has none.
+    `late_policy`: what lateness costs, in a sentence ("" for none), said before a student hands in late."""
     if due is None and closes is None:
         return None
     view: dict = {"extended": extended, "open": closes is None or now <= closes, "late": False,
-                  "due": "", "when": "", "closes": ""}
+                  "due": "", "when": "", "closes": "", "policy": late_policy if due is not None else ""}
     if due is not None:
         left = (due - now).total_seconds()
         view.update(due=moment_text(due), late=left < 0,
