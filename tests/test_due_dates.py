@@ -307,6 +307,8 @@ def test_gradebooks_take_off_the_late_penalty_and_add_an_adjustment_beside_the_r
     page = ada.get(f"/submissions/{sid}").text
     assert "Grade: 48.3/76" in page and "60 from the tests − 15.2 for lateness + 3.5 by your instructor" in page
     assert "the tie-break was in the brief&#39;s errata" in page and 'id="adjust"' not in page
+    accounts.add_student(store, "ada", "Ada Lovelace")
+    assert '>ada</a> (Ada Lovelace)' in instructor.get(f"/submissions/{sid}").text
     assert ada.post(f"/submissions/{sid}/adjust", data={"csrf": ada_csrf, "points": "50",
                                                         "comment": "me"}).status_code == 403
     instructor.post(f"/submissions/{sid}/adjust", data={"csrf": csrf, "points": "0", "comment": ""})

@@ -607,9 +607,11 @@ def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
             from grader.db import schema
             db.execute(schema.submissions.update().where(schema.submissions.c.id == ids[student])
                        .values(state="graded"))
+    accounts.add_student(store, "ada", "Ada Lovelace", "premium")
     summary = client.get(f"/instructor/regrade/{exercise.slug}").text
     assert "1 score(s) changed, 1 unchanged" in summary
-    row = re.search(r"<td><a href=\"/instructor/students/ada\">ada</a></td>.*?</tr>", summary, re.S)
+    row = re.search(r"<td><a href=\"/instructor/students/ada\">ada</a> <span class=\"muted\">Ada Lovelace</span></td>"
+                    r".*?</tr>", summary, re.S)
     assert row and "50/76" in row.group() and "52/76" in row.group(), summary
     assert "/instructor/students/bob" not in summary
     store.close()

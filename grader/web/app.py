@@ -814,7 +814,7 @@ def regrade(service: Service, request: Request, who: accounts.Session | None, fo
     if form is None:
         summary = regrade_summary(service.store, exercise.slug)
         asked = whole_number(request.query_params.get("queued", ""), 7)
-        return render("regrade.html.j2", who=who, exercise=exercise, summary=summary,
+        return render("regrade.html.j2", who=who, exercise=exercise, summary=summary, names=service.store.student_names(),
                       notice=regrade_notice(asked, summary.waiting))
     ids = [s.id for s in service.store.submissions(exercise.slug)]
     queued = jobs.requeue(service.store, ids)
