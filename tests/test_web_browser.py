@@ -248,3 +248,58 @@ def test_a_classmates_link_asks_before_switching_and_a_new_link_asks_before_sign
     page.goto(f"{server.url}/")  # the new link signed the student's browser out (a 401 page, so last)
     expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
     expect(page.locator("header")).not_to_contain_text(other)
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_an_instructor_sets_an_exercises_late_policy_and_adjusts_a_grade_the_student_then_reads(
+        new_page, server, instructor, width):
+    """The exercise's page of terms (its form, its list of changes) and a grade's adjustment, at desktop
+    and phone widths: the student reads the policy on the exercise's page and the note beside their
+    grade; a table wider than a phone shows that it scrolls."""
+    w, h, mobile = WIDTHS[width]
+    client, csrf = instructor
+    student = f"noor-{width}"
+    link = import_roster(server, client, csrf, f"id,name,tier\n{student},Noor {width},premium\n")[student]
+    learner, token = signed_in(server, link)
+    learner.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "2"})
+    done = learner.post(f"/exercises/{EXERCISE}/submit", data={"csrf": token, "code": MUTANT.read_text()})
+    submission = str(done.url)
+    wait_graded_over_http(learner, submission)
+
+    desk = as_instructor(new_page, server, instructor, width)
+    desk.goto(f"{server.url}/instructor")
+    go(desk, desk.locator(f"#edit-terms-{EXERCISE}"))
+    expect(desk.locator('input[name="due"]')).to_have_value("2036-06-30T23:59")
+    desk.locator('input[name="per_day"]').fill("5")
+    go(desk, desk.locator("#save-terms"))
+    expect(desk.locator("#notice")).to_contain_text("no regrade is needed")
+    expect(desk.locator("#term-history")).to_contain_text("penalty per day late (%)")
+    assert fits(desk, w)
+    screenshot(desk, SHOTS / f"exercise-terms-{width}.png")
+    desk.goto(submission)
+    expect(desk.locator("#status")).to_contain_text(f"{student} (Noor {width})")
+    desk.locator('#adjust input[name="points"]').fill("2")
+    desk.locator('#adjust input[name="comment"]').fill("your notes on the head of the queue were right")
+    go(desk, desk.locator("#adjust").get_by_role("button", name="Save"))
+    expect(desk.locator("#grade")).to_contain_text("+ 2 by your instructor")
+    assert fits(desk, w)
+    if mobile:  # the students' table is wider than a phone: it says so above itself
+        desk.goto(f"{server.url}/instructor")
+        said = desk.evaluate("getComputedStyle(document.querySelector('.scroll'), '::before').content")
+        assert "sideways" in said, said
+
+    page = new_page(w, h, mobile=mobile)
+    page.goto(link)
+    go(page, page.get_by_role("button", name="Sign in"))
+    page.goto(f"{server.url}/exercises/{EXERCISE}")
+    expect(page.locator("#late-policy")).to_contain_text("5% of the points is taken off for each day")
+    page.goto(submission)
+    expect(page.locator("#adjustment")).to_contain_text("your notes on the head of the queue were right")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"adjusted-grade-{width}.png")
+    assert problems(page) == [] and problems(desk) == []
+
+    desk.goto(f"{server.url}/instructor/exercises/{EXERCISE}")  # as it was, for the other tests
+    desk.locator('input[name="per_day"]').fill("0")
+    go(desk, desk.locator("#save-terms"))
+    expect(desk.locator("#notice")).to_contain_text("Saved")
