@@ -46,6 +46,7 @@ class Session:
     student: str | None
     tier: str
     csrf: str
+    expires_at: float = float("inf")  # time.time() when the session ends
 
     @property
     def is_instructor(self) -> bool:
@@ -269,7 +270,8 @@ def session(store: Store, token: str | None) -> Session | None:
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if row is None or row.expires_at < time.time():
         return None
-    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf)
+    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf,
+                   expires_at=float(row.expires_at))
 
 
 def sign_out(store: Store, token: str | None) -> None:

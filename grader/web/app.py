@@ -41,6 +41,8 @@ from grader.diagnosis.words import card_diagnosis
 from grader.exercise import Exercise, exercise_fingerprint
 from grader.gradebook import pick
 from grader.service import accounts, jobs
+from grader.service.recent_sessions import RecentSessions
+from grader.service.spool import Spool, SpoolFull
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.validate import Rejected, validate
 from grader.web import exercise_page
@@ -79,6 +81,11 @@ class Service:
     submission_interval_s: float = DEFAULT_INTERVAL_S
     max_request_bytes: int = DEFAULT_MAX_REQUEST
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    # Where a submission waits while the store is away (None: it is refused with the outage page), and
+    # what this process last read from the store to take it then: recent sessions, the deadlines.
+    spool: Spool | None = None
+    sessions: RecentSessions = field(default_factory=RecentSessions)
+    known_deadlines: Deadlines | None = None
 
     def link(self, token: str) -> str:
         return f"{self.base_url.rstrip('/')}/signin/{token}"
@@ -141,9 +148,11 @@ Handler = Callable[[Service, Request, accounts.Session | None, FormData | None],
 
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
-          signin_form: bool = False) -> Callable[[Handler], Route]:
+          signin_form: bool = False, outage: bool = False) -> Callable[[Handler], Route]:
     """A route whose handler gets the session (None when signed out); `role` restricts it; POSTs
-    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet)."""
+    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet).
+    With `outage` (the submit route alone), a session this process verified recently stands in for the
+    store's while the store cannot be reached (see grader.service.recent_sessions)."""
     def wrap(handler: Handler) -> Route:
         async def endpoint(request: Request) -> Response:
             service: Service = request.app.state.service
@@ -155,7 +164,18 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                     await form.close()
 
         def call(service: Service, request: Request, form: FormData | None) -> Response:
-            who = accounts.session(service.store, request.cookies.get(COOKIE))
+            token = request.cookies.get(COOKIE)
+            try:
+                who = accounts.session(service.store, token)
+            except (OperationalError, InterfaceError):
+                if not outage or service.spool is None:
+                    raise  # the outage page
+                # Sound while the store is away: no session can be revoked or signed out without it.
+                who = service.sessions.recall(token)
+                if who is None:
+                    return not_received(request, form)
+            else:
+                service.sessions.remember(token, who)
             try:
                 if role and (who is None or (role == "instructor" and not who.is_instructor)
                              or (role == "student" and who.student is None)):
@@ -259,6 +279,7 @@ def signed_in_response(service: Service, request: Request, token: str) -> Respon
 
 def signout(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     accounts.sign_out(service.store, request.cookies.get(COOKIE))
+    service.sessions.forget(request.cookies.get(COOKIE))
     response = RedirectResponse("/", status_code=303)
     delete_cookie(service, response, COOKIE)
     return response
@@ -343,16 +364,30 @@ def predict(service: Service, request: Request, who: accounts.Session | None, fo
 def submit(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and form is not None and who.student
     exercise = exercise_of(service, request.path_params["slug"])
-    if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
-        raise Page(400, "Before you code", "Answer the exercise's question first.")
+    content = submitted_content(exercise, form)
+    try:
+        return store_submission(service, request, who, exercise, content)
+    except (OperationalError, InterfaceError):
+        if service.spool is None:
+            raise  # the outage page
+        return spooled_submission(service, request, who, exercise, content)
+
+
+def submitted_content(exercise: Exercise, form: FormData) -> bytes:
     upload, typed = form.get("upload"), form.get("code", "")
     if isinstance(upload, UploadFile) and upload.filename:
-        content = upload.file.read(exercise.max_submission_bytes + 1)
-    elif isinstance(typed, str):
+        return upload.file.read(exercise.max_submission_bytes + 1)
+    if isinstance(typed, str):
         # A textarea comes back with CRLF line ends: keep the file as the student sees it.
-        content = typed.replace("\r\n", "\n").encode("utf-8")
-    else:
-        raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
+        return typed.replace("\r\n", "\n").encode("utf-8")
+    raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
+
+
+def store_submission(service: Service, request: Request, who: accounts.Session, exercise: Exercise,
+                     content: bytes) -> Response:
+    assert who.student
+    if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
+        raise Page(400, "Before you code", "Answer the exercise's question first.")
     if not content.strip():
         return exercise_view(service, request, who, None, "The submission is empty: paste your code or choose a file.", 400)
     deadlines = deadlines_of(service)
@@ -388,7 +423,72 @@ def will_be_rejected(exercise: Exercise, content: bytes) -> bool:
 
 
 def deadlines_of(service: Service) -> Deadlines:
-    return Deadlines.of(service.exercises.values(), service.store)
+    deadlines = Deadlines.of(service.exercises.values(), service.store)
+    service.known_deadlines = deadlines  # what says "closed" to a submission while the store is away
+    return deadlines
+
+
+# -- while the store is away: the submission is kept in the spool (grader.service.spool) --------------------
+
+KEPT = ("Kept until the database is back",
+        "Your submission arrived while the service's database was away: it is kept on this server and will be "
+        "stored and graded as soon as the database is back — you need not submit again; it will appear in your "
+        "submissions then.")
+
+
+def spooled_submission(service: Service, request: Request, who: accounts.Session, exercise: Exercise,
+                       content: bytes) -> Response:
+    """A submission that came while the store cannot be reached: the checks that need no store (those a
+    normal submit makes, bar the question before the code: the editor is shown only once it is answered),
+    "closed" by the last deadlines this process read, then kept in the spool and acknowledged (202)."""
+    assert service.spool is not None and who.student
+    code = content.decode("utf-8", "replace")
+    if not content.strip():
+        return away_page(who, 400, "Nothing to submit", "The submission is empty: paste your code or choose a file.",
+                         exercise, code)
+    if len(content) > exercise.max_submission_bytes:
+        return away_page(who, 413, "Too large", f"Nothing was kept: a file of this exercise may be at most "
+                         f"{exercise.max_submission_bytes // 1024} KiB.", exercise, code)
+    deadlines = service.known_deadlines or Deadlines.of(service.exercises.values())
+    if not deadlines.is_open(who.student, exercise.slug, service.clock()):
+        closes = deadlines.closes_for(who.student, exercise.slug)
+        assert closes is not None
+        return away_page(who, 403, "Closed", f"This exercise closed at {exercise_page.moment_text(closes)}: it takes "
+                         "no more submissions. Your instructor can give you an extension.", exercise, code)
+    try:
+        service.spool.keep(who.student, exercise.slug, tier_for(exercise, who.tier), exercise.submission_file,
+                           content, service.clock())
+    except SpoolFull as full:
+        return away_page(who, 503, "Not kept", str(full), exercise, code)
+    except OSError:
+        log.exception("a submission could not be written to the spool %s", service.spool.folder)
+        return away_page(who, 503, "Not kept", "The service's database is away and this server could not keep your "
+                         "submission either. Nothing was kept: keep your code and submit it again in a minute.",
+                         exercise, code)
+    return away_page(who, 202, *KEPT, exercise, None)
+
+
+NOT_RECEIVED = ("Not received", "Your submission could not be received: the service's database is away right now, "
+                "and without it this server cannot tell who you are (you have not opened a page here in the last "
+                "minutes). Nothing was kept: keep your code and submit it again in a minute.")
+
+
+def not_received(request: Request, form: FormData | None) -> Response:
+    """The submit route with the store away and a session this process does not know: the code typed is
+    shown, to copy, since the exercise's page cannot be shown without the store."""
+    code = text_field(form, "code") if form is not None else ""
+    return away_page(None, 503, *NOT_RECEIVED, None, code or None)
+
+
+def away_page(who: accounts.Session | None, status: int, title: str, message: str, exercise: Exercise | None,
+              code: str | None) -> Response:
+    """A page of the submit route while the store is away: what happened, and the code sent, when it was
+    not kept, to copy (the exercise's page, which keeps it in the editor, needs the store)."""
+    page = render("away.html.j2", status=status, who=who, title=title, message=message, exercise=exercise, code=code,
+                  kept=status == 202)
+    if status == 503:
+        page.headers["retry-after"] = str(RETRY_AFTER_S)
+    return page
 
 
 def late_ids(deadlines: Deadlines, subs: list[StoredSubmission]) -> set[int]:
@@ -521,7 +621,8 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       exercises=list(service.exercises.values()), counts=counts, total=len(subs),
                       grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
-                      roster_text=roster_text, problem=problem, roster_problems=roster_problems or [])
+                      roster_text=roster_text, problem=problem, roster_problems=roster_problems or [],
+                      spooled=service.spool.count() if service.spool is not None else 0)
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
     return response
@@ -683,6 +784,7 @@ def new_student_link(service: Service, request: Request, who: accounts.Session |
     if ask is not None:
         return ask
     accounts.revoke_links(service.store, student.id)
+    service.sessions.forget_student(student.id)
     return after(service, "link", student.id, (accounts.new_link(service.store, "student", student.id),))
 
 
@@ -698,6 +800,7 @@ def revoke_student(service: Service, request: Request, who: accounts.Session | N
     if ask is not None:
         return ask
     accounts.revoke_links(service.store, student.id)
+    service.sessions.forget_student(student.id)
     return after(service, "revoke", student.id)
 
 
@@ -835,8 +938,9 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return page
 
 
-STORE_AWAY = ("Back in a moment", "The service cannot reach its store right now (a restart or a network "
-              "hiccup). Nothing you sent is lost and grading resumes by itself: try again in a minute.")
+STORE_AWAY = ("Back in a moment", "The service cannot reach its database right now (a restart or a network "
+              "hiccup), so this page cannot be shown and nothing on it was done: try again in a minute. "
+              "Submissions stored before are safe and grading resumes by itself once the database is back.")
 RETRY_AFTER_S = 30
 
 
@@ -908,7 +1012,7 @@ def create_app(service: Service) -> AccessLog:
         route("/history", role="student")(history),
         route("/exercises/{slug}", role="any")(exercise_view),
         route("/exercises/{slug}/prediction", ("POST",), role="student")(predict),
-        route("/exercises/{slug}/submit", ("POST",), role="student")(submit),
+        route("/exercises/{slug}/submit", ("POST",), role="student", outage=True)(submit),
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),
