@@ -31,7 +31,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -44,7 +44,7 @@ log = logging.getLogger("grader.spool")
 
 MAX_PER_STUDENT = 10  # files one student may have waiting: far more than an outage of minutes calls for
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # all files waiting, every student together
-DRAIN_EVERY_S = 3.0
+DRAIN_EVERY_S = 2.0
 SUFFIX = ".json"
 BROKEN = ".broken"  # a file the drainer cannot read: set aside for a person to look at, never deleted
 # What a store that cannot be reached raises (a PostgreSQL restart, a lost connection, an SQLite file
@@ -121,7 +121,7 @@ class Spool:
             self.check_bounds(student, len(data))
             make_private_folder(self.folder)
             # The name sorts by arrival and tells whose it is; the random part keeps two at one moment apart.
-            stamp = arrived.astimezone().strftime("%Y%m%dT%H%M%S%f")
+            stamp = arrived.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
             name = f"{stamp}-{secrets.token_hex(4)}-{hashlib.sha256(student.encode()).hexdigest()[:12]}{SUFFIX}"
             path = self.folder / name
             write_atomically(path, data)
@@ -249,8 +249,9 @@ class Drainer:
             except STORE_AWAY as exc:
                 # One line when the store is found away, not one a round: an outage of minutes stays readable.
                 if not away:
+                    said = str(getattr(exc, "orig", None) or exc)
                     log.warning("the store cannot be reached (%s): %d spooled submission(s) wait; trying again "
-                                "every %g s", str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__,
+                                "every %g s", said.splitlines()[0][:200] if said else type(exc).__name__,
                                 self.spool.count(), self.every_s)
                 away = True
             except Exception:  # a fault of ours: logged, and the files stay for the next round
