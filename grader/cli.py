@@ -624,7 +624,8 @@ def command_serve(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--broker needs --db with a database URL that the workers share (postgresql://...)")
     serve(ServeOptions(host=args.host, port=args.port, db=store_location(args.db), broker=args.broker,
                        workers=args.workers, sandbox=args.sandbox, submission_interval_s=args.interval,
-                       max_request_kb=args.max_request_kb, lease_s=args.lease, base_url=given_address(args)))
+                       max_request_kb=args.max_request_kb, lease_s=args.lease, base_url=given_address(args),
+                       spool=args.spool))
     return OK
 
 
@@ -957,6 +958,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the address browsers reach the service at, such as https://grader.example.edu/ "
                             "(behind a proxy that ends TLS): the links it prints and shows use it, and with "
                             "https its cookies are Secure (default: http://HOST:PORT)")
+    serve.add_argument("--spool", metavar="DIR",
+                       help="where a submission that arrives while the database is away waits, on disk, until it "
+                            "is stored (default: beside an SQLite store, DB.spool; for a database URL, "
+                            "grader-store/spool in the current folder)")
     serve.set_defaults(run=command_serve)
 
     worker = commands.add_parser("worker", help="grade submissions queued by `grader serve --broker`")

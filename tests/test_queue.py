@@ -563,6 +563,74 @@ def test_a_store_restart_mid_run_sends_no_message_to_the_failed_registry_and_gra
 
 
 @pytest.mark.slow
+def test_submissions_sent_while_postgresql_is_down_are_kept_then_stored_and_graded_once(
+        tmp_path, redis_server, started):
+    """PostgreSQL stops; students signed in before it did submit meanwhile. Each submission is
+    acknowledged as kept (202), waits in serve's spool, is stored once PostgreSQL is back, with the moment
+    it arrived as its time, and is graded once. The figures measured are in every failure message."""
+    from datetime import datetime, timezone
+
+    from tests.servers import Postgres
+
+    sent, students = 12, 6
+    cluster = Postgres()
+    started.track("postgres", lambda: cluster.process, signal.SIGINT)
+    started.after(cluster.close)
+    database = fresh_database(cluster.url)
+    spool = tmp_path / "spool"
+    server = start_server(started, tmp_path / "serve.log", "--broker", redis_server.url, "--db", database,
+                          "--sandbox", "local", "--lease", LEASE_S, "--spool", str(spool))
+    for n in range(2):
+        start_worker(started, f"worker-{n}", redis_server.url, database, tmp_path / f"worker-{n}.log")
+    engine = engine_of(started, database, pool_pre_ping=True)
+    instructor, csrf = signed_in(server, server.instructor_link)
+    links = import_roster(server, instructor, csrf, "id,tier\n" + "".join(f"o{n},premium\n" for n in range(students)))
+    browsers = []
+    for n in range(students):
+        client, token = signed_in(server, links[f"o{n}"])
+        client.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "1"})
+        browsers.append((client, token))
+    engine.dispose()
+
+    cluster.stop()
+    down_at = datetime.now(timezone.utc).replace(microsecond=0)
+    stopped = time.monotonic()
+    statuses = []
+    for n in range(sent):
+        client, token = browsers[n % students]
+        page = client.post(f"/exercises/{EXERCISE}/submit",
+                           data={"csrf": token, "code": [REFERENCE, MUTANT][n % 2].read_text() + f"\n# {n}\n"})
+        statuses.append((page.status_code, "kept on this server" in page.text))
+    kept = sum(1 for status, said in statuses if status == 202 and said)
+    waiting = len(list(spool.glob("*.json")))
+    time.sleep(max(0.0, 8 - (time.monotonic() - stopped)))  # down 8 s at least, as a restart or a failover
+    cluster.start()
+    up_at = datetime.now(timezone.utc)
+    back = time.monotonic()
+    figures = {"sent": sent, "kept": kept, "spooled": waiting, "down_s": round(back - stopped, 1)}
+
+    def stored() -> int:
+        return len(rows(engine, "SELECT id FROM submissions"))
+
+    wait_until(lambda: stored() >= sent, 60, f"every kept submission stored ({figures})", every_s=0.05)
+    figures["drained_in_s"] = round(time.monotonic() - back, 2)
+    wait_until(lambda: not rows(engine, "SELECT id FROM submissions WHERE state <> 'graded'"), 300,
+               f"every stored submission graded ({figures})")
+    figures["graded_in_s"] = round(time.monotonic() - back, 1)
+    subs = rows(engine, "SELECT id, submitted_at FROM submissions")
+    cards = dict(rows(engine, "SELECT submission_id, count(*) FROM scorecards GROUP BY submission_id"))
+    figures.update(stored=len(subs), scorecards=sum(cards.values()))
+    print(f"database outage: {figures}")
+    assert kept == sent == waiting, (statuses, figures)
+    assert len(subs) == sent and len(cards) == sent and set(cards.values()) == {1}, figures
+    moments = sorted(datetime.fromisoformat(at) for _, at in subs)
+    assert down_at <= moments[0] and moments[-1] <= up_at, (moments[0], moments[-1], down_at, up_at, figures)
+    assert not list(spool.glob("*.json")), f"files left in the spool ({figures})"
+    said = (tmp_path / "serve.log").read_text()
+    assert said.count("kept in the spool") == sent and "Traceback" not in said, said[-3000:]
+
+
+@pytest.mark.slow
 def test_processes_recovering_lost_messages_at_once_send_one_message_per_submission(tmp_path, redis_server):
     """Every web server and worker re-sends what the broker lost; three of them at the same moment still
     put one message per submission on the queue."""

@@ -1004,3 +1004,137 @@ def test_the_overview_and_its_gradebook_tell_timeouts_from_wrong_answers(site):
     assert 's-timed-out">timed out</span>' in result["cy"] and "error" not in result["cy"], result
     rates = re.search(r"<tr>\s*<td><span class=\"test-name\">test_0</span>.*?</tr>", overview, re.S)
     assert rates and "1 timed out" in rates.group(0)
+
+
+# While the store is away: a signed-in student's submission is kept in the spool (grader.service.spool),
+# acknowledged as kept, and stored once when the store is back.
+
+@pytest.fixture
+def outage(site, tmp_path):
+    """The site with a spool, and a switch that takes its store away (an engine the driver cannot open,
+    as in a PostgreSQL outage) and brings it back."""
+    from sqlalchemy import create_engine
+
+    from grader.service.spool import Spool
+
+    service, client, sign_in, store, recorded = site
+    service.spool = Spool(tmp_path / "spool")
+    real = store.engine
+    gone = create_engine(f"sqlite:///{tmp_path}/gone/grader.db")
+
+    def away(is_away: bool) -> None:
+        store.engine = gone if is_away else real
+
+    yield SimpleNamespace(service=service, client=client, sign_in=sign_in, store=store, recorded=recorded,
+                          spool=service.spool, away=away)
+    store.engine = real
+    gone.dispose()
+
+
+def test_a_submission_while_the_store_is_away_is_kept_on_disk_and_said_so(outage):
+    import base64
+    import hashlib
+    import json
+    import stat
+    from datetime import datetime
+
+    ada, csrf = outage.sign_in("student", "ada")  # her session is verified, so this process knows it
+    outage.away(True)
+    kept = ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1\r\n# kept\r\n"}, follow_redirects=False)
+    assert kept.status_code == 202, kept.text[:500]
+    assert "kept on this server" in kept.text and "you need not submit again" in kept.text
+    [path] = outage.spool.files()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    raw = json.loads(path.read_text())
+    content = base64.b64decode(raw["content"])
+    assert content == b"x = 1\n# kept\n" and raw["sha256"] == hashlib.sha256(content).hexdigest()
+    assert (raw["student"], raw["exercise"], raw["tier"]) == ("ada", EXERCISE, "free")
+    assert datetime.fromisoformat(raw["arrived"]).tzinfo is not None
+    # Every other page still says the service is back in a moment, without promising what is not so.
+    home = ada.get("/")
+    assert home.status_code == 503 and "Back in a moment" in home.text and "Nothing you sent is lost" not in home.text
+    # The checks that need no store hold: a form of another site, an empty submission, a closed exercise.
+    assert ada.post(f"{PAGE}/submit", data={"csrf": "forged", "code": "x = 2\n"}).status_code == 403
+    empty = ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "  \n"})
+    assert empty.status_code == 400 and "empty" in empty.text
+    assert len(outage.spool.files()) == 1 and outage.recorded.queued == []
+
+
+def test_while_the_store_is_away_a_session_this_process_has_not_verified_recently_is_refused_with_its_code(outage):
+    bob, csrf = outage.sign_in("student", "bob")
+    outage.service.sessions.forget_student("bob")  # as if bob had opened no page here in the last minutes
+    outage.away(True)
+    refused = bob.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "y = 2  # bob's\n"})
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "30"
+    assert "could not be received" in refused.text and "Nothing was kept" in refused.text
+    assert "y = 2  # bob&#39;s" in refused.text  # the code sent, to copy
+    assert outage.spool.files() == []
+
+
+def test_the_spool_keeps_a_bounded_number_per_student_and_says_when_it_is_full(outage):
+    outage.spool.max_per_student = 3
+    ada, csrf = outage.sign_in("student", "ada")
+    bob, bob_csrf = outage.sign_in("student", "bob")
+    outage.away(True)
+    for n in range(3):
+        assert ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": f"x = {n}\n"}).status_code == 202
+    over = ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 'the fourth'\n"})
+    assert over.status_code == 503 and "the most it keeps for one student" in over.text
+    assert "the fourth" in over.text  # the code, to copy
+    assert bob.post(f"{PAGE}/submit", data={"csrf": bob_csrf, "code": "y = 1\n"}).status_code == 202
+    assert len(outage.spool.files()) == 4
+
+
+def test_a_closed_exercise_is_closed_by_the_last_deadlines_known_while_the_store_is_away(outage):
+    from datetime import datetime, timezone
+
+    from grader.deadlines import Deadlines
+
+    ada, csrf = outage.sign_in("student", "ada")
+    outage.away(True)
+    outage.service.known_deadlines = Deadlines(closes={EXERCISE: datetime(2020, 1, 1, tzinfo=timezone.utc)})
+    closed = ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 'too late'\n"})
+    assert closed.status_code == 403 and "closed" in closed.text and "too late" in closed.text
+    assert outage.spool.files() == []
+
+
+def test_the_drainer_stores_each_kept_submission_once_with_its_arrival_time_and_queues_it(outage):
+    import shutil
+
+    from grader.service.spool import Drainer, Spooled
+
+    ada, csrf = outage.sign_in("student", "ada")
+    bob, bob_csrf = outage.sign_in("student", "bob")
+    instructor, _ = outage.sign_in("instructor")
+    outage.away(True)
+    for browser, token, code in ((ada, csrf, "x = 1\n"), (bob, bob_csrf, "y = 1\n"), (ada, csrf, "x = 2\n")):
+        assert browser.post(f"{PAGE}/submit", data={"csrf": token, "code": code}).status_code == 202
+    arrived = {(e.student, e.content): e.arrived for e in map(Spooled.from_file, outage.spool.files())}
+    outage.away(False)
+    waiting = instructor.get("/instructor")
+    assert "3 submission(s) received during a database outage are waiting to be stored" in waiting.text
+    drainer = Drainer(outage.spool, outage.store, outage.recorded.enqueue, every_s=0.05)
+    drainer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while outage.spool.files() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        drainer.stop()
+    assert outage.spool.files() == []
+    stored = outage.store.submissions(EXERCISE)
+    assert len(stored) == 3 and sorted(outage.recorded.queued) == sorted(s.id for s in stored)
+    for sub in stored:
+        content = outage.store.content(sub.id)
+        assert sub.submitted_at == arrived[(sub.student, content)].isoformat(timespec="seconds"), sub
+        assert sub.state == "queued"
+    assert "waiting to be stored" not in instructor.get("/instructor").text
+    # A file drained again (a crash between storing it and deleting it) finds its submission stored.
+    outage.away(True)
+    assert ada.post(f"{PAGE}/submit", data={"csrf": csrf, "code": "x = 1\n"}).status_code == 202
+    [path] = outage.spool.files()
+    shutil.copy(path, path.with_name("z-" + path.name))
+    outage.away(False)
+    assert outage.spool.drain(outage.store, outage.recorded.enqueue) == 2
+    assert len(outage.store.submissions(EXERCISE)) == 3 and len(outage.recorded.queued) == 3
+    assert outage.spool.files() == []

@@ -47,6 +47,7 @@ class Session:
     tier: str
     csrf: str
     link_id: int = 0  # the sign-in link the session came from: who did what, in the store's records
+    expires_at: float = float("inf")  # time.time() when the session ends
 
     @property
     def is_instructor(self) -> bool:
@@ -276,7 +277,8 @@ def session(store: Store, token: str | None) -> Session | None:
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if row is None or row.expires_at < time.time():
         return None
-    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf, link_id=row.id)
+    return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf,
+                   link_id=row.id, expires_at=float(row.expires_at))
 
 
 def sign_out(store: Store, token: str | None) -> None:

@@ -45,13 +45,15 @@ class Queued:
 
 
 def submit(store: Store, student: str, exercise: str, tier: str, filename: str, content: bytes,
-           interval_s: float = 0.0, moment: datetime | None = None,
+           interval_s: float | None = 0.0, moment: datetime | None = None,
            refused: Refused | None = None) -> tuple[int, bool]:
     """Store a submission as queued (before any queue hears of it). (id, whether it is to be graded):
     the same content again is the same submission and is not queued twice, unless its result was an
     error. One that comes within `interval_s` of the student's last to the exercise raises
     `store.TooSoon`, however many are sent at once; a file that `refused` says its grading will reject
-    does not use up the interval of the files that can be graded (see `Store.add_submission`)."""
+    does not use up the interval of the files that can be graded (see `Store.add_submission`). With
+    `interval_s` None no interval applies at all (a submission kept while the store was away, stored
+    with the `moment` it arrived, which may come before one stored since)."""
     sha = hashlib.sha256(content).hexdigest()
     submitted_at = (moment or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     return store.add_submission(student, exercise, tier, sha, filename, content, state="queued",

@@ -41,6 +41,8 @@ from grader.diagnosis.words import card_diagnosis
 from grader.exercise import Exercise, exercise_fingerprint
 from grader.gradebook import final_score, pick, points
 from grader.service import accounts, jobs
+from grader.service.recent_sessions import RecentSessions
+from grader.service.spool import Spool
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.terms import TermsError
 from grader.validate import Rejected, validate
@@ -80,6 +82,11 @@ class Service:
     submission_interval_s: float = DEFAULT_INTERVAL_S
     max_request_bytes: int = DEFAULT_MAX_REQUEST
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    # Where a submission waits while the store is away (None: it is refused with the outage page), and
+    # what this process last read from the store to take it then: recent sessions, the deadlines.
+    spool: Spool | None = None
+    sessions: RecentSessions = field(default_factory=RecentSessions)
+    known_deadlines: Deadlines | None = None
 
     def link(self, token: str) -> str:
         return f"{self.base_url.rstrip('/')}/signin/{token}"
@@ -142,9 +149,11 @@ Handler = Callable[[Service, Request, accounts.Session | None, FormData | None],
 
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
-          signin_form: bool = False) -> Callable[[Handler], Route]:
+          signin_form: bool = False, outage: bool = False) -> Callable[[Handler], Route]:
     """A route whose handler gets the session (None when signed out); `role` restricts it; POSTs
-    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet)."""
+    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet).
+    With `outage` (the submit route alone), a session this process verified recently stands in for the
+    store's while the store cannot be reached (see grader.service.recent_sessions)."""
     def wrap(handler: Handler) -> Route:
         async def endpoint(request: Request) -> Response:
             service: Service = request.app.state.service
@@ -156,7 +165,20 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                     await form.close()
 
         def call(service: Service, request: Request, form: FormData | None) -> Response:
-            who = accounts.session(service.store, request.cookies.get(COOKIE))
+            token = request.cookies.get(COOKIE)
+            try:
+                who = accounts.session(service.store, token)
+            except (OperationalError, InterfaceError):
+                if not outage or service.spool is None:
+                    raise  # the outage page
+                # Sound while the store is away: no session can be revoked or signed out without it.
+                who = service.sessions.recall(token)
+                if who is None:
+                    from grader.web.outage import not_received
+
+                    return not_received(request, form)
+            else:
+                service.sessions.remember(token, who)
             try:
                 if role and (who is None or (role == "instructor" and not who.is_instructor)
                              or (role == "student" and who.student is None)):
@@ -260,6 +282,7 @@ def signed_in_response(service: Service, request: Request, token: str) -> Respon
 
 def signout(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     accounts.sign_out(service.store, request.cookies.get(COOKIE))
+    service.sessions.forget(request.cookies.get(COOKIE))
     response = RedirectResponse("/", status_code=303)
     delete_cookie(service, response, COOKIE)
     return response
@@ -346,16 +369,32 @@ def predict(service: Service, request: Request, who: accounts.Session | None, fo
 def submit(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and form is not None and who.student
     exercise = exercise_of(service, request.path_params["slug"])
-    if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
-        raise Page(400, "Before you code", "Answer the exercise's question first.")
+    content = submitted_content(exercise, form)
+    try:
+        return store_submission(service, request, who, exercise, content)
+    except (OperationalError, InterfaceError):
+        if service.spool is None:
+            raise  # the outage page
+        from grader.web.outage import spooled_submission
+
+        return spooled_submission(service, request, who, exercise, content)
+
+
+def submitted_content(exercise: Exercise, form: FormData) -> bytes:
     upload, typed = form.get("upload"), form.get("code", "")
     if isinstance(upload, UploadFile) and upload.filename:
-        content = upload.file.read(exercise.max_submission_bytes + 1)
-    elif isinstance(typed, str):
+        return upload.file.read(exercise.max_submission_bytes + 1)
+    if isinstance(typed, str):
         # A textarea comes back with CRLF line ends: keep the file as the student sees it.
-        content = typed.replace("\r\n", "\n").encode("utf-8")
-    else:
-        raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
+        return typed.replace("\r\n", "\n").encode("utf-8")
+    raise Page(400, "Not a submission", "The code comes as text from the editor, or as a file in the upload field.")
+
+
+def store_submission(service: Service, request: Request, who: accounts.Session, exercise: Exercise,
+                     content: bytes) -> Response:
+    assert who.student
+    if exercise.prediction and accounts.prediction(service.store, who.student, exercise.slug) is None:
+        raise Page(400, "Before you code", "Answer the exercise's question first.")
     if not content.strip():
         return exercise_view(service, request, who, None, "The submission is empty: paste your code or choose a file.", 400)
     deadlines = deadlines_of(service)
@@ -391,7 +430,9 @@ def will_be_rejected(exercise: Exercise, content: bytes) -> bool:
 
 
 def deadlines_of(service: Service) -> Deadlines:
-    return Deadlines.of(service.exercises.values(), service.store)
+    deadlines = Deadlines.of(service.exercises.values(), service.store)
+    service.known_deadlines = deadlines  # what says "closed" to a submission while the store is away
+    return deadlines
 
 
 def late_ids(deadlines: Deadlines, subs: list[StoredSubmission]) -> set[int]:
@@ -562,7 +603,8 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                       terms={slug: terms_page.summary(t, service.clock()) for slug, t in deadlines_of(service).terms.items()},
-                      roster_text=roster_text, problem=problem, roster_problems=roster_problems or [])
+                      roster_text=roster_text, problem=problem, roster_problems=roster_problems or [],
+                      spooled=service.spool.count() if service.spool is not None else 0)
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
     return response
@@ -724,6 +766,7 @@ def new_student_link(service: Service, request: Request, who: accounts.Session |
     if ask is not None:
         return ask
     accounts.revoke_links(service.store, student.id)
+    service.sessions.forget_student(student.id)
     return after(service, "link", student.id, (accounts.new_link(service.store, "student", student.id),))
 
 
@@ -739,6 +782,7 @@ def revoke_student(service: Service, request: Request, who: accounts.Session | N
     if ask is not None:
         return ask
     accounts.revoke_links(service.store, student.id)
+    service.sessions.forget_student(student.id)
     return after(service, "revoke", student.id)
 
 
@@ -900,8 +944,11 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return page
 
 
-STORE_AWAY = ("Back in a moment", "The service cannot reach its store right now (a restart or a network "
-              "hiccup). Nothing you sent is lost and grading resumes by itself: try again in a minute.")
+# Said on every page but the submit route's while the store is away: only what is true whatever the page
+# was (a submission sent now is kept only by the submit route, which says so on its own page).
+STORE_AWAY = ("Back in a moment", "The service cannot reach its database right now (a restart or a network "
+              "hiccup), so this page cannot be shown: try again in a minute. What is stored is safe, and "
+              "grading resumes by itself once the database is back.")
 RETRY_AFTER_S = 30
 
 
@@ -973,7 +1020,7 @@ def create_app(service: Service) -> AccessLog:
         route("/history", role="student")(history),
         route("/exercises/{slug}", role="any")(exercise_view),
         route("/exercises/{slug}/prediction", ("POST",), role="student")(predict),
-        route("/exercises/{slug}/submit", ("POST",), role="student")(submit),
+        route("/exercises/{slug}/submit", ("POST",), role="student", outage=True)(submit),
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),

@@ -7,12 +7,14 @@ import logging
 import socket
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
 from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
+from grader.service.spool import Drainer, Spool, default_folder
 from grader.store import Store
 from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
 
@@ -31,6 +33,7 @@ class ServeOptions:
     max_request_kb: int = DEFAULT_MAX_REQUEST // 1024
     lease_s: float = jobs.DEFAULT_LEASE_S
     base_url: str | None = None  # the public address (public_address's form); None: the one listened on
+    spool: str | None = None  # where submissions wait while the store is away; None: beside the store
 
 
 def load_exercises() -> dict:
@@ -121,15 +124,21 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
         dispatcher = ThreadDispatcher(store, lambda: choose_backend(options.sandbox, warm=True), options.workers,
                                       options.lease_s)
         how = f"{options.workers} grading thread(s) in this process, {name} sandbox"
+    spool = Spool(Path(options.spool) if options.spool else default_folder(store))
     service = Service(store=store, dispatcher=dispatcher, exercises=load_exercises(), base_url=url,
                       submission_interval_s=options.submission_interval_s,
-                      max_request_bytes=options.max_request_kb * 1024)
+                      max_request_bytes=options.max_request_kb * 1024, spool=spool)
+    # Stores what the spool holds (files left by a serve stopped during an outage at once), then every
+    # few seconds what arrives while the store is away.
+    drainer = Drainer(spool, store, dispatcher.enqueue)
     token = accounts.new_link(store, "instructor")
     public = "" if url == listening else f" (public address {url}/)"
     print(f"grader serving {len(service.exercises)} exercise(s) at {listening}/{public} from {store.describe()}; "
           f"{how}", file=out)
+    print(f"submissions that arrive while the store is away wait in {spool.folder}", file=out)
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
+    drainer.start()
     # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
     # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
     config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
@@ -137,5 +146,6 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:
+        drainer.stop()
         dispatcher.stop()
         store.close()
