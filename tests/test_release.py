@@ -208,3 +208,24 @@ def unzip(data: bytes) -> dict[str, str]:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         assert archive.testzip() is None
         return {name: archive.read(name).decode("utf-8") for name in archive.namelist()}
+
+
+def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa: F811
+    from grader.terms import Terms
+    from grader.web.release import student_card
+
+    service, *_ = site
+    exercise = service.exercises[EXERCISE]
+    held_back, now = Terms(release="on_release"), DUE
+    free = dataclasses.replace(new_scorecard(exercise, "free", "local"), score=10)
+    error = dataclasses.replace(premium_card(exercise), status="error", reason="the sandbox failed")
+    for card in (free, error):
+        assert student_card(card, held_back, now).card is card and student_card(card, held_back, now).held is None
+    premium = premium_card(exercise)
+    assert student_card(premium, None, now).held is None  # an instructor
+    assert student_card(premium, Terms(release="after_due"), now).held is None  # no due date: released
+    assert student_card(premium, Terms(release="on_release", released_at=now), now).held is None
+    view = student_card(premium, held_back, now)
+    assert view.held is not None and not view.full_marks
+    assert {t.suite for t in view.card.tests} == {"visible"} and view.card.diagnosis == []
+    assert (view.card.score, view.card.max_score) == (10, 10) and (view.held.tests, view.held.points) == (39, 78)
