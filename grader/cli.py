@@ -459,17 +459,19 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
     from grader.deadlines import of_project
     from grader.publish import SiteError, publish
 
+    if args.names and args.pseudonymous:
+        raise UsageError("--names and --pseudonymous contradict each other: give one (pseudonyms are the default)")
     map_file = Path(args.pseudonym_map) if args.pseudonym_map else None
     if map_file is not None:
-        if not args.pseudonymous:
-            raise UsageError("--pseudonym-map goes with --pseudonymous")
+        if args.names:
+            raise UsageError("--pseudonym-map goes with pseudonyms: leave out --names")
         out = Path(args.out).resolve()
         if map_file.resolve() == out or map_file.resolve().is_relative_to(out):
             raise UsageError(f"{map_file}: the pseudonym map must be outside --out (the site is for others)")
     with existing_store(args) as store:
         try:
             deadlines = of_project(store, (s.exercise for s in store.submissions()))
-            site = publish(store, Path(args.out), policy=args.policy, pseudonymous=args.pseudonymous,
+            site = publish(store, Path(args.out), policy=args.policy, pseudonymous=not args.names,
                            deadlines=deadlines)
         except SiteError as exc:
             raise UsageError(str(exc)) from None
@@ -785,7 +787,8 @@ EXAMPLES: dict[str, list[str]] = {
     "batch": ["grader batch submissions/ --exercise continuous_batching --jobs 2 --gradebook gradebook.csv",
               "grader batch submissions/ --exercise continuous_batching --regrade --gradebook - > gradebook.csv"],
     "publish": ["grader publish --out site/ --policy best",
-                "grader publish --out site/ --pseudonymous --pseudonym-map pseudonyms.csv"],
+                "grader publish --out site/ --pseudonym-map pseudonyms.csv",
+                "grader publish --out site/ --names"],
     "similarity": ["grader similarity --exercise continuous_batching --out similarity/",
                    "grader similarity submissions/ --exercise continuous_batching --json - | jq '.pairs[0]'",
                    "grader similarity --exercise continuous_batching --against last-term.db --pseudonymous"],
@@ -906,10 +909,13 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--policy", choices=("latest", "best", "on-time"), default="latest",
                          help="which submission of each student counts (on-time: the latest before the "
                               "student's due date)")
-    publish.add_argument("--pseudonymous", action="store_true", help="show students under stable pseudonyms")
+    publish.add_argument("--names", action="store_true",
+                         help="show students' ids and roster names (by default they appear under stable pseudonyms)")
+    publish.add_argument("--pseudonymous", action="store_true",
+                         help="pseudonyms, the default since 0.8.0 (still taken for scripts written before)")
     publish.add_argument("--pseudonym-map", metavar="FILE",
-                         help="with --pseudonymous: also write the pseudonym,student CSV here for the instructor "
-                              "(owner-only; refused inside --out)")
+                         help="also write the pseudonym,student CSV here for the instructor (owner-only; refused "
+                              "inside --out; not with --names)")
     publish.add_argument("--db", metavar="PATH", help=DB_HELP)
     publish.set_defaults(run=command_publish)
 
@@ -928,7 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
     similarity.add_argument("--out", metavar="DIR", help="write the report's pages here (owner-only)")
     similarity.add_argument("--json", metavar="FILE", help="write the report as JSON here ('-': standard output)")
     similarity.add_argument("--pseudonymous", action="store_true",
-                            help="show students under the pseudonyms `publish --pseudonymous` gives them")
+                            help="show students under the pseudonyms `publish` gives them")
     similarity.add_argument("--db", metavar="PATH", help=DB_HELP)
     similarity.set_defaults(run=command_similarity)
 

@@ -177,7 +177,7 @@ def test_publish_takes_the_on_time_policy_and_its_gradebook_says_who_was_late(tm
         sid, _ = store.add_submission("ada", EXERCISE, "premium", "a" * 64, exercise.submission_file, b"x = 1\n",
                                       state="graded")
         store.save_scorecard(sid, new_scorecard(exercise, "premium", "local"))
-    assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "on-time", "--db",
+    assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "on-time", "--names", "--db",
                  str(tmp_path / "class.db")]) == 0
     rows = list(csv.DictReader((tmp_path / "site" / f"gradebook-{EXERCISE}.csv").open()))
     assert [(r["student"], r["late"]) for r in rows] == [("ada", "False")]  # the project's exercise has no due date

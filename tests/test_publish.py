@@ -75,7 +75,7 @@ def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(stor
     private.parent.mkdir()
     private.write_text("an older map\n")
     private.chmod(0o644)  # made readable by others: writing the map makes it owner-only again
-    argv = ["publish", "--out", str(site), "--pseudonymous", "--db", str(store_path)]
+    argv = ["publish", "--out", str(site), "--db", str(store_path)]  # pseudonymous by default
     assert main([*argv, "--pseudonym-map", str(private)]) == 0
     with open(private) as handle:
         mapping = {row["pseudonym"]: row["student"] for row in csv.DictReader(handle)}
@@ -85,21 +85,25 @@ def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(stor
     for page in site.rglob("*"):  # the site holds neither the map nor any name it would reveal
         if page.is_file():
             assert not any(name in page.read_text() for name in ("alice", "bob", "carol")), page
-    # Inside the site, or without pseudonyms, the map is refused before anything is written.
+    # Inside the site, or with names, the map is refused before anything is written.
     for inside, why in ((site / "pseudonyms.csv", "outside --out"), (site / "students" / "map.csv", "outside --out"),
                         (site, "is a folder")):
         assert main([*argv, "--pseudonym-map", str(inside)]) == 2
         assert why in capsys.readouterr().err and not inside.is_file()
-    assert main(["publish", "--out", str(tmp_path / "named"), "--db", str(store_path),
+    assert main(["publish", "--out", str(tmp_path / "named"), "--db", str(store_path), "--names",
                  "--pseudonym-map", str(tmp_path / "map.csv")]) == 2
+    assert "leave out --names" in capsys.readouterr().err
     assert not (tmp_path / "map.csv").exists() and not (tmp_path / "named").exists()
+    # --pseudonymous, the default now, is still taken (scripts written before keep working), not with --names.
+    assert main([*argv, "--pseudonymous", "--pseudonym-map", str(private)]) == 0
+    assert main([*argv, "--pseudonymous", "--names"]) == 2 and "contradict" in capsys.readouterr().err
 
 
 def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_path, capsys):
     site = tmp_path / "site"
-    assert main(["publish", "--out", str(site), "--db", str(store_path)]) == 0
+    assert main(["publish", "--out", str(site), "--db", str(store_path), "--names"]) == 0
     assert (site / "students" / "alice.html").is_file()
-    assert main(["publish", "--out", str(site), "--db", str(store_path), "--pseudonymous"]) == 0
+    assert main(["publish", "--out", str(site), "--db", str(store_path)]) == 0
     pages = sorted(p.name for p in (site / "students").iterdir())
     assert len(pages) == 3 and not {"alice.html", "bob.html", "carol.html"} & set(pages)
     assert "alice" not in " ".join(p.read_text() for p in site.rglob("*.html"))
@@ -110,7 +114,7 @@ def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_p
 def test_publishing_again_keeps_what_the_site_did_not_write_and_deletes_only_its_own(store_path, tmp_path,
                                                                                     monkeypatch):
     site = tmp_path / "site"
-    assert main(["publish", "--out", str(site), "--db", str(store_path)]) == 0
+    assert main(["publish", "--out", str(site), "--db", str(store_path), "--names"]) == 0
     (site / ".git").mkdir()  # the site made a GitHub Pages repository
     (site / "CNAME").write_text("grades.example.edu\n")
     outside = tmp_path / "precious.html"
@@ -120,7 +124,7 @@ def test_publishing_again_keeps_what_the_site_did_not_write_and_deletes_only_its
     (site / "students" / "alice.html").unlink()
     (site / "students" / "alice.html").symlink_to(outside)  # replaced, never written through
     monkeypatch.chdir(site)
-    assert main(["publish", "--out", ".", "--db", str(store_path), "--pseudonymous"]) == 0
+    assert main(["publish", "--out", ".", "--db", str(store_path)]) == 0
     assert (site / ".git").is_dir() and (site / "CNAME").read_text() == "grades.example.edu\n"
     assert outside.read_text() == "keep" and not (site / "students" / "alice.html").exists()
     assert (site / "index.html").is_file() and not list(site.glob(".publishing-*"))
@@ -141,7 +145,7 @@ def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_
     (tmp_path / "afile").write_text("")
     assert main(["publish", "--out", str(tmp_path / "afile"), "--db", str(store_path)]) == 2
     assert "is a file" in capsys.readouterr().err
-    assert main(["publish", "--out", str(tmp_path / "site"), "--db", str(store_path), "--pseudonymous",
+    assert main(["publish", "--out", str(tmp_path / "site"), "--db", str(store_path),
                  "--pseudonym-map", str(tmp_path / "nodir" / "map.csv")]) == 2
     assert "the folder" in capsys.readouterr().err and not (tmp_path / "site").exists()
 
@@ -173,6 +177,14 @@ def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, t
     assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "best"]) == 0
     assert "published 3 students" in " ".join(capsys.readouterr().out.split())
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+def test_the_cli_publishes_under_pseudonyms_unless_asked_for_names(store_path, tmp_path):
+    assert main(["publish", "--out", str(tmp_path / "plain"), "--db", str(store_path)]) == 0
+    everything = " ".join(p.read_text() for p in (tmp_path / "plain").rglob("*") if p.is_file())
+    assert not any(name in everything for name in ("alice", "bob", "carol"))
+    assert main(["publish", "--out", str(tmp_path / "named"), "--db", str(store_path), "--names"]) == 0
+    assert {p.name for p in (tmp_path / "named" / "students").iterdir()} == {"alice.html", "bob.html", "carol.html"}
 
 
 def links_of(page: Page) -> list[str]:

@@ -53,14 +53,15 @@ def environment() -> Environment:
     return _environment(str(templates_folder()))
 
 
-def _render(name: str, card: Scorecard, **context: Any) -> str:
-    return environment().get_template(name).render(r=report_view(card), **context)
+def _render(name: str, card: Scorecard, held: dict[str, Any] | None = None, **context: Any) -> str:
+    return environment().get_template(name).render(r=report_view(card, held), **context)
 
 
-def render_html(card: Scorecard, back: tuple[str, str] | None = None) -> str:
+def render_html(card: Scorecard, back: tuple[str, str] | None = None, held: dict[str, Any] | None = None) -> str:
     """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched. `back`: (address,
-    words) of a link back to where the report was opened from (the service's submission page)."""
-    return _render("report.html.j2", card, back=back)
+    words) of a link back to where the report was opened from (the service's submission page). `held`:
+    the results withheld from a student until release (`report_view`)."""
+    return _render("report.html.j2", card, held, back=back)
 
 
 def render_markdown(card: Scorecard) -> str:

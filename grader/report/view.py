@@ -185,11 +185,15 @@ def diagnosis_view(card: Scorecard) -> str:
     return one_line(card_diagnosis(card), 1000)
 
 
-def report_view(card: Scorecard) -> dict[str, Any]:
-    """Everything both reports show, computed once from the scorecard."""
+def report_view(card: Scorecard, held: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything both reports show, computed once from the scorecard. `held`: what a student is told
+    of the results withheld until release (grader.web.release: tests, points, sentence), the card then
+    holding only the open suites' results; the report then shows no total and never calls it complete."""
     tests = [result_view(t) for t in card.tests]
     groups = failure_groups(tests)  # the failing ones by cause; marks repeats with `same_as`
     covered = coverage(card)
+    if held is not None:
+        covered = {**covered, "complete": False}
     pct = percent(card.score, card.max_score)
     graded = card.status == "graded"
     suites = []
@@ -201,7 +205,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
     reason, reason_cut = clip(printable(card.reason).strip("\n"), REASON_LIMIT)
     ring_r = 44.0
     circumference = 2 * math.pi * ring_r
-    if not graded:
+    if not graded or held is not None:
         tone = "muted"
     elif pct == 100 and covered["complete"]:
         tone = "good"
@@ -220,7 +224,7 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "percent": pct,
         "tone": tone,
         "ring": {"r": ring_r, "c": round(circumference, 3),
-                 "dash": round(circumference * (pct / 100 if graded else 0), 3)},
+                 "dash": round(circumference * (pct / 100 if graded and held is None else 0), 3)},
         "reason": reason,
         "reason_cut": reason_cut,
         "run_help": RUN_HELP.get(card.status),
@@ -235,7 +239,8 @@ def report_view(card: Scorecard) -> dict[str, Any]:
         "locked": [{"name": one_line(t.name, 200), "suite": t.suite, "max_score": t.max_score} for t in card.locked],
         "locked_points": sum(t.max_score for t in card.locked),
         "locked_suites": locked_suites(card),
-        "diagnosis": diagnosis_view(card),
+        "diagnosis": diagnosis_view(card) if held is None else "",
+        "held": held,
         "backend": one_line(card.backend, 40),
         "isolation": ISOLATION_NOTES.get(card.isolation, one_line(card.isolation, 40)),
         "graded_at": when(card.graded_at),

@@ -46,7 +46,7 @@ from grader.service.spool import Spool
 from grader.store import Store, StoredSubmission, StoreError, TooSoon
 from grader.terms import TermsError
 from grader.validate import Rejected, validate
-from grader.web import exercise_page, terms_page
+from grader.web import exercise_page, release, terms_page
 from grader.web.access_log import AccessLog
 from grader.web.partial_form import whole_fields
 from grader.web.security import Guard
@@ -299,7 +299,8 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
     deadlines = deadlines_of(service)
     dates = {slug: deadline_of(service, deadlines, who.student or "", slug) for slug in service.exercises}
     return render("home.html.j2", who=who, exercises=list(service.exercises.values()), dates=dates,
-                  history=list(reversed(history)), late=late_ids(deadlines, history))
+                  history=list(reversed(history)), late=late_ids(deadlines, history),
+                  shown=shown_to(service, who, history, deadlines))
 
 
 def deadline_of(service: Service, deadlines: Deadlines, student: str, slug: str) -> dict | None:
@@ -330,6 +331,7 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     deadline_open = deadline is None or deadline["open"]
     return render("exercise.html.j2", status=status, who=who, exercise=exercise, question=question,
                   deadline=deadline, late=late_ids(deadlines, mine), refused_code=refused_code,
+                  shown=shown_to(service, who, mine, deadlines),
                   answered=answered, statement=exercise_page.statement_html(exercise),
                   visible=exercise_page.visible_tests(exercise),
                   stub=code,
@@ -348,8 +350,10 @@ def solution_allowed(service: Service, who: accounts.Session, exercise: Exercise
     if who.tier != "premium":
         return False
     cards = [s.card for s in mine if s.card is not None and s.card.status == "graded"]
+    # Full marks only as the student may know them: results withheld until release are not full marks yet.
+    views = shown_to(service, who, mine)
     return exercise_page.solution_open(exercise.web.solution, bool(cards),
-                                       any(c.max_score and c.score == c.max_score for c in cards))
+                                       any(view.full_marks for view in views.values()))
 
 
 def predict(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -440,6 +444,14 @@ def late_ids(deadlines: Deadlines, subs: list[StoredSubmission]) -> set[int]:
     return {sub.id for sub in subs if deadlines.is_late(sub)}
 
 
+def shown_to(service: Service, who: accounts.Session | None, subs: list[StoredSubmission],
+             deadlines: Deadlines | None = None) -> dict[int, release.StudentCard]:
+    """Each graded submission's result as the signed-in person may see it now (grader.web.release):
+    a student, before their exercise's results are released, without the hidden suites'; an instructor, all."""
+    terms = None if who is None or who.is_instructor else (deadlines or deadlines_of(service)).terms
+    return release.shown(subs, terms, service.clock(), service.exercises)
+
+
 def extension_row(deadlines: Deadlines, student: str, exercise: Exercise) -> dict[str, Any]:
     """An exercise with dates, as the instructor's page of a student shows it: the student's due date,
     whether it is their own, and the value the form's date field starts from (in the due date's zone)."""
@@ -497,11 +509,15 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     exercise = service.exercises.get(sub.exercise)
     # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
     top = exercise.top_tier if exercise is not None else sub.tier
-    diagnosis = card_diagnosis(sub.card) if sub.card is not None else ""
     deadlines = deadlines_of(service)
     known = accounts.student(service.store, sub.student) if who.is_instructor else None
+    view = shown_to(service, who, [sub], deadlines).get(sub.id)
+    diagnosis = card_diagnosis(view.card) if view is not None else ""
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
-                  diagnosis=diagnosis, lateness=lateness(deadlines, sub), grade=grade_view(service, deadlines, sub),
+                  card=view.card if view else None, held=view.held if view else None,
+                  diagnosis=diagnosis, lateness=lateness(deadlines, sub),
+                  # The grade shows the score: none while results are withheld.
+                  grade=grade_view(service, deadlines, sub) if view is not None and view.held is None else None,
                   student_name=known.name if known else "", adjusted=request.query_params.get("adjusted") == "1",
                   code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
@@ -572,16 +588,20 @@ def report(service: Service, request: Request, who: accounts.Session | None, for
 
     assert who is not None
     sub = submission_for(service, who, request.path_params["id"])
-    if sub.card is None:
+    view = shown_to(service, who, [sub]).get(sub.id)
+    if view is None:
         return RedirectResponse(f"/submissions/{sub.id}", status_code=303)
-    return HTMLResponse(render_html(sub.card, back=(f"/submissions/{sub.id}", f"← Submission {sub.id}")))
+    return HTMLResponse(render_html(view.card, back=(f"/submissions/{sub.id}", f"← Submission {sub.id}"),
+                                    held=view.held.view() if view.held else None))
 
 
 def history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and who.student
     mine = service.store.submissions(student=who.student)
+    deadlines = deadlines_of(service)
     return render("history.html.j2", who=who, student=who.student, known=None, answers=[], extensions=[],
-                  history=list(reversed(mine)), late=late_ids(deadlines_of(service), mine))
+                  history=list(reversed(mine)), late=late_ids(deadlines, mine),
+                  shown=shown_to(service, who, mine, deadlines))
 
 
 # -- instructors ----------------------------------------------------------------------------------------
@@ -598,7 +618,9 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
         counts[sub.state] = counts.get(sub.state, 0) + 1
     predictions = {slug: prediction_tally(exercise, accounts.prediction_counts(service.store, slug))
                    for slug, exercise in service.exercises.items() if exercise.prediction is not None}
+    releases = release.release_rows(deadlines_of(service).terms, service.clock())
     response = render("instructor.html.j2", status, who=who, students=accounts.students(service.store),
+                      releases=releases, policies=SITE_POLICIES,
                       exercises=list(service.exercises.values()), counts=counts, total=len(subs),
                       grading_problems=grading_problems(service), predictions=predictions, misconceptions=misconceptions_by_exercise(subs),
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
@@ -617,15 +639,20 @@ DONE = {
     "revoke": "The sign-in link of {student} is revoked, and {student} is signed out: only a new link lets "
               "them in again.",
     "instructor-link": "A new instructor sign-in link: it works once.",
+    "released": "The results of {exercise} are released: its students see every result and their score now.",
+    "withheld": "The results of {exercise} are withheld again: its students see the open tests' results only, "
+                "until you release them.",
 }
 SHOWN_ONCE = " The link was shown once, when it was made: if it was not kept, make another."
 
 
-def after(service: Service, done: str, student: str = "", tokens: tuple[str, ...] = ()) -> Response:
+def after(service: Service, done: str, student: str = "", tokens: tuple[str, ...] = (),
+          exercise: str = "") -> Response:
     """Post/redirect/get: an instructor's action ends on the dashboard's own address, which says what was
     done, so that a reload does not do it again. The links it made travel to that page in a cookie for a
     moment and are shown once: they are not in the address (nor in the history, nor in a log)."""
-    query = urlencode({"done": done, **({"student": student} if student else {})})
+    query = urlencode({"done": done, **({"student": student} if student else {}),
+                       **({"exercise": exercise} if exercise else {})})
     response = RedirectResponse(f"/instructor?{query}", status_code=303)
     if tokens:
         set_cookie(service, response, NEW_LINKS_COOKIE, ".".join(tokens), path="/instructor",
@@ -638,9 +665,11 @@ def done_notice(service: Service, request: Request, links_shown: bool) -> str:
     if done not in DONE:
         return ""
     student = accounts.student(service.store, request.query_params.get("student", ""))
-    if "{student}" in DONE[done] and student is None:
+    exercise = service.exercises.get(request.query_params.get("exercise", ""))
+    if ("{student}" in DONE[done] and student is None) or ("{exercise}" in DONE[done] and exercise is None):
         return ""
-    notice = DONE[done].format(student=student.id if student else "", tier=student.tier if student else "")
+    notice = DONE[done].format(student=student.id if student else "", tier=student.tier if student else "",
+                               exercise=exercise.title if exercise else "")
     return notice + (SHOWN_ONCE if done in ("link", "instructor-link") and not links_shown else "")
 
 
@@ -828,6 +857,42 @@ def exercise_terms(service: Service, request: Request, who: accounts.Session | N
                   history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug)))
 
 
+def release_results(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """The dashboard's "Release results": the exercise's students see every result and score from now."""
+    return set_release(service, request, who, True)
+
+
+def withhold_results(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """The dashboard's "Withhold again": back to the open tests' results only, until released again."""
+    return set_release(service, request, who, False)
+
+
+def set_release(service: Service, request: Request, who: accounts.Session | None, released: bool) -> Response:
+    assert who is not None
+    exercise = exercise_of(service, request.path_params["slug"])
+    try:
+        release.set_released(service.store, exercise, deadlines_of(service).terms[exercise.slug], released,
+                             service.clock(), who.by)
+    except release.NothingToRelease as exc:
+        raise Page(400, "Not possible", str(exc)) from None
+    return after(service, "released" if released else "withheld", exercise=exercise.slug)
+
+
+def site_zip(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """The class site as a zip file to publish elsewhere: pseudonymous unless the form asks for names."""
+    from grader.web.site_zip import site_archive
+
+    assert form is not None
+    policy = text_field(form, "policy") or "latest"
+    if policy not in SITE_POLICIES:
+        raise Page(400, "Not possible", f"The site counts the latest, best or on-time submission, not {policy[:40]!r}.")
+    names = text_field(form, "names") == "1"
+    data = site_archive(service.store, policy, not names, deadlines_of(service))
+    filename = f"class-site-{policy}{'-names' if names else ''}.zip"
+    return Response(data, media_type="application/zip",
+                    headers={"content-disposition": f'attachment; filename="{filename}"'})
+
+
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     """A new one-time sign-in link for another instructor (or this one on another device)."""
     return after(service, "instructor-link", tokens=(accounts.new_link(service.store, "instructor"),))
@@ -846,7 +911,8 @@ def student_history(service: Service, request: Request, who: accounts.Session | 
                   answers=[(service.exercises[slug], choice, right) for slug, (choice, right) in sorted(answers.items())
                            if slug in service.exercises],
                   extensions=[extension_row(deadlines, student_id, e) for e in dated],
-                  history=list(reversed(theirs)), late=late_ids(deadlines, theirs))
+                  history=list(reversed(theirs)), late=late_ids(deadlines, theirs),
+                  shown=shown_to(service, who, theirs, deadlines))
 
 
 def regrade(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -882,6 +948,7 @@ def regrade_notice(queued: int | None, waiting: int) -> str:
 # The overviews of the other policies, beside that of the latest: under their own folder, so that the
 # site's relative links keep the policy.
 POLICY_FOLDERS = ("best", "on-time")
+SITE_POLICIES = ("latest", *POLICY_FOLDERS)
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -1034,6 +1101,9 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/regrade/{slug}", ("GET", "POST"), role="instructor")(regrade),
         route("/instructor/exercises/{slug}", ("GET", "POST"), role="instructor")(exercise_terms),
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),
+        route("/instructor/exercises/{slug}/release", ("POST",), role="instructor")(release_results),
+        route("/instructor/exercises/{slug}/withhold", ("POST",), role="instructor")(withhold_results),
+        route("/instructor/site.zip", ("POST",), role="instructor")(site_zip),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
         route("/instructor/similarity/{slug}", role="instructor")(similarity),
         route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),
