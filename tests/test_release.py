@@ -150,6 +150,9 @@ def test_after_due_releases_at_the_due_date_on_the_services_clock(site):  # noqa
     assert_shown(student_pages(ada, submission_id), card)
     assert "Results: released (the due date, 2026-12-20 23:59 UTC+01:00, has passed)." in \
         instructor.get("/instructor").text
+    # A student whose own due date is later (an extension) may still hand in: theirs stay withheld until it.
+    store.set_extension("ada", EXERCISE, DUE + timedelta(days=2))
+    assert_withheld(student_pages(ada, submission_id), card, "after the due date, 2026-12-22 23:59 UTC+01:00")
 
 
 def test_full_marks_withheld_open_no_solution_and_a_rejected_file_is_shown_as_always(site):  # noqa: F811

@@ -448,8 +448,10 @@ def shown_to(service: Service, who: accounts.Session | None, subs: list[StoredSu
              deadlines: Deadlines | None = None) -> dict[int, release.StudentCard]:
     """Each graded submission's result as the signed-in person may see it now (grader.web.release):
     a student, before their exercise's results are released, without the hidden suites'; an instructor, all."""
-    terms = None if who is None or who.is_instructor else (deadlines or deadlines_of(service)).terms
-    return release.shown(subs, terms, service.clock(), service.exercises)
+    if who is None or who.is_instructor:
+        return release.shown(subs, None, service.clock(), service.exercises)
+    deadlines = deadlines or deadlines_of(service)
+    return release.shown(subs, deadlines.terms, service.clock(), service.exercises, deadlines.due_for)
 
 
 def extension_row(deadlines: Deadlines, student: str, exercise: Exercise) -> dict[str, Any]:

@@ -12,7 +12,7 @@ view from `student_card`, so no page decides this on its own. Instructors always
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -84,16 +84,21 @@ def student_card(card: Scorecard, terms: Terms | None, now: datetime,
 
 
 def shown(subs: Iterable[StoredSubmission], terms: Mapping[str, Terms] | None, now: datetime,
-          exercises: Mapping[str, Exercise]) -> dict[int, StudentCard]:
+          exercises: Mapping[str, Exercise],
+          due_for: Callable[[str, str], datetime | None] | None = None) -> dict[int, StudentCard]:
     """Each graded submission's card as its reader sees it, by submission id; `terms` None for an
-    instructor (everything shown)."""
+    instructor (everything shown). `due_for(student, exercise)`: each student's own due date (an
+    extension moves it), after which `after_due` releases their results: a student still allowed to
+    hand in never sees the hidden suites' results before then."""
     views = {}
     for sub in subs:
         if sub.card is None:
             continue
         exercise = exercises.get(sub.exercise)
-        views[sub.id] = student_card(sub.card, None if terms is None else terms.get(sub.exercise), now,
-                                     exercise.open_suites if exercise is not None else ())
+        own = None if terms is None else terms.get(sub.exercise)
+        if own is not None and own.release == "after_due" and due_for is not None:
+            own = dataclasses.replace(own, due=due_for(sub.student, sub.exercise))
+        views[sub.id] = student_card(sub.card, own, now, exercise.open_suites if exercise is not None else ())
     return views
 
 
