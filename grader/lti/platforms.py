@@ -46,8 +46,10 @@ def add_platform(store: Store, issuer: str, client_id: str, deployments: list[st
     with store.transaction() as db:
         found = db.execute(select(pl.c.id).where(and_(pl.c.issuer == issuer, pl.c.client_id == client_id))).scalar()
         if found is None:
-            found = db.execute(insert(pl).values(issuer=issuer, client_id=client_id, created_at=now(), **values)
-                               ).inserted_primary_key[0]
+            made = db.execute(insert(pl).values(issuer=issuer, client_id=client_id, created_at=now(), **values)
+                              ).inserted_primary_key
+            assert made is not None
+            found = made[0]
         else:
             db.execute(update(pl).where(pl.c.id == found).values(**values))
         known = set(db.execute(select(de.c.deployment_id).where(de.c.platform_id == found)).scalars())

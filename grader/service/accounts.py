@@ -275,9 +275,11 @@ def external_link(store: Store, role: str, student_id: str | None = None) -> int
     instructor link (which revokes the unused ones) leaves it be; revoking a student's links ends its
     sessions as it ends the others'."""
     with store.transaction() as db:
-        return int(db.execute(insert(schema.links).values(
+        made = db.execute(insert(schema.links).values(
             token_sha256=digest(secrets.token_urlsafe(24)), role=role, student_id=student_id, one_time=False,
-            created_at=now(), used_at=now())).inserted_primary_key[0])
+            created_at=now(), used_at=now())).inserted_primary_key
+    assert made is not None
+    return int(made[0])
 
 
 def open_session(store: Store, link_id: int) -> str | None:

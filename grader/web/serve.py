@@ -7,7 +7,7 @@ import logging
 import socket
 import sys
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
@@ -15,6 +15,9 @@ from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.store import Store
 from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
+
+if TYPE_CHECKING:
+    from grader.lti.ags import ScoreSync
 
 log = logging.getLogger("grader.web")
 
@@ -97,6 +100,20 @@ def log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
+def lti_score_sync(service: Service) -> ScoreSync | None:
+    """The thread that sends grades to the LMSs' gradebooks (grader/lti/ags.py), started when the `lti`
+    extra is installed; None without it."""
+    try:
+        from grader.lti.ags import ScoreSync
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] in ("jwt", "cryptography"):
+            return None
+        raise
+    sync = ScoreSync(service.store, service.exercises)
+    sync.start()
+    return sync
+
+
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     import uvicorn
 
@@ -130,6 +147,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
           f"{how}", file=out)
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
+    scores = lti_score_sync(service)
     # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
     # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
     config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
@@ -137,5 +155,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:
+        if scores is not None:
+            scores.stop()
         dispatcher.stop()
         store.close()
