@@ -173,11 +173,17 @@ def jwks_client(url: str) -> jwt.PyJWKClient:
         return _clients[url]
 
 
-def validate(store: Store, id_token: str, state: str, cookie_state: str | None, now: float | None = None) -> Launch:
-    """The launch an id_token says, once every check passed (LaunchError at the first that fails)."""
+def validate(store: Store, id_token: str, state: str, cookie_state: str | None, other_logins: bool = False,
+             now: float | None = None) -> Launch:
+    """The launch an id_token says, once every check passed (LaunchError at the first that fails).
+    `cookie_state`: the state cookie of this state, if the browser sent it; `other_logins`: whether it sent
+    the state cookies of other logins (then this state is not one of this browser's)."""
     if not state:
         raise LaunchError(400, "Launch without state", "The launch did not carry the state of its login: start "
                                                        "it again from the course.")
+    if not cookie_state and other_logins:
+        raise LaunchError(400, "Launch state mismatch", "The launch's state is not the one this browser's login "
+                                                         "made: start it again from the course.")
     if not cookie_state:
         raise LaunchError(400, "Launch state missing",
                           "This browser did not send back the state cookie its login set, so the launch cannot be "

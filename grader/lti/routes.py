@@ -96,7 +96,8 @@ async def launch_endpoint(request: Request) -> Response:
 def launched(service: Service, request: Request, id_token: str, state: str) -> Response:
     cookie = request.cookies.get(STATE_COOKIE + state) if STATE.fullmatch(state) else None
     try:
-        launch = validate(service.store, id_token, state, cookie)
+        others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
+        launch = validate(service.store, id_token, state, cookie, others)
         response = landing(service, launch)
         session = signed_in(service, launch)
     except LaunchError as exc:
