@@ -395,6 +395,8 @@ def test_a_revoked_student_is_not_signed_in_by_a_launch(lti):
     accounts.revoke_links(lti.store, "ada.lovelace")
     response = launch(lti.client(), lti.platform)
     assert response.status_code == 403 and "Access revoked" in response.text and COOKIE not in response.cookies
+    accounts.new_link(lti.store, "student", "ada.lovelace")  # the instructor restores access
+    assert launch(lti.client(), lti.platform).status_code == 303
 
 
 # -- the command line -------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from grader.lti.launch import (
 )
 from grader.lti.platforms import platforms
 from grader.lti.services import ServiceError
-from grader.lti.users import ensure_user, remember_context
+from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
 from grader.store import StoreError
 from grader.web.app import (
@@ -116,9 +116,14 @@ def signed_in(service: Service, launch: Launch) -> str:
                        launch.name, launch.email)
     remember_context(service.store, launch)
     session = accounts.open_session(service.store, user.link_id)
+    if session is None and user.student_id:
+        # Revoked: the launch signs in again only once the instructor made the student a new sign-in link.
+        known = accounts.student(service.store, user.student_id)
+        if known is not None and known.link_active:
+            session = accounts.open_session(service.store, renew_link(service.store, user).link_id)
     if session is None:
         raise LaunchError(403, "Access revoked", "Your instructor revoked your access to this service: ask them "
-                                                 "to restore it.")
+                                                 "to restore it (a new sign-in link does).")
     return session
 
 

@@ -123,3 +123,14 @@ def remember_context(store: Store, launch: Launch) -> None:
                 db.execute(update(li).where(key).values(lineitem=lineitem, scopes=scopes, updated_at=now()))
     if launch.sub:
         add_member(store, platform, context_id, launch.sub)
+
+
+def renew_link(store: Store, user: LmsUser) -> LmsUser:
+    """A new link for a user whose link was revoked: for a student the instructor gave a new sign-in link
+    since (that is how access is restored); the caller checks that."""
+    link_id = accounts.external_link(store, user.role, user.student_id)
+    us = schema.lti_users
+    with store.transaction() as db:
+        db.execute(update(us).where(and_(us.c.platform_id == user.platform_id, us.c.sub == user.sub))
+                   .values(link_id=link_id))
+    return LmsUser(user.platform_id, user.sub, user.role, user.student_id, link_id)
