@@ -417,3 +417,30 @@ def test_add_platform_and_list(tmp_path, capsys):
     assert main(["lti", "list", "--db", db]) == 0
     assert "client id 100001  deployment(s) 1:abc, 2:def  tier premium" in capsys.readouterr().out
     assert main([*args[:-4], "--auth-login-url", "ftp://x", "--db", db]) == 2
+
+
+def test_the_serve_thread_sends_a_new_grading_s_score_by_itself(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    sync = ags.ScoreSync(lti.store, lti.service.exercises, interval_s=0.05)
+    sync.start()
+    try:
+        grade(lti, "ada.lovelace", 3, "a")
+        deadline = time.monotonic() + 20
+        while not lti.platform.scores:
+            assert time.monotonic() < deadline, "the thread sent no score"
+            time.sleep(0.05)
+        grade(lti, "ada.lovelace", 4, "b")
+        while len(lti.platform.scores) < 2:
+            assert time.monotonic() < deadline, "the thread did not send the changed score"
+            time.sleep(0.05)
+    finally:
+        sync.stop()
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 4]
+
+
+def test_a_login_for_another_address_is_refused(lti):
+    response = lti.client().get("/lti/login", params={"iss": lti.platform.issuer, "login_hint": "x",
+                                                      "client_id": CLIENT_ID,
+                                                      "target_link_uri": "https://elsewhere.example/lti/launch"},
+                                follow_redirects=False)
+    assert response.status_code == 400 and "not at this tool&#39;s address https://testserver/" in response.text

@@ -139,6 +139,12 @@ def login(store: Store, params: dict[str, str], redirect_uri: str) -> Login:
         raise LaunchError(403, "Platform not registered",
                           f"The platform {issuer} (client id {client_id or 'not given'}) is not registered with "
                           "this tool: an administrator adds it with `grader lti add-platform`.")
+    target, home = params.get("target_link_uri", ""), redirect_uri.rsplit("/lti/", 1)[0] + "/"
+    if target and not target.startswith(home):
+        # The LMS means another tool, or this one under another address (`--base-url` not the one it knows).
+        raise LaunchError(400, "Launch for another address", f"The LMS launches {target}, which is not at this "
+                                                             f"tool's address {home}: check `grader serve --base-url` "
+                                                             "and the tool's URLs in the LMS.")
     deployment = params.get("lti_deployment_id")
     if deployment and deployment not in platform.deployments:
         raise LaunchError(403, "Deployment not registered",
