@@ -444,3 +444,43 @@ def test_a_login_for_another_address_is_refused(lti):
                                                       "target_link_uri": "https://elsewhere.example/lti/launch"},
                                 follow_redirects=False)
     assert response.status_code == 400 and "not at this tool&#39;s address https://testserver/" in response.text
+
+
+def test_without_the_lti_extra_the_service_runs_without_its_pages(tmp_path):
+    """`pip install 'grader[service]'` alone: no PyJWT; the app is made, with no /lti route, and the
+    dashboard has no LTI block."""
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT
+
+    script = f"""
+import sys
+from importlib.abc import MetaPathFinder
+
+class Absent(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("jwt", "cryptography"):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, Absent())
+from starlette.testclient import TestClient
+from grader.exercise import load_exercise
+from grader.service import accounts
+from grader.store import Store
+from grader.web.app import COOKIE, Service, create_app
+from tests.service import press_sign_in
+store = Store({str(tmp_path / "grader.db")!r})
+exercise = load_exercise({EXERCISE!r})
+service = Service(store=store, dispatcher=None, exercises={{exercise.slug: exercise}}, base_url="http://testserver")
+client = TestClient(create_app(service))
+assert client.get("/lti/jwks").status_code == 404
+signed = press_sign_in(client, "/signin/" + accounts.new_link(store, "instructor"))
+client.cookies.set(COOKIE, signed.cookies[COOKIE])
+page = client.get("/instructor")
+assert page.status_code == 200 and 'id="lti"' not in page.text, page.text[:300]
+assert "jwt" not in sys.modules
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
