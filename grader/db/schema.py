@@ -132,3 +132,98 @@ adjustments = Table(
     Column("made_by", Text, nullable=False),
     Column("made_at", Text, nullable=False),
 )
+
+# LTI 1.3 (grader/lti/): the platforms (LMSs) registered with `grader lti add-platform`, each with the
+# deployments it may launch from and the tier the students it creates get.
+lti_platforms = Table(
+    "lti_platforms", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("issuer", Text, nullable=False),
+    Column("client_id", Text, nullable=False),
+    Column("auth_login_url", Text, nullable=False),
+    Column("auth_token_url", Text, nullable=False),
+    Column("keyset_url", Text, nullable=False),
+    Column("tier", String(16), nullable=False, server_default="free"),
+    Column("created_at", Text, nullable=False),
+    UniqueConstraint("issuer", "client_id"),
+)
+
+lti_deployments = Table(
+    "lti_deployments", metadata,
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
+    Column("deployment_id", String(255), primary_key=True),
+)
+
+# The nonce of every OIDC login, with the state it was made with: a launch uses it up (used_at), so an
+# id_token replayed is refused.
+lti_nonces = Table(
+    "lti_nonces", metadata,
+    Column("nonce", String(64), primary_key=True),
+    Column("state", String(64), nullable=False),
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), nullable=False),
+    Column("issued_at", Float, nullable=False),
+    Column("used_at", Float, nullable=True),
+)
+
+# An LMS user (the platform's `sub`) as grader knows them: a roster student, or an instructor; the link
+# row their sessions hang from (never usable as a sign-in link: its token was thrown away).
+lti_users = Table(
+    "lti_users", metadata,
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
+    Column("sub", String(255), primary_key=True),
+    Column("role", String(16), nullable=False),  # instructor | student
+    Column("student_id", String(64), ForeignKey("students.id"), nullable=True),
+    Column("link_id", Integer, ForeignKey("links.id"), nullable=True),
+    Column("name", Text, nullable=False, server_default=""),
+)
+
+# A course (the platform's context) as the launches last described it: where its members are listed (NRPS).
+lti_contexts = Table(
+    "lti_contexts", metadata,
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
+    Column("context_id", String(255), primary_key=True),
+    Column("title", Text, nullable=False, server_default=""),
+    Column("memberships_url", Text, nullable=True),
+    Column("updated_at", Text, nullable=False),
+)
+
+# Who is in which course (from launches and the roster sync): a score goes to a course's line item only
+# for its members.
+lti_members = Table(
+    "lti_members", metadata,
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
+    Column("context_id", String(255), primary_key=True),
+    Column("sub", String(255), primary_key=True),
+)
+
+# Where an exercise's grades go in a course's gradebook (AGS), and the scopes the platform granted.
+lti_line_items = Table(
+    "lti_line_items", metadata,
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
+    Column("context_id", String(255), primary_key=True),
+    Column("exercise", String(64), primary_key=True),
+    Column("lineitem", Text, nullable=False),
+    Column("scopes", Text, nullable=False, server_default=""),
+    Column("updated_at", Text, nullable=False),
+)
+
+# Scores on their way to a line item: a row per score to send, kept until the platform took it, retried
+# with back-off while it fails (the last error kept for the dashboard). `score` is what was sent last for
+# (line item, user): a new row is made only when the standing changes.
+lti_outbox = Table(
+    "lti_outbox", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("platform_id", Integer, ForeignKey("lti_platforms.id"), nullable=False),
+    Column("lineitem", Text, nullable=False),
+    Column("sub", String(255), nullable=False),
+    Column("student_id", String(64), nullable=False),
+    Column("exercise", String(64), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("max_score", Float, nullable=False),
+    Column("state", String(16), nullable=False),  # pending | sent
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_try", Float, nullable=False),
+    Column("last_error", Text, nullable=False, server_default=""),
+    Column("created_at", Text, nullable=False),
+    Column("sent_at", Text, nullable=True),
+)

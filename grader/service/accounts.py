@@ -16,7 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from grader.db import schema
 from grader.store import Store, StoreError, now, validate_student_id
@@ -257,13 +257,38 @@ def sign_in(store: Store, token: str) -> str | None:
                               .values(used_at=now()))
             if used.rowcount != 1:
                 return None
-        session = secrets.token_urlsafe(32)
-        moment = time.time()
-        db.execute(delete(schema.sessions).where(schema.sessions.c.expires_at < moment))
-        db.execute(insert(schema.sessions).values(token_sha256=digest(session), link_id=link.id,
-                                                  csrf=secrets.token_urlsafe(24), created_at=moment,
-                                                  expires_at=moment + SESSION_SECONDS))
+        return new_session(db, link.id)
+
+
+def new_session(db: Connection, link_id: int) -> str:
+    session = secrets.token_urlsafe(32)
+    moment = time.time()
+    db.execute(delete(schema.sessions).where(schema.sessions.c.expires_at < moment))
+    db.execute(insert(schema.sessions).values(token_sha256=digest(session), link_id=link_id,
+                                              csrf=secrets.token_urlsafe(24), created_at=moment,
+                                              expires_at=moment + SESSION_SECONDS))
     return session
+
+
+def external_link(store: Store, role: str, student_id: str | None = None) -> int:
+    """A link row for someone who signs in elsewhere (an LMS launch): sessions hang from a link, but this
+    one's token is thrown away at once, so it never signs anyone in by itself. Marked used, so that a new
+    instructor link (which revokes the unused ones) leaves it be; revoking a student's links ends its
+    sessions as it ends the others'."""
+    with store.transaction() as db:
+        made = db.execute(insert(schema.links).values(
+            token_sha256=digest(secrets.token_urlsafe(24)), role=role, student_id=student_id, one_time=False,
+            created_at=now(), used_at=now())).inserted_primary_key
+    assert made is not None
+    return int(made[0])
+
+
+def open_session(store: Store, link_id: int) -> str | None:
+    """A new session's token from a link that is not revoked (an external link: see external_link)."""
+    ln = schema.links
+    with store.transaction() as db:
+        alive = db.execute(select(ln.c.id).where(and_(ln.c.id == link_id, ln.c.revoked_at.is_(None)))).first()
+        return None if alive is None else new_session(db, link_id)
 
 
 def session(store: Store, token: str | None) -> Session | None:

@@ -628,7 +628,8 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       stale=stale_scorecards(service, subs), new_links=new_links or [], notice=notice,
                       terms={slug: terms_page.summary(t, service.clock()) for slug, t in deadlines_of(service).terms.items()},
                       roster_text=roster_text, problem=problem, roster_problems=roster_problems or [],
-                      spooled=service.spool.count() if service.spool is not None else 0)
+                      spooled=service.spool.count() if service.spool is not None else 0,
+                      lti=lti_panel(service))
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
     return response
@@ -1080,6 +1081,22 @@ def too_large_response(service: Service, request: Request, prefix: bytes) -> Res
                   file_kb=exercise.max_submission_bytes // 1024 if exercise else 0)
 
 
+def lti_missing(exc: ModuleNotFoundError) -> bool:
+    """Whether the `lti` extra (PyJWT, cryptography) is what is missing: then the service has no LTI pages."""
+    return (exc.name or "").partition(".")[0] in ("jwt", "cryptography")
+
+
+def lti_panel(service: Service) -> dict[str, Any] | None:
+    """The dashboard's LTI block (grader/lti): None without the extra or a platform registered."""
+    try:
+        from grader.lti.routes import dashboard_panel
+    except ModuleNotFoundError as exc:
+        if lti_missing(exc):
+            return None
+        raise
+    return dashboard_panel(service)
+
+
 def create_app(service: Service) -> AccessLog:
     routes = [
         Route("/favicon.ico", favicon),
@@ -1110,6 +1127,12 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/similarity/{slug}", role="instructor")(similarity),
         route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),
     ]
+    try:
+        from grader.lti.routes import lti_routes
+        routes += lti_routes()
+    except ModuleNotFoundError as exc:
+        if not lti_missing(exc):
+            raise
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
                                                          InterfaceError: store_unavailable, Exception: server_fault})
     app.state.service = service

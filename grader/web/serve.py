@@ -8,7 +8,7 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
@@ -17,6 +17,9 @@ from grader.service import accounts, jobs
 from grader.service.spool import Drainer, Spool, default_folder
 from grader.store import Store
 from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
+
+if TYPE_CHECKING:
+    from grader.lti.ags import ScoreSync
 
 log = logging.getLogger("grader.web")
 
@@ -100,6 +103,20 @@ def log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
+def lti_score_sync(service: Service) -> ScoreSync | None:
+    """The thread that sends grades to the LMSs' gradebooks (grader/lti/ags.py), started when the `lti`
+    extra is installed; None without it."""
+    try:
+        from grader.lti.ags import ScoreSync
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] in ("jwt", "cryptography"):
+            return None
+        raise
+    sync = ScoreSync(service.store, service.exercises)
+    sync.start()
+    return sync
+
+
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     import uvicorn
 
@@ -139,6 +156,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
     drainer.start()
+    scores = lti_score_sync(service)
     # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
     # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
     config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
@@ -147,5 +165,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         drainer.stop()
+        if scores is not None:
+            scores.stop()
         dispatcher.stop()
         store.close()

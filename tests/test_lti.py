@@ -1,0 +1,489 @@
+"""LTI 1.3 Advantage end to end, in-process (Starlette's TestClient on grader's app, a SQLite store) against a
+platform of the tests' own on loopback (tests/lti_platform.py): login and launch, deep linking, grade
+passback (a failed send kept, shown and retried), roster sync; and every kind of bad launch refused with its
+own page."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+import pytest
+from sqlalchemy import select
+from starlette.testclient import TestClient
+
+from grader.cli import main
+from grader.db import schema
+from grader.exercise import load_exercise
+from grader.grading import new_scorecard
+from grader.lti import ags, services
+from grader.lti.deep_link import full_points
+from grader.lti.launch import STATE_COOKIE
+from grader.lti.platforms import add_platform
+from grader.service import accounts
+from grader.store import Store
+from grader.web.app import COOKIE, Service, create_app
+from tests.helpers import EXERCISE
+from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
+
+BASE = "https://testserver"
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.queued: list[int] = []
+
+    def enqueue(self, submission_id: int) -> None:
+        self.queued.append(submission_id)
+
+    def health(self) -> list[str]:
+        return []
+
+
+@pytest.fixture
+def lti(tmp_path):
+    platform = TestPlatform().start()
+    exercise = load_exercise(EXERCISE)
+    store = Store(tmp_path / "grader.db")
+    store.migrate()
+    service = Service(store=store, dispatcher=Recorded(), exercises={exercise.slug: exercise}, base_url=BASE)
+    add_platform(store, deployments=[DEPLOYMENT], tier="free", **platform.registration)
+    app = create_app(service)
+
+    def client() -> TestClient:
+        return TestClient(app, base_url=BASE)
+
+    platform.tool_jwks = client().get("/lti/jwks").json()
+    yield SimpleNamespace(platform=platform, store=store, service=service, client=client, exercise=exercise)
+    platform.stop()
+    store.close()
+    services.forget_tokens()
+
+
+def login(client: TestClient, platform: TestPlatform, sub: str = "lms-user-1") -> tuple[str, str]:
+    """The OIDC login as the platform starts it: (state, nonce) from the redirect to the platform."""
+    response = client.get("/lti/login", params={"iss": platform.issuer, "login_hint": sub, "client_id": CLIENT_ID,
+                                                "target_link_uri": f"{BASE}/lti/launch",
+                                                "lti_deployment_id": DEPLOYMENT}, follow_redirects=False)
+    assert response.status_code == 302, response.text[:300]
+    where = urlsplit(response.headers["location"])
+    assert f"{where.scheme}://{where.netloc}{where.path}" == f"{platform.url}/auth"
+    query = {k: v[0] for k, v in parse_qs(where.query).items()}
+    assert query["redirect_uri"] == f"{BASE}/lti/launch" and query["client_id"] == CLIENT_ID
+    assert query["response_mode"] == "form_post" and query["scope"] == "openid" and query["login_hint"] == sub
+    return query["state"], query["nonce"]
+
+
+def launch(client: TestClient, platform: TestPlatform, sub: str = "lms-user-1", **token: object):
+    state, nonce = login(client, platform, sub)
+    id_token = platform.id_token(nonce, sub, **token)  # type: ignore[arg-type]
+    return client.post("/lti/launch", data={"id_token": id_token, "state": state}, follow_redirects=False)
+
+
+def grade(lti, student: str, score: int, sha: str) -> None:
+    exercise = lti.exercise
+    submission_id, _ = lti.store.add_submission(student, exercise.slug, "free", sha * 8, exercise.submission_file,
+                                                f"# {sha}\n".encode(), state="graded")
+    lti.store.save_scorecard(submission_id, dataclasses.replace(new_scorecard(exercise, "free", "local"), score=score))
+
+
+def lms_students(store: Store) -> dict[str, str | None]:
+    us = schema.lti_users
+    with store.reading() as db:
+        return dict(db.execute(select(us.c.sub, us.c.student_id)).all())
+
+
+def csrf(page) -> str:
+    found = CSRF.search(page.text)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+# -- keys, login, launch ----------------------------------------------------------------------------------
+
+def test_the_jwks_holds_the_tools_public_key_only(lti):
+    keys = lti.client().get("/lti/jwks").json()["keys"]
+    assert len(keys) == 1 and keys[0]["kty"] == "RSA" and keys[0]["alg"] == "RS256" and keys[0]["kid"]
+    assert not {"d", "p", "q", "dp", "dq", "qi"} & set(keys[0]), "the private key left the store"
+    assert lti.client().get("/lti/jwks").json() == {"keys": keys}, "the key changed between two requests"
+
+
+def test_a_student_launch_creates_the_student_signs_them_in_and_opens_the_exercise(lti):
+    client = lti.client()
+    state, nonce = login(client, lti.platform)
+    cookie = client.cookies.get(STATE_COOKIE + state)
+    assert cookie == state
+    response = client.post("/lti/launch", follow_redirects=False,
+                           data={"id_token": lti.platform.id_token(nonce, exercise=EXERCISE), "state": state})
+    assert response.status_code == 303, response.text[:500]
+    assert response.headers["location"] == f"/exercises/{EXERCISE}"
+    assert COOKIE in response.cookies
+    student = accounts.student(lti.store, "ada.lovelace")
+    assert student is not None and student.name == "Ada Lovelace" and student.tier == "free"
+    page = client.get(f"/exercises/{EXERCISE}")
+    assert page.status_code == 200 and "ada.lovelace" in page.text
+    # Launched again: the same student, no other made.
+    assert launch(client, lti.platform, exercise=EXERCISE).status_code == 303
+    assert [s.id for s in accounts.students(lti.store)] == ["ada.lovelace"]
+    assert lms_students(lti.store) == {"lms-user-1": "ada.lovelace"}
+
+
+def test_the_state_cookie_is_samesite_none_and_secure(lti):
+    response = lti.client().get("/lti/login", params={"iss": lti.platform.issuer, "login_hint": "x",
+                                                      "client_id": CLIENT_ID}, follow_redirects=False)
+    cookie = response.headers["set-cookie"].lower()
+    assert cookie.startswith(STATE_COOKIE) and "samesite=none" in cookie and "secure" in cookie
+    assert "httponly" in cookie and "path=/lti" in cookie
+
+
+def test_another_user_with_the_same_name_gets_an_id_of_their_own_and_the_platforms_tier(lti, tmp_path):
+    add_platform(lti.store, deployments=[DEPLOYMENT], tier="premium", **lti.platform.registration)
+    assert launch(lti.client(), lti.platform, "user-a").status_code == 303
+    assert launch(lti.client(), lti.platform, "user-b").status_code == 303
+    assert lms_students(lti.store) == {"user-a": "ada.lovelace", "user-b": "ada.lovelace-2"}
+    assert accounts.student(lti.store, "ada.lovelace-2").tier == "premium"
+
+
+def test_an_instructor_launch_signs_in_as_an_instructor(lti):
+    client = lti.client()
+    response = launch(client, lti.platform, "teacher-1", roles=(INSTRUCTOR,))
+    assert response.status_code == 303 and response.headers["location"] == "/instructor"
+    page = client.get("/instructor")
+    assert page.status_code == 200 and 'id="lti"' in page.text and "Systems programming" in page.text
+    assert accounts.students(lti.store) == [], "an instructor was added to the roster"
+
+
+# -- deep linking -------------------------------------------------------------------------------------------
+
+def test_deep_linking_places_an_exercise_with_a_signed_response(lti):
+    client = lti.client()
+    page = launch(client, lti.platform, "teacher-1", roles=(INSTRUCTOR,), message_type="LtiDeepLinkingRequest")
+    assert page.status_code == 200, page.text[:500]
+    form = re.search(r'<form method="post" action="([^"]+)">\s*<input type="hidden" name="JWT" value="([^"]+)">\s*'
+                     rf'<button id="place-{EXERCISE}"', page.text)
+    assert form, page.text
+    assert form.group(1) == f"{lti.platform.url}/deep-link-return"
+    policy = page.headers["content-security-policy"]
+    assert f"form-action 'self' {lti.platform.url}" in policy and f"frame-ancestors {lti.platform.url}" in policy
+    # The platform checks the response against the tool's JWKS, as Canvas and Moodle do.
+    token = form.group(2)
+    keys = {k.key_id: k for k in jwt.PyJWKSet.from_dict(lti.client().get("/lti/jwks").json()).keys}
+    key = keys[jwt.get_unverified_header(token)["kid"]]
+    claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=lti.platform.issuer)
+    claim = "https://purl.imsglobal.org/spec/lti/claim/"
+    assert claims["iss"] == CLIENT_ID and claims[claim + "message_type"] == "LtiDeepLinkingResponse"
+    assert claims[claim + "deployment_id"] == DEPLOYMENT and claims[claim + "version"] == "1.3.0"
+    assert claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] == "platform-opaque-data"
+    [item] = claims["https://purl.imsglobal.org/spec/lti-dl/claim/content_items"]
+    assert item["type"] == "ltiResourceLink" and item["url"] == f"{BASE}/lti/launch?exercise={EXERCISE}"
+    assert item["custom"] == {"exercise": EXERCISE}
+    assert item["lineItem"]["scoreMaximum"] == full_points(lti.exercise) > 0
+    assert item["lineItem"]["resourceId"] == EXERCISE
+
+
+def test_a_student_cannot_place_exercises(lti):
+    page = launch(lti.client(), lti.platform, message_type="LtiDeepLinkingRequest")
+    assert page.status_code == 403 and "Only an instructor" in page.text and COOKIE not in page.cookies
+
+
+# -- grade passback -----------------------------------------------------------------------------------------
+
+def test_a_graded_submission_s_score_arrives_at_the_line_item(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0), "a score was sent before any grading"
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    [score] = lti.platform.scores
+    maximum = new_scorecard(lti.exercise, "free", "local").exercise_max_score
+    assert score["lineitem"] == f"/courses/{CONTEXT}/lineitems/1" and score["query"] == "type=grader"
+    assert score["userId"] == "lms-user-1" and score["scoreGiven"] == 3 and score["scoreMaximum"] == maximum
+    assert score["activityProgress"] == "Completed" and score["gradingProgress"] == "FullyGraded"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", score["timestamp"])
+    [assertion] = lti.platform.assertions
+    assert assertion["aud"] == f"{lti.platform.url}/token"
+    # Nothing changed: nothing sent. A new grading: its score sent, with a later timestamp.
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0)
+    grade(lti, "ada.lovelace", 5, "b")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 5]
+    assert lti.platform.scores[1]["timestamp"] > lti.platform.scores[0]["timestamp"]
+
+
+def test_an_adjustment_changes_the_score_sent(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    grade(lti, "ada.lovelace", 3, "a")
+    ags.sync_round(lti.store, lti.service.exercises)
+    [sub] = lti.store.submissions(EXERCISE, "ada.lovelace")
+    lti.store.adjust(sub.id, 1.5, "good comments", "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 4.5]
+
+
+def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):
+    from grader.scorecard import utc_now
+
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    lti.store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "instructor")
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0) and lti.platform.scores == []
+    lti.store.set_exercise_terms(EXERCISE, {"released_at": utc_now()}, "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3]
+
+
+def test_a_send_that_fails_is_kept_shown_and_retried_until_it_arrives(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    lti.platform.stop()  # the platform is down
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 1)
+    [row] = ags.pending(lti.store)
+    assert row.attempts == 1 and "refused" in row.last_error.lower() and row.next_try > time.time()
+    assert ags.deliver(lti.store) == (0, 0), "a failed send was tried again before its back-off"
+    page = teacher.get("/instructor")
+    assert 'id="lti-pending"' in page.text and "refused" in page.text.lower() and "ada.lovelace" in page.text
+    # Still down: the button tries at once and keeps it.
+    page = teacher.post("/instructor/lti/retry", data={"csrf": csrf(page)})
+    assert "0 score(s) sent" in page.text and "1 failed again" in page.text
+    assert ags.pending(lti.store)[0].attempts == 2
+    lti.platform.start()  # back, on the same port
+    assert ags.deliver(lti.store, now=time.time() + ags.LAST_RETRY_S) == (1, 0)
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3] and ags.pending(lti.store) == []
+    assert 'id="lti-pending"' not in teacher.get("/instructor").text
+
+
+def test_the_retry_button_sends_what_waits(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    lti.platform.stop()
+    grade(lti, "ada.lovelace", 2, "a")
+    ags.sync_round(lti.store, lti.service.exercises)
+    lti.platform.start()
+    page = teacher.post("/instructor/lti/retry", data={"csrf": csrf(teacher.get("/instructor"))})
+    assert page.status_code == 200 and "1 score(s) sent to the LMS." in page.text
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [2]
+
+
+def test_a_platform_refusing_a_score_keeps_it_with_the_platforms_answer(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    lti.platform.tool_jwks = {"keys": []}  # the platform no longer knows the tool's key
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 1)
+    [row] = ags.pending(lti.store)
+    assert "HTTP 401" in row.last_error and "invalid_client" in row.last_error
+
+
+# -- roster sync ------------------------------------------------------------------------------------------
+
+def member(sub: str, name: str, role: str = LEARNER, status: str = "Active", email: str = "") -> dict:
+    return {"user_id": sub, "name": name, "roles": [role], "status": status, **({"email": email} if email else {})}
+
+
+def test_roster_sync_adds_the_courses_learners(lti):
+    lti.platform.members = [member("s-1", "Grace Hopper", email="grace@uni.example"), member("s-2", "Alan Turing"),
+                            member("t-1", "Dr Teacher", INSTRUCTOR), member("s-3", "Gone Student", status="Inactive"),
+                            member("lms-user-1", "Ada Lovelace", email="ada.lovelace@uni.example")]
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303  # Ada, before the sync
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    page = teacher.get("/instructor")
+    page = teacher.post("/instructor/lti/sync-roster", data={"csrf": csrf(page), "platform": "1", "context": CONTEXT})
+    assert page.status_code == 200, page.text[:500]
+    assert "2 learner(s) of Systems programming added to the roster: grace, alan-turing; 1 on it already" in page.text
+    assert {s.id: s.name for s in accounts.students(lti.store)} == {
+        "ada.lovelace": "Ada Lovelace", "grace": "Grace Hopper", "alan-turing": "Alan Turing"}
+    # Grace's first launch signs her in as the student the sync made; her score goes to the course.
+    assert launch(lti.client(), lti.platform, "s-1", exercise=EXERCISE, name="Grace Hopper").status_code == 303
+    assert lms_students(lti.store)["s-1"] == "grace" and len(accounts.students(lti.store)) == 3
+    grade(lti, "alan-turing", 4, "c")  # never launched: a member by the sync, scored all the same
+    ags.sync_round(lti.store, lti.service.exercises)
+    assert [(s["userId"], s["scoreGiven"]) for s in lti.platform.scores] == [("s-2", 4)]
+
+
+def test_roster_sync_from_the_command_line(lti, capsys):
+    lti.platform.members = [member("s-9", "Barbara Liskov")]
+    assert launch(lti.client(), lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    assert main(["lti", "sync-roster", "--db", str(lti.store.location)]) == 0
+    assert "1 learner(s) added: barbara-liskov" in capsys.readouterr().out
+
+
+# -- refused launches -------------------------------------------------------------------------------------
+
+def refused(lti, response, status: int, title: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text[:600])
+    assert title in response.text and "<html" in response.text.lower()
+    assert COOKIE not in response.cookies, "a refused launch signed someone in"
+    assert accounts.students(lti.store) == [], "a refused launch added a student"
+
+
+@pytest.mark.parametrize(("token", "status", "title"), [
+    ({"key": "other", "kid": None}, 401, "Forged id_token"),
+    ({"key": "other", "kid": "attackers-key"}, 401, "Unknown signing key"),
+    ({"issued_ago_s": 1000, "lifetime_s": 300}, 401, "Expired id_token"),
+    ({"issued_ago_s": -3600}, 401, "id_token from the future"),
+    ({"aud": "another-tool"}, 401, "Wrong audience"),
+    ({"aud": ["another-tool", CLIENT_ID]}, 401, "Wrong authorized party"),
+    ({"aud": [CLIENT_ID, "another-tool"], "azp": "another-tool"}, 401, "Wrong authorized party"),
+    ({"deployment": "deployment-unknown"}, 403, "Deployment not registered"),
+    ({"iss": "https://lms.elsewhere.example"}, 403, "Platform not registered"),
+], ids=["forged", "unknown-key", "expired", "future", "wrong-aud", "aud-list-no-azp", "wrong-azp",
+        "unknown-deployment", "unknown-issuer"])
+def test_a_bad_id_token_is_refused(lti, token, status, title):
+    if token.get("key") == "other":
+        token = {**token, "key": rsa_key()}
+    token = {k: v for k, v in token.items() if v is not None}
+    refused(lti, launch(lti.client(), lti.platform, **token), status, title)
+
+
+def test_an_audience_list_with_this_tool_as_azp_is_taken(lti):
+    response = launch(lti.client(), lti.platform, aud=["another-tool", CLIENT_ID], azp=CLIENT_ID)
+    assert response.status_code == 303
+
+
+def test_a_replayed_launch_is_refused(lti):
+    client = lti.client()
+    state, nonce = login(client, lti.platform)
+    data = {"id_token": lti.platform.id_token(nonce), "state": state}
+    assert client.post("/lti/launch", data=data, follow_redirects=False).status_code == 303
+    # The attacker has everything: the id_token, the state, and the state's cookie.
+    thief = lti.client()
+    thief.cookies.set(STATE_COOKIE + state, state)
+    response = thief.post("/lti/launch", data=data, follow_redirects=False)
+    assert response.status_code == 403 and "Replayed launch" in response.text and COOKIE not in response.cookies
+
+
+def test_a_nonce_the_tool_never_issued_is_refused(lti):
+    client = lti.client()
+    state, _ = login(client, lti.platform)
+    response = client.post("/lti/launch", data={"id_token": lti.platform.id_token("made-up-nonce"), "state": state},
+                           follow_redirects=False)
+    refused(lti, response, 403, "Unknown nonce")
+
+
+def test_a_launch_without_its_state_or_with_anothers_is_refused(lti):
+    client = lti.client()
+    state, nonce = login(client, lti.platform)
+    id_token = lti.platform.id_token(nonce)
+    refused(lti, client.post("/lti/launch", data={"id_token": id_token}, follow_redirects=False),
+            400, "Launch without state")
+    # Another browser (no state cookie): the launch cannot be tied to its login.
+    refused(lti, lti.client().post("/lti/launch", data={"id_token": id_token, "state": state}, follow_redirects=False),
+            400, "Launch state missing")
+    # This browser, with a state not its own.
+    other, _ = login(lti.client(), lti.platform)
+    refused(lti, client.post("/lti/launch", data={"id_token": id_token, "state": other}, follow_redirects=False),
+            400, "Launch state mismatch")
+    refused(lti, client.post("/lti/launch", data={"state": state}, follow_redirects=False),
+            400, "Launch without id_token")
+    # The nonce was not used by any of these: the real launch still works.
+    assert client.post("/lti/launch", data={"id_token": id_token, "state": state},
+                       follow_redirects=False).status_code == 303
+
+
+def test_a_login_from_an_unknown_platform_is_refused(lti):
+    response = lti.client().get("/lti/login", params={"iss": "https://lms.elsewhere.example", "login_hint": "x"},
+                                follow_redirects=False)
+    assert response.status_code == 403 and "not registered" in response.text and "set-cookie" not in response.headers
+
+
+def test_a_revoked_student_is_not_signed_in_by_a_launch(lti):
+    assert launch(lti.client(), lti.platform).status_code == 303
+    accounts.revoke_links(lti.store, "ada.lovelace")
+    response = launch(lti.client(), lti.platform)
+    assert response.status_code == 403 and "Access revoked" in response.text and COOKIE not in response.cookies
+    accounts.new_link(lti.store, "student", "ada.lovelace")  # the instructor restores access
+    assert launch(lti.client(), lti.platform).status_code == 303
+
+
+# -- the command line -------------------------------------------------------------------------------------
+
+def test_add_platform_and_list(tmp_path, capsys):
+    db = str(tmp_path / "class.db")
+    args = ["lti", "add-platform", "--issuer", "https://canvas.example.edu", "--client-id", "100001",
+            "--deployment", "1:abc", "--auth-login-url", "https://canvas.example.edu/api/lti/authorize_redirect",
+            "--auth-token-url", "https://canvas.example.edu/login/oauth2/token",
+            "--keyset-url", "https://canvas.example.edu/api/lti/security/jwks", "--tier", "premium",
+            "--db", db, "--base-url", "https://grader.example.edu"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "https://grader.example.edu/lti/login" in out and "https://grader.example.edu/lti/jwks" in out
+    assert "https://grader.example.edu/lti/launch" in out
+    assert main([*args[:7], "2:def", *args[8:]]) == 0  # a second deployment of the same platform
+    capsys.readouterr()
+    assert main(["lti", "list", "--db", db]) == 0
+    assert "client id 100001  deployment(s) 1:abc, 2:def  tier premium" in capsys.readouterr().out
+    assert main([*args[:-4], "--auth-login-url", "ftp://x", "--db", db]) == 2
+
+
+def test_the_serve_thread_sends_a_new_grading_s_score_by_itself(lti):
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    sync = ags.ScoreSync(lti.store, lti.service.exercises, interval_s=0.05)
+    sync.start()
+    try:
+        grade(lti, "ada.lovelace", 3, "a")
+        deadline = time.monotonic() + 20
+        while not lti.platform.scores:
+            assert time.monotonic() < deadline, "the thread sent no score"
+            time.sleep(0.05)
+        grade(lti, "ada.lovelace", 4, "b")
+        while len(lti.platform.scores) < 2:
+            assert time.monotonic() < deadline, "the thread did not send the changed score"
+            time.sleep(0.05)
+    finally:
+        sync.stop()
+    assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 4]
+
+
+def test_a_login_for_another_address_is_refused(lti):
+    response = lti.client().get("/lti/login", params={"iss": lti.platform.issuer, "login_hint": "x",
+                                                      "client_id": CLIENT_ID,
+                                                      "target_link_uri": "https://elsewhere.example/lti/launch"},
+                                follow_redirects=False)
+    assert response.status_code == 400 and "not at this tool&#39;s address https://testserver/" in response.text
+
+
+def test_without_the_lti_extra_the_service_runs_without_its_pages(tmp_path):
+    """`pip install 'grader[service]'` alone: no PyJWT; the app is made, with no /lti route, and the
+    dashboard has no LTI block."""
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT
+
+    script = f"""
+import sys
+from importlib.abc import MetaPathFinder
+
+class Absent(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("jwt", "cryptography"):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, Absent())
+from starlette.testclient import TestClient
+from grader.exercise import load_exercise
+from grader.service import accounts
+from grader.store import Store
+from grader.web.app import COOKIE, Service, create_app
+from tests.service import press_sign_in
+store = Store({str(tmp_path / "grader.db")!r})
+exercise = load_exercise({EXERCISE!r})
+service = Service(store=store, dispatcher=None, exercises={{exercise.slug: exercise}}, base_url="http://testserver")
+client = TestClient(create_app(service))
+assert client.get("/lti/jwks").status_code == 404
+signed = press_sign_in(client, "/signin/" + accounts.new_link(store, "instructor"))
+client.cookies.set(COOKIE, signed.cookies[COOKIE])
+page = client.get("/instructor")
+assert page.status_code == 200 and 'id="lti"' not in page.text, page.text[:300]
+assert "jwt" not in sys.modules
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
