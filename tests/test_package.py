@@ -233,6 +233,93 @@ def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exerc
     assert "--hidden-visibility" not in export_command(Path("card.json"), PLATFORMS["gradescope"], None)
 
 
+def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tmp_path, capsys):
+    from grader.cli import main
+    from grader.grading import expected_max
+
+    for slug in ("continuous_batching", "paged_kv_cache"):
+        for tier in ("free", "premium"):
+            exercise = load_exercise(slug)
+            total = sum(expected_max(exercise, tier).values())
+            zip_path = tmp_path / f"{slug}-{tier}.zip"
+            assert main(["package", "--target", "gradescope", "--exercise", slug, "--tier", tier, "-o", str(zip_path)]) == 0
+            said = " ".join(capsys.readouterr().out.split())
+            assert f"Set the assignment's total points to {total}." in said
+            with zipfile.ZipFile(zip_path) as archive:
+                readme = archive.read("README.md").decode()
+            assert f"Total points: **{total}**" in readme and "at least 10 minutes" in readme
+
+
+def test_hidden_tests_hold_the_total_back_and_packaging_says_so(exercise, tmp_path, capsys):
+    from grader.cli import main
+    from grader.grading import expected_max
+
+    points = expected_max(exercise, "premium")
+    held = sum(p for (suite, _), p in points.items() if suite not in exercise.open_suites)
+    total = sum(points.values())
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--hidden-visibility", "hidden",
+                 "-o", str(tmp_path / "a.zip")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"warning: tests worth {held} of {total} points are never shown to students" in said
+    assert "top-level visibility hidden" in said and "--hidden-visibility after_due_date or after_published" in said
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        assert "top-level visibility hidden" in archive.read("README.md").decode()
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--hidden-visibility",
+                 "after_published", "-o", str(tmp_path / "b.zip")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "warning" not in said and f"tests worth {held} of {total} points are shown once the grades are published" in said
+    assert "top-level visibility after_published" in said
+
+
+def test_the_prairielearn_question_shows_the_statement_itself(quick_exercise, tmp_path):
+    readme = quick_exercise.folder / "README.md"
+    original = readme.read_text()
+    readme.write_text(original + "\nA dict such as {{ params.x }} or {a: 1}, and <script>alert(1)</script>.\n")
+    try:
+        prairielearn_folder(quick_exercise, "free", tmp_path, "someone/grader:1")
+    finally:
+        readme.write_text(original)
+    html = (tmp_path / "question.html").read_text()
+    title = original.splitlines()[0].removeprefix("# ")
+    assert f"<h1>{title}</h1>" in html and "<code>schedule()</code>" in html
+    assert "client_files_question_url" not in html and 'target="_blank"' not in html
+    assert not (tmp_path / "clientFilesQuestion").exists()
+    # Nothing of the statement is read by PrairieLearn's Mustache, nor is any markup of its own kept.
+    assert "&#123;&#123; params.x &#125;&#125;" in html and "<script>" not in html
+    assert html.count("{{") == html.count("}}") == 0
+
+
+def test_one_grading_image_serves_every_exercise_of_the_course(tmp_path, capsys):
+    from grader.bundles import course_packages
+    from grader.cli import main
+
+    folders = {}
+    for slug in ("continuous_batching", "paged_kv_cache"):
+        folders[slug] = tmp_path / slug
+        assert main(["package", "--target", "prairielearn", "--exercise", slug, "--image", "course/grader:1",
+                     "-o", str(folders[slug])]) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert "serves every exercise of this project" in said and "warning" not in said
+        assert "docker build --platform linux/amd64 -t course/grader:1" in said and "docker push course/grader:1" in said
+        assert "sync course/grader:1" in said
+        assert json.loads((folders[slug] / "info.json").read_text())["externalGradingOptions"]["image"] == "course/grader:1"
+
+    def recipe(folder: Path) -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted((folder / "image").rglob("*")) if p.is_file()}
+
+    assert recipe(folders["continuous_batching"]) == recipe(folders["paged_kv_cache"])  # one image, built once
+    packages = (folders["paged_kv_cache"] / "image" / "packages.txt").read_text().split()
+    every = {pkg for slug in folders for pkg in load_exercise(slug).packages}
+    assert set(HOST_PACKAGES) | every <= set(packages) == set(course_packages(load_exercise(EXERCISE)))
+    # The name suggested, and a name that says one exercise, both say that one image is for the course.
+    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "-o", str(tmp_path / "q")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert EXERCISE not in err.split("--image", 2)[-1].split(")")[0] and "same --image" in err
+    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "--image", f"me/{EXERCISE}-grader:1",
+                 "-o", str(tmp_path / "q")]) == 0
+    assert "one image grades every exercise of the course" in " ".join(capsys.readouterr().out.split())
+
+
 # -- the runner inside the platform's container, on this machine's files (no engine needed) ------------
 
 def local_platform(tmp_path: Path, exercise, target: str, files: dict[str, bytes]):
