@@ -320,6 +320,32 @@ def test_one_grading_image_serves_every_exercise_of_the_course(tmp_path, capsys)
     assert "one image grades every exercise of the course" in " ".join(capsys.readouterr().out.split())
 
 
+def offline_tools(folder: Path) -> dict[str, str]:
+    """A PATH on which no package is installed and apt-get fails as it does without a network."""
+    folder.mkdir()
+    (folder / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    (folder / "apt-get").write_text("#!/bin/sh\necho \"E: Failed to fetch http://deb.debian.org/debian: "
+                                    "Temporary failure resolving 'deb.debian.org'\" >&2\nexit 100\n")
+    for tool in folder.iterdir():
+        tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+def test_an_offline_setup_says_what_it_needed_and_how_to_pre_install_it_then_fails(tmp_path):
+    from grader.bundles import FILES
+
+    listing = tmp_path / "packages.txt"
+    listing.write_text("bubblewrap\npython3-pytest\n")
+    done = subprocess.run(["sh", str(FILES / "install-packages.sh"), str(listing)], capture_output=True, text=True,
+                          env=offline_tools(tmp_path / "bin"), timeout=60)
+    assert done.returncode != 0
+    said = " ".join(done.stderr.split())
+    assert "Failed to fetch" in said  # apt's own error is kept, and explained
+    assert "could not install the Debian/Ubuntu packages the grader needs: bubblewrap python3-pytest" in said
+    assert "needs the network" in said
+    assert "RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap python3-pytest" in said
+
+
 # -- the runner inside the platform's container, on this machine's files (no engine needed) ------------
 
 def local_platform(tmp_path: Path, exercise, target: str, files: dict[str, bytes]):
