@@ -346,6 +346,101 @@ def test_an_offline_setup_says_what_it_needed_and_how_to_pre_install_it_then_fai
     assert "RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap python3-pytest" in said
 
 
+class EngineWithout:
+    """A Docker client whose engine has no image and cannot pull one (offline, or a name no registry has)."""
+
+    def __init__(self) -> None:
+        import docker
+
+        class Images:
+            def get(self, name: str) -> None:
+                raise docker.errors.ImageNotFound(f"404 Client Error: Not Found (no such image: {name})")
+
+            def pull(self, name: str) -> None:
+                raise docker.errors.APIError(f"500 Server Error: Get https://registry-1.docker.io/v2/: dial tcp: lookup "
+                                             f"registry-1.docker.io: no such host ({name})")
+
+        self.images = Images()
+
+
+@pytest.mark.parametrize("target, base, image", [("gradescope", None, "gradescope/autograder-base:ubuntu-22.04"),
+                                                 ("prairielearn", None, "debian:bookworm-slim"),
+                                                 ("gradescope", "mine/ubuntu:22.04", "mine/ubuntu:22.04")])
+def test_a_missing_platform_image_is_named_with_the_command_that_gets_it(tmp_path, target, base, image):
+    from grader.bundles.trial import MissingImage, try_bundle
+
+    said: list[str] = []
+    with pytest.raises(MissingImage) as refused:
+        try_bundle(EngineWithout(), target, tmp_path / "bundle", REFERENCE, tmp_path / "out", base, said.append)
+    message = str(refused.value)
+    assert f"--run builds on {image}" in message and f"docker pull {image}" in message and "--base IMAGE" in message
+    assert "no such host" in message and said == [f"{image} is not on this Docker engine: pulling it"]
+
+
+class FakeRunner:
+    """A built image that grades without an engine: counts its builds, answers each submission with the
+    results a platform would read."""
+
+    builds = 0
+
+    def __init__(self, target: str) -> None:
+        self.target, self.graded = target, []
+
+    def __enter__(self) -> FakeRunner:
+        FakeRunner.builds += 1
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def grade(self, submission: Path, folder: Path) -> Outcome:
+        self.graded.append(submission.name)
+        full = submission.name.startswith("ref")
+        if self.target == "gradescope":
+            results = {"score": 88 if full else 0, "extra_data": {"max_score": 88, "status": "graded",
+                                                                  "isolation": "account"}, "tests": []}
+        else:
+            results = {"score": 1.0 if full else 0.0, "gradable": True,
+                       "provenance": {"status": "graded", "isolation": "account"}}
+        return Outcome(self.target, 0, "", folder, results)
+
+
+@pytest.mark.parametrize("target", ["gradescope", "prairielearn"])
+def test_run_each_builds_the_image_once_and_prints_a_score_line_per_submission(tmp_path, monkeypatch, capsys, target):
+    from grader.bundles import trial
+    from grader.cli import main
+    from grader.sandbox import engine
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "ref.py").write_bytes(REFERENCE.read_bytes())
+    (folder / "stub.py").write_bytes(STUB.read_bytes())
+    (folder / "bob").mkdir()  # a folder is one student's upload
+    (folder / "bob" / "scheduler.py").write_bytes(STUB.read_bytes())
+    (folder / ".DS_Store").write_bytes(b"junk")
+    runners: list[FakeRunner] = []
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(engine, "engine_status", lambda: (Client(), ""))
+    monkeypatch.setattr(trial, "ensure_base", lambda client, target, base, say: base or "some/base:1")
+    monkeypatch.setattr(trial, "make_runner", lambda client, target, output, base: runners.append(FakeRunner(target))
+                        or runners[-1])
+    FakeRunner.builds = 0
+    options = (["--image", "course/grader:1", "-o", str(tmp_path / "q")] if target == "prairielearn"
+               else ["-o", str(tmp_path / "a.zip")])
+    assert main(["package", "--target", target, "--exercise", EXERCISE, *options, "--run-each", str(folder)]) == 0
+    said = capsys.readouterr().out
+    assert FakeRunner.builds == 1 and runners[0].graded == ["bob", "ref.py", "stub.py"]
+    full, zero = (("88/88 points", "0/88 points") if target == "gradescope" else ("100%", "0%"))
+    assert f"ref.py: {full}, graded, isolation account" in said and f"stub.py: {zero}, graded" in said
+    assert "3 submissions graded with one image" in said
+    assert main(["package", "--target", target, "--exercise", EXERCISE, *options, "--run", str(REFERENCE),
+                 "--run-each", str(folder)]) == 2
+
+
 # -- the runner inside the platform's container, on this machine's files (no engine needed) ------------
 
 def local_platform(tmp_path: Path, exercise, target: str, files: dict[str, bytes]):
