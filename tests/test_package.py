@@ -626,7 +626,7 @@ def test_gradescope_gives_the_reference_full_marks(gradescope, base, python310_b
     assert results["extra_data"]["status"] == "graded"
     # Graded by the stand-in's own /usr/bin/python3, in the isolation Docker's defaults leave.
     assert f"Python {'3.10' if base == python310_base else '3.11'}" in outcome.log, outcome.log[-2000:]
-    assert "isolation account" in outcome.log
+    assert "isolation account" in outcome.log and results["extra_data"]["isolation"] == "account"
     assert results["score"] == results["extra_data"]["max_score"] == sum(t["max_score"] for t in results["tests"]) > 0
     assert all(t["status"] == "passed" for t in results["tests"]) and len(results["tests"]) > 20
 
@@ -698,6 +698,7 @@ def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_cli
 def test_prairielearn_gives_the_reference_full_marks_and_the_stub_zero(prairielearn, tmp_path):
     full = prairielearn_run(prairielearn, tmp_path / "r", {"scheduler.py": REFERENCE.read_bytes()}).results
     assert full["gradable"] is True and full["succeeded"] is True and full["score"] == 1
+    assert full["provenance"]["isolation"] in ("account", "namespaces")
     assert all(t["points"] == t["max_points"] > 0 for t in full["tests"]) and len(full["tests"]) > 20
     zero = prairielearn_run(prairielearn, tmp_path / "s", {"scheduler.py": STUB.read_bytes()}).results
     assert zero["gradable"] is True and zero["score"] == 0 and all(t["points"] == 0 for t in zero["tests"])
@@ -844,6 +845,27 @@ def test_package_run_shows_what_gradescope_will_show(docker_client, platform_bas
         assert (results_file.parent / "stdout").is_file()
     finally:
         shutil.rmtree(results_file.parent)
+    assert trial_images(docker_client) == before
+
+
+@pytest.mark.slow
+def test_package_run_each_grades_a_folder_with_one_image(docker_client, platform_base, tmp_path, capsys):
+    from grader.cli import main
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "alice.py").write_bytes(REFERENCE.read_bytes())
+    (folder / "bob.py").write_bytes(STUB.read_bytes())
+    before = trial_images(docker_client)
+    code = main(["package", "--target", "gradescope", "--exercise", EXERCISE, "-o", str(tmp_path / "a.zip"),
+                 "--run-each", str(folder), "--base", platform_base])
+    said = capsys.readouterr().out
+    assert code == 0, said
+    assert said.count("building the autograder's image") == 1 and "2 submissions graded with one image" in said
+    total = re.search(r"total points to (\d+)", said).group(1)
+    assert f"alice.py: {total}/{total} points, graded, isolation account" in said
+    assert f"bob.py: 0/{total} points, graded" in said
+    shutil.rmtree(re.search(r"results under (\S+):", said).group(1))
     assert trial_images(docker_client) == before
 
 
