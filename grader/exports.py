@@ -120,16 +120,17 @@ def suite_visibility(card: Scorecard, hidden_visibility: str | None = None) -> d
         raise ValueError(f"visibility {hidden_visibility!r} is not one of {', '.join(VISIBILITIES)}")
     names = dict.fromkeys([*card.open_suites, *card.suite_visibility, *(t.suite for t in card.tests),
                            *(t.suite for t in card.locked)])
-    shown = {}
-    for name in names:
-        configured = card.suite_visibility.get(name)
-        if hidden_visibility is not None and name not in card.open_suites:
-            shown[name] = hidden_visibility
-        elif configured in VISIBILITIES:
-            shown[name] = configured
-        else:
-            shown[name] = "visible" if name in card.open_suites else HIDDEN_DEFAULT
-    return shown
+    return {name: visibility_of(name, card.suite_visibility, card.open_suites, hidden_visibility) for name in names}
+
+
+def visibility_of(suite: str, configured: dict[str, str], open_suites: list[str],
+                  hidden_visibility: str | None = None) -> str:
+    """One suite's visibility (suite_visibility's rule; `grader package` states it in points too)."""
+    if hidden_visibility is not None and suite not in open_suites:
+        return hidden_visibility
+    if configured.get(suite) in VISIBILITIES:
+        return configured[suite]
+    return "visible" if suite in open_suites else HIDDEN_DEFAULT
 
 
 def _gradescope_test(test: TestResult, visibility: str) -> dict[str, Any]:
@@ -252,7 +253,9 @@ def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
         "output_format": "md",
         "test_output_format": "md",
         "test_name_format": "text",
-        "visibility": total_visibility(shown) if card.status == "graded" else "visible",
+        # Only the suites whose points the total counts: a free tier's locked tests have none.
+        "visibility": (total_visibility({t.suite: shown[t.suite] for t in card.tests}) if card.status == "graded"
+                       else "visible"),
         "stdout_visibility": "hidden",
         "extra_data": {**_provenance(card), "max_score": card.max_score, "suite_visibility": shown},
         "tests": tests,

@@ -5,7 +5,7 @@
   once while building its image, then runs /autograder/run_autograder for each submission, the
   student's files in /autograder/submission; the results go to /autograder/results/results.json.
 - PrairieLearn (https://prairielearn.readthedocs.io/en/latest/externalGrading/): a question folder
-  (info.json with external grading options, question.html, clientFilesQuestion/ with the statement,
+  (info.json with external grading options, question.html with the statement rendered in it,
   tests/ with the exercise) and, in image/, the grading image's recipe (a Dockerfile on Debian
   bookworm and its entrypoint), which reads /grade/student and writes /grade/results/results.json.
 
@@ -134,16 +134,12 @@ def point_total(exercise: Exercise, tier: str) -> int:
 
 def points_by_visibility(exercise: Exercise, tier: str, hidden_visibility: str | None) -> dict[str, int]:
     """The tier's points by when Gradescope shows their tests (exports.suite_visibility's rule)."""
-    from grader.exports import HIDDEN_DEFAULT
+    from grader.exports import visibility_of
     from grader.grading import expected_max
 
     found: dict[str, int] = {}
     for (suite, _), points in expected_max(exercise, tier).items():
-        configured = exercise.suite_visibility.get(suite)
-        if hidden_visibility is not None and suite not in exercise.open_suites:
-            shown = hidden_visibility
-        else:
-            shown = configured or ("visible" if suite in exercise.open_suites else HIDDEN_DEFAULT)
+        shown = visibility_of(suite, exercise.suite_visibility, list(exercise.open_suites), hidden_visibility)
         found[shown] = found.get(shown, 0) + points
     return found
 
