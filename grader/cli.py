@@ -795,7 +795,7 @@ EXAMPLES: dict[str, list[str]] = {
                 "grader package --target gradescope --hidden-visibility after_published -o autograder.zip",
                 "grader package --target gradescope -o autograder.zip --run solutions/continuous_batching/scheduler.py",
                 "grader package --target gradescope -o autograder.zip --run-each submissions/",
-                "grader package --target prairielearn --exercise continuous_batching --image me/cb-grader:1 "
+                "grader package --target prairielearn --exercise continuous_batching --image me/grader:1 "
                 "-o questions/scheduler"],
     "submit": ["grader submit alice.py --student alice --exercise continuous_batching --db class.db"],
     "batch": ["grader batch submissions/ --exercise continuous_batching --jobs 2 --gradebook gradebook.csv",
@@ -1008,7 +1008,8 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--hidden-visibility", choices=VISIBILITIES,
                         help="gradescope: when students see the results of the suites they cannot read")
     bundle.add_argument("--image", metavar="ACCOUNT/NAME:TAG",
-                        help="prairielearn (required): the grading image info.json names, as you push it")
+                        help="prairielearn (required): the course's one grading image, as you push it (info.json names "
+                             "it; give every exercise the same)")
     bundle.add_argument("-o", "--output", required=True, metavar="ZIP|DIR", help="gradescope: the zip; prairielearn: "
                                                                                   "the question folder")
     bundle.add_argument("--run", metavar="SUBMISSION", dest="try_submission",  # `run` is the command's function
