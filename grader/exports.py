@@ -5,7 +5,9 @@
   `visibility`, `stdout_visibility`, `extra_data` and `tests[]` with `name`, `score`, `max_score`,
   `status` ("passed"/"failed"), `output`, `tags`, `visibility`. A test's visibility is `hidden` (never
   shown to students), `after_due_date`, `after_published` (once the grades are published) or `visible`;
-  students do not see their total score while a test is held back. Each suite has one (exercise.toml's
+  Gradescope counts a held-back test's points in the total it shows unless the total is held back as
+  well, so the top-level `visibility` is that of the most held-back suite (each test keeps its own: the
+  free tier's are shown at once). Each suite has one (exercise.toml's
   `visibility`, else `visible` for the free tier's suites and `after_published` for the others;
   `hidden_visibility` overrides the suites that are not the free tier's), and nothing shown at once
   (the top-level output and extra_data) names a held-back suite's tests or gives its scores.
@@ -25,7 +27,10 @@
   url a `data:` URL: here the trace timelines as SVG). `succeeded` and `max_points` as PrairieLearn's
   own Python grader writes them (false with score 0 when the grader failed; PrairieLearn's grader host
   reads results.json only when the entrypoint exits 0, so the bundle's entrypoint does whenever it
-  wrote one, and the message says the run is no grade of the student's code).
+  wrote one, and the message says the run is no grade of the student's code). PrairieLearn shows the
+  results at once and has no "after the due date": a test of a suite that is not `visible` (the same
+  `suite_visibility` as for Gradescope) shows its name, pass or fail and points, never its message,
+  output or images, and the diagnosis is left out when a held-back test failed.
   PrairieLearn keeps the whole object with the submission, so `provenance` (submission hash, grader
   version, exercise, tier) stays with it. The file must stay under 1 MB.
 - JUnit XML valid against Jenkins' junit-10.xsd (the xUnit plugin's schema), as Jenkins and GitLab
@@ -44,6 +49,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from markupsafe import escape
@@ -71,6 +77,8 @@ from grader.scorecard import Scorecard, TestResult
 HIDDEN_DEFAULT = "after_published"  # a suite outside the free tier that sets no visibility
 WHEN_SHOWN = {"hidden": "are not shown to students", "after_due_date": "are shown after the due date",
               "after_published": "are shown once the grades are published", "visible": "are shown"}
+# What a student reads on PrairieLearn in place of a held-back test's details.
+HELD_DETAILS = "the details of this suite's tests are not shown"
 PRAIRIELEARN_MAX_BYTES = 1_000_000
 PRAIRIELEARN_IMAGE_BYTES = 200_000  # the largest timeline image kept
 PRAIRIELEARN_SHRINK = (2_000, 500, 100, 0)  # characters of each test's message and output kept when too big
@@ -95,9 +103,11 @@ def _headline(card: Scorecard) -> str:
 
 
 def _provenance(card: Scorecard) -> dict[str, Any]:
+    # `isolation` travels with the results: how a run was kept apart (namespaces, or an account of its
+    # own inside the platform's container) is then read beside the score, not dug out of a log.
     return {"exercise": card.exercise, "tier": card.tier, "status": card.status,
             "submission_sha256": card.submission_sha256, "grader_version": card.grader_version,
-            "schema_version": card.schema_version, "graded_at": card.graded_at}
+            "schema_version": card.schema_version, "graded_at": card.graded_at, "isolation": card.isolation}
 
 
 # -- Gradescope ---------------------------------------------------------------------------------------
@@ -110,16 +120,17 @@ def suite_visibility(card: Scorecard, hidden_visibility: str | None = None) -> d
         raise ValueError(f"visibility {hidden_visibility!r} is not one of {', '.join(VISIBILITIES)}")
     names = dict.fromkeys([*card.open_suites, *card.suite_visibility, *(t.suite for t in card.tests),
                            *(t.suite for t in card.locked)])
-    shown = {}
-    for name in names:
-        configured = card.suite_visibility.get(name)
-        if hidden_visibility is not None and name not in card.open_suites:
-            shown[name] = hidden_visibility
-        elif configured in VISIBILITIES:
-            shown[name] = configured
-        else:
-            shown[name] = "visible" if name in card.open_suites else HIDDEN_DEFAULT
-    return shown
+    return {name: visibility_of(name, card.suite_visibility, card.open_suites, hidden_visibility) for name in names}
+
+
+def visibility_of(suite: str, configured: dict[str, str], open_suites: list[str],
+                  hidden_visibility: str | None = None) -> str:
+    """One suite's visibility (suite_visibility's rule; `grader package` states it in points too)."""
+    if hidden_visibility is not None and suite not in open_suites:
+        return hidden_visibility
+    if configured.get(suite) in VISIBILITIES:
+        return configured[suite]
+    return "visible" if suite in open_suites else HIDDEN_DEFAULT
 
 
 def _gradescope_test(test: TestResult, visibility: str) -> dict[str, Any]:
@@ -213,6 +224,14 @@ def _gradescope_diagnosis(card: Scorecard, shown: dict[str, str]) -> list[dict[s
              "output_format": "md", "tags": ["diagnosis"], "visibility": visibility}]
 
 
+def total_visibility(shown: dict[str, str]) -> str:
+    """When the results as a whole (the total score, the top-level output) are shown: no sooner than
+    the most held-back suite. Gradescope counts a hidden test's points in the total it shows unless the
+    total is held back too (the top-level `visibility`); each test keeps its own, so the free tier's
+    suites are still shown at once."""
+    return min(shown.values(), key=VISIBILITIES.index, default="visible")
+
+
 def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
     shown = suite_visibility(card, hidden_visibility)
     tests: list[dict[str, Any]] = []
@@ -234,7 +253,9 @@ def gradescope(card: Scorecard, hidden_visibility: str | None = None) -> str:
         "output_format": "md",
         "test_output_format": "md",
         "test_name_format": "text",
-        "visibility": "visible",
+        # Only the suites whose points the total counts: a free tier's locked tests have none.
+        "visibility": (total_visibility({t.suite: shown[t.suite] for t in card.tests}) if card.status == "graded"
+                       else "visible"),
         "stdout_visibility": "hidden",
         "extra_data": {**_provenance(card), "max_score": card.max_score, "suite_visibility": shown},
         "tests": tests,
@@ -264,18 +285,27 @@ def _images(test: TestResult) -> list[dict[str, str]]:
     return images
 
 
+def _prairielearn_test(test: TestResult, shown: str) -> dict[str, Any]:
+    """A test as PrairieLearn shows it. PrairieLearn shows external grading results at once, with no
+    "after the due date": a test of a suite held back anywhere else (hidden, after_due_date,
+    after_published) shows its name, pass or fail and points, never its message, output or timelines."""
+    base = {"name": test.name, "description": one_line(test.description, 400) or f"a {test.suite} test",
+            "points": test.score, "max_points": test.max_score}
+    if shown != "visible":
+        verdict = "passed" if test.status == "passed" else "did not pass"
+        return {**base, "message": f"{verdict}; {HELD_DETAILS}", "output": "", "images": []}
+    return {**base, "message": _message(test), "output": result_text(test, message=False), "images": _images(test)}
+
+
 def prairielearn(card: Scorecard) -> str:
     graded = card.status == "graded"
     fraction = min(1.0, max(0.0, card.score / card.max_score)) if graded and card.max_score > 0 else 0.0
-    tests = [{
-        "name": test.name,
-        "description": one_line(test.description, 400) or f"a {test.suite} test",
-        "points": test.score,
-        "max_points": test.max_score,
-        "message": _message(test),
-        "output": result_text(test, message=False),
-        "images": _images(test),
-    } for test in (card.tests if graded else [])]
+    shown = suite_visibility(card)
+    tests = [_prairielearn_test(test, shown[test.suite]) for test in (card.tests if graded else [])]
+    # A diagnosis drawn from a held-back suite's failures says what its messages would: only where every
+    # test it could come from is shown.
+    told = card if all(shown[t.suite] == "visible" for t in card.tests if t.status != "passed") else replace(
+        card, diagnosis=[])
     results: dict[str, Any] = {
         "succeeded": card.status != "error",
         # Only a graded run counts: a rejected file or a run the grader could not vouch for is "invalid,
@@ -284,7 +314,7 @@ def prairielearn(card: Scorecard) -> str:
         "score": round(fraction, 6),
         "max_points": card.max_score,
         "message": _headline(card),
-        "output": run_text(card),
+        "output": run_text(told),
         "tests": tests,
         "provenance": _provenance(card),
     }

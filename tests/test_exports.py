@@ -264,7 +264,7 @@ def test_prairielearn_results_have_the_documented_fields_and_a_fractional_score(
         assert data["provenance"] == {"exercise": card.exercise, "tier": card.tier, "status": card.status,
                                       "submission_sha256": card.submission_sha256,
                                       "grader_version": card.grader_version, "schema_version": 1,
-                                      "graded_at": card.graded_at}
+                                      "graded_at": card.graded_at, "isolation": card.isolation}
         for test in data["tests"]:
             assert set(test) == PRAIRIELEARN_TEST
             assert all(isinstance(test[k], str) for k in ("name", "description", "message", "output"))
@@ -294,7 +294,8 @@ def test_prairielearn_shows_each_trace_as_an_svg_timeline(cards):
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     texts = " ".join(node.text or "" for node in svg.iter())
     assert "first difference: step 2" in texts and "<b>r2</b>&" in texts
-    mutant = json.loads(prairielearn(cards["mutant"]))
+    opened = Scorecard(**{**cards["mutant"].__dict__, "suite_visibility": {"hidden": "visible"}})
+    mutant = json.loads(prairielearn(opened))
     traced = [r for r in cards["mutant"].tests if r.status != "passed" and any(a["kind"] == "trace" for a in r.artifacts)]
     assert traced and all(t["images"] for t in mutant["tests"] if t["name"] in {r.name for r in traced})
 
@@ -308,7 +309,8 @@ def test_prairielearn_results_stay_under_one_megabyte():
     drawn = [Result(f"h::t{i}", f"test_{i}", "hidden", "failed", 0, 1, message="wrong plan", artifacts=feedback.artifacts)
              for i in range(40)]
     for tests in (verbose, drawn):
-        text = prairielearn(Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, len(tests), tests=tests))
+        text = prairielearn(Scorecard(EXERCISE, "premium", "00" * 32, "graded", 0, len(tests), tests=tests,
+                                      suite_visibility={"hidden": "visible"}))
         assert len(text.encode("utf-8")) < 1_000_000
         data = json.loads(text)
         assert len(data["tests"]) == len(tests)
@@ -316,6 +318,53 @@ def test_prairielearn_results_stay_under_one_megabyte():
     with_images = [bool(t["images"]) for t in data["tests"]]
     assert with_images[0] and not with_images[-1] and with_images == sorted(with_images, reverse=True)
     assert all(t["message"] == "wrong plan" for t in data["tests"])
+
+
+def test_prairielearn_shows_a_held_back_suite_by_pass_fail_and_points_only(cards):
+    """PrairieLearn has no "after the due date": a suite held back anywhere else shows no details at once."""
+    card = cards["mutant"]
+    held = [t for t in card.tests if t.suite == "hidden" and t.status != "passed"]
+    assert held and card.suite_visibility == {"hidden": "after_published"} and card.diagnosis
+    for visibility in ("hidden", "after_due_date", "after_published"):
+        data = json.loads(prairielearn(Scorecard(**{**card.__dict__, "suite_visibility": {"hidden": visibility}})))
+        shown = {t["name"]: t for t in data["tests"]}
+        for test in held:
+            entry = shown[test.name]
+            assert entry["points"] == test.score and entry["max_points"] == test.max_score
+            assert entry["message"] == "did not pass; the details of this suite's tests are not shown"
+            assert entry["output"] == "" and entry["images"] == []
+            assert test.message.splitlines()[0] not in json.dumps(data)
+        assert card.diagnosis[0].hint not in data["output"]  # drawn from the held-back failures
+        visible = [t for t in card.tests if t.suite == "visible"]
+        assert all(shown[t.name]["message"] == _plain_message(t) for t in visible)
+    opened = json.loads(prairielearn(Scorecard(**{**card.__dict__, "suite_visibility": {"hidden": "visible"}})))
+    assert held[0].message.splitlines()[0] in json.dumps(opened) and card.diagnosis[0].hint in opened["output"]
+
+
+def _plain_message(test: Result) -> str:
+    from grader.exports import _message
+
+    return _message(test)
+
+
+def test_both_platforms_record_the_isolation_a_run_had():
+    card = Scorecard(**{**every_status().__dict__, "isolation": "account"})
+    assert json.loads(gradescope(card))["extra_data"]["isolation"] == "account"
+    assert json.loads(prairielearn(card))["provenance"]["isolation"] == "account"
+
+
+def test_gradescope_holds_the_total_back_as_long_as_the_most_held_back_suite(cards):
+    """Gradescope counts a held-back test's points in the total it shows unless the total is held back too."""
+    card = cards["mutant"]
+    for chosen in VISIBILITIES:
+        data = json.loads(gradescope(card, hidden_visibility=chosen))
+        assert data["visibility"] == chosen
+        assert {t["visibility"] for t in data["tests"] if t["tags"] == ["visible"]} == {"visible"}
+    # The free tier's total counts its own tests only: the locked ones' entry, of no points, holds nothing back.
+    free = json.loads(gradescope(cards["free"]))
+    assert free["visibility"] == "visible" and {t["visibility"] for t in free["tests"] if "locked" in t["tags"]} == {
+        "after_published"}
+    assert json.loads(gradescope(cards["error"]))["visibility"] == "visible"  # no points of any test in it
 
 
 # -- JUnit --------------------------------------------------------------------------------------------

@@ -233,6 +233,214 @@ def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exerc
     assert "--hidden-visibility" not in export_command(Path("card.json"), PLATFORMS["gradescope"], None)
 
 
+def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tmp_path, capsys):
+    from grader.cli import main
+    from grader.grading import expected_max
+
+    for slug in ("continuous_batching", "paged_kv_cache"):
+        for tier in ("free", "premium"):
+            exercise = load_exercise(slug)
+            total = sum(expected_max(exercise, tier).values())
+            zip_path = tmp_path / f"{slug}-{tier}.zip"
+            assert main(["package", "--target", "gradescope", "--exercise", slug, "--tier", tier, "-o", str(zip_path)]) == 0
+            said = " ".join(capsys.readouterr().out.split())
+            assert f"Set the assignment's total points to {total}." in said
+            with zipfile.ZipFile(zip_path) as archive:
+                readme = archive.read("README.md").decode()
+            assert f"Total points: **{total}**" in readme and "at least 10 minutes" in readme
+
+
+def test_hidden_tests_hold_the_total_back_and_packaging_says_so(exercise, tmp_path, capsys):
+    from grader.cli import main
+    from grader.grading import expected_max
+
+    points = expected_max(exercise, "premium")
+    held = sum(p for (suite, _), p in points.items() if suite not in exercise.open_suites)
+    total = sum(points.values())
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--hidden-visibility", "hidden",
+                 "-o", str(tmp_path / "a.zip")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"warning: tests worth {held} of {total} points are never shown to students" in said
+    assert "top-level visibility hidden" in said and "--hidden-visibility after_due_date or after_published" in said
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        assert "top-level visibility hidden" in archive.read("README.md").decode()
+    assert main(["package", "--target", "gradescope", "--exercise", EXERCISE, "--hidden-visibility",
+                 "after_published", "-o", str(tmp_path / "b.zip")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "warning" not in said and f"tests worth {held} of {total} points are shown once the grades are published" in said
+    assert "top-level visibility after_published" in said
+
+
+def test_the_prairielearn_question_shows_the_statement_itself(quick_exercise, tmp_path):
+    readme = quick_exercise.folder / "README.md"
+    original = readme.read_text()
+    readme.write_text(original + "\nA dict such as {{ params.x }} or {a: 1}, and <script>alert(1)</script>.\n")
+    try:
+        prairielearn_folder(quick_exercise, "free", tmp_path, "someone/grader:1")
+    finally:
+        readme.write_text(original)
+    html = (tmp_path / "question.html").read_text()
+    title = original.splitlines()[0].removeprefix("# ")
+    assert f"<h1>{title}</h1>" in html and "<code>schedule()</code>" in html
+    assert "client_files_question_url" not in html and 'target="_blank"' not in html
+    assert not (tmp_path / "clientFilesQuestion").exists()
+    # Nothing of the statement is read by PrairieLearn's Mustache, nor is any markup of its own kept.
+    assert "&#123;&#123; params.x &#125;&#125;" in html and "<script>" not in html
+    assert html.count("{{") == html.count("}}") == 0
+
+
+def test_one_grading_image_serves_every_exercise_of_the_course(tmp_path, capsys):
+    from grader.bundles import course_packages
+    from grader.cli import main
+
+    folders = {}
+    for slug in ("continuous_batching", "paged_kv_cache"):
+        folders[slug] = tmp_path / slug
+        assert main(["package", "--target", "prairielearn", "--exercise", slug, "--image", "course/grader:1",
+                     "-o", str(folders[slug])]) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert "serves every exercise of this project" in said and "warning" not in said
+        assert "docker build --platform linux/amd64 -t course/grader:1" in said and "docker push course/grader:1" in said
+        assert "sync course/grader:1" in said
+        assert json.loads((folders[slug] / "info.json").read_text())["externalGradingOptions"]["image"] == "course/grader:1"
+
+    def recipe(folder: Path) -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted((folder / "image").rglob("*")) if p.is_file()}
+
+    assert recipe(folders["continuous_batching"]) == recipe(folders["paged_kv_cache"])  # one image, built once
+    packages = (folders["paged_kv_cache"] / "image" / "packages.txt").read_text().split()
+    every = {pkg for slug in folders for pkg in load_exercise(slug).packages}
+    assert set(HOST_PACKAGES) | every <= set(packages) == set(course_packages(load_exercise(EXERCISE)))
+    # The name suggested, and a name that says one exercise, both say that one image is for the course.
+    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "-o", str(tmp_path / "q")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert EXERCISE not in err.split("--image", 2)[-1].split(")")[0] and "same --image" in err
+    assert main(["package", "--target", "prairielearn", "--exercise", EXERCISE, "--image", f"me/{EXERCISE}-grader:1",
+                 "-o", str(tmp_path / "q")]) == 0
+    assert "one image grades every exercise of the course" in " ".join(capsys.readouterr().out.split())
+
+
+def offline_tools(folder: Path) -> dict[str, str]:
+    """A PATH on which no package is installed and apt-get fails as it does without a network."""
+    folder.mkdir()
+    (folder / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    (folder / "apt-get").write_text("#!/bin/sh\necho \"E: Failed to fetch http://deb.debian.org/debian: "
+                                    "Temporary failure resolving 'deb.debian.org'\" >&2\nexit 100\n")
+    for tool in folder.iterdir():
+        tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+def test_an_offline_setup_says_what_it_needed_and_how_to_pre_install_it_then_fails(tmp_path):
+    from grader.bundles import FILES
+
+    listing = tmp_path / "packages.txt"
+    listing.write_text("bubblewrap\npython3-pytest\n")
+    done = subprocess.run(["sh", str(FILES / "install-packages.sh"), str(listing)], capture_output=True, text=True,
+                          env=offline_tools(tmp_path / "bin"), timeout=60)
+    assert done.returncode != 0
+    said = " ".join(done.stderr.split())
+    assert "Failed to fetch" in said  # apt's own error is kept, and explained
+    assert "could not install the Debian/Ubuntu packages the grader needs: bubblewrap python3-pytest" in said
+    assert "needs the network" in said
+    assert "RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap python3-pytest" in said
+
+
+class EngineWithout:
+    """A Docker client whose engine has no image and cannot pull one (offline, or a name no registry has)."""
+
+    def __init__(self) -> None:
+        import docker
+
+        class Images:
+            def get(self, name: str) -> None:
+                raise docker.errors.ImageNotFound(f"404 Client Error: Not Found (no such image: {name})")
+
+            def pull(self, name: str) -> None:
+                raise docker.errors.APIError(f"500 Server Error: Get https://registry-1.docker.io/v2/: dial tcp: lookup "
+                                             f"registry-1.docker.io: no such host ({name})")
+
+        self.images = Images()
+
+
+@pytest.mark.parametrize("target, base, image", [("gradescope", None, "gradescope/autograder-base:ubuntu-22.04"),
+                                                 ("prairielearn", None, "debian:bookworm-slim"),
+                                                 ("gradescope", "mine/ubuntu:22.04", "mine/ubuntu:22.04")])
+def test_a_missing_platform_image_is_named_with_the_command_that_gets_it(tmp_path, target, base, image):
+    from grader.bundles.trial import MissingImage, try_bundle
+
+    said: list[str] = []
+    with pytest.raises(MissingImage) as refused:
+        try_bundle(EngineWithout(), target, tmp_path / "bundle", REFERENCE, tmp_path / "out", base, said.append)
+    message = str(refused.value)
+    assert f"--run builds on {image}" in message and f"docker pull {image}" in message and "--base IMAGE" in message
+    assert "no such host" in message and said == [f"{image} is not on this Docker engine: pulling it"]
+
+
+class FakeRunner:
+    """A built image that grades without an engine: counts its builds, answers each submission with the
+    results a platform would read."""
+
+    builds = 0
+
+    def __init__(self, target: str) -> None:
+        self.target, self.graded = target, []
+
+    def __enter__(self) -> FakeRunner:
+        FakeRunner.builds += 1
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def grade(self, submission: Path, folder: Path) -> Outcome:
+        self.graded.append(submission.name)
+        full = submission.name.startswith("ref")
+        if self.target == "gradescope":
+            results = {"score": 88 if full else 0, "extra_data": {"max_score": 88, "status": "graded",
+                                                                  "isolation": "account"}, "tests": []}
+        else:
+            results = {"score": 1.0 if full else 0.0, "gradable": True,
+                       "provenance": {"status": "graded", "isolation": "account"}}
+        return Outcome(self.target, 0, "", folder, results)
+
+
+@pytest.mark.parametrize("target", ["gradescope", "prairielearn"])
+def test_run_each_builds_the_image_once_and_prints_a_score_line_per_submission(tmp_path, monkeypatch, capsys, target):
+    from grader.bundles import trial
+    from grader.cli import main
+    from grader.sandbox import engine
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "ref.py").write_bytes(REFERENCE.read_bytes())
+    (folder / "stub.py").write_bytes(STUB.read_bytes())
+    (folder / "bob").mkdir()  # a folder is one student's upload
+    (folder / "bob" / "scheduler.py").write_bytes(STUB.read_bytes())
+    (folder / ".DS_Store").write_bytes(b"junk")
+    runners: list[FakeRunner] = []
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(engine, "engine_status", lambda: (Client(), ""))
+    monkeypatch.setattr(trial, "ensure_base", lambda client, target, base, say: base or "some/base:1")
+    monkeypatch.setattr(trial, "make_runner", lambda client, target, output, base: runners.append(FakeRunner(target))
+                        or runners[-1])
+    FakeRunner.builds = 0
+    options = (["--image", "course/grader:1", "-o", str(tmp_path / "q")] if target == "prairielearn"
+               else ["-o", str(tmp_path / "a.zip")])
+    assert main(["package", "--target", target, "--exercise", EXERCISE, *options, "--run-each", str(folder)]) == 0
+    said = capsys.readouterr().out
+    assert FakeRunner.builds == 1 and runners[0].graded == ["bob", "ref.py", "stub.py"]
+    full, zero = (("88/88 points", "0/88 points") if target == "gradescope" else ("100%", "0%"))
+    assert f"ref.py: {full}, graded, isolation account" in said and f"stub.py: {zero}, graded" in said
+    assert "3 submissions graded with one image" in said
+    assert main(["package", "--target", target, "--exercise", EXERCISE, *options, "--run", str(REFERENCE),
+                 "--run-each", str(folder)]) == 2
+
+
 # -- the runner inside the platform's container, on this machine's files (no engine needed) ------------
 
 def local_platform(tmp_path: Path, exercise, target: str, files: dict[str, bytes]):
@@ -418,7 +626,7 @@ def test_gradescope_gives_the_reference_full_marks(gradescope, base, python310_b
     assert results["extra_data"]["status"] == "graded"
     # Graded by the stand-in's own /usr/bin/python3, in the isolation Docker's defaults leave.
     assert f"Python {'3.10' if base == python310_base else '3.11'}" in outcome.log, outcome.log[-2000:]
-    assert "isolation account" in outcome.log
+    assert "isolation account" in outcome.log and results["extra_data"]["isolation"] == "account"
     assert results["score"] == results["extra_data"]["max_score"] == sum(t["max_score"] for t in results["tests"]) > 0
     assert all(t["status"] == "passed" for t in results["tests"]) and len(results["tests"]) > 20
 
@@ -490,6 +698,7 @@ def test_gradescope_shows_the_premium_suite_when_the_instructor_chose(docker_cli
 def test_prairielearn_gives_the_reference_full_marks_and_the_stub_zero(prairielearn, tmp_path):
     full = prairielearn_run(prairielearn, tmp_path / "r", {"scheduler.py": REFERENCE.read_bytes()}).results
     assert full["gradable"] is True and full["succeeded"] is True and full["score"] == 1
+    assert full["provenance"]["isolation"] in ("account", "namespaces")
     assert all(t["points"] == t["max_points"] > 0 for t in full["tests"]) and len(full["tests"]) > 20
     zero = prairielearn_run(prairielearn, tmp_path / "s", {"scheduler.py": STUB.read_bytes()}).results
     assert zero["gradable"] is True and zero["score"] == 0 and all(t["points"] == 0 for t in zero["tests"])
@@ -636,6 +845,27 @@ def test_package_run_shows_what_gradescope_will_show(docker_client, platform_bas
         assert (results_file.parent / "stdout").is_file()
     finally:
         shutil.rmtree(results_file.parent)
+    assert trial_images(docker_client) == before
+
+
+@pytest.mark.slow
+def test_package_run_each_grades_a_folder_with_one_image(docker_client, platform_base, tmp_path, capsys):
+    from grader.cli import main
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "alice.py").write_bytes(REFERENCE.read_bytes())
+    (folder / "bob.py").write_bytes(STUB.read_bytes())
+    before = trial_images(docker_client)
+    code = main(["package", "--target", "gradescope", "--exercise", EXERCISE, "-o", str(tmp_path / "a.zip"),
+                 "--run-each", str(folder), "--base", platform_base])
+    said = capsys.readouterr().out
+    assert code == 0, said
+    assert said.count("building the autograder's image") == 1 and "2 submissions graded with one image" in said
+    total = re.search(r"total points to (\d+)", said).group(1)
+    assert f"alice.py: {total}/{total} points, graded, isolation account" in said
+    assert f"bob.py: 0/{total} points, graded" in said
+    shutil.rmtree(re.search(r"results under (\S+):", said).group(1))
     assert trial_images(docker_client) == before
 
 

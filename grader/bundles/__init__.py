@@ -5,7 +5,7 @@
   once while building its image, then runs /autograder/run_autograder for each submission, the
   student's files in /autograder/submission; the results go to /autograder/results/results.json.
 - PrairieLearn (https://prairielearn.readthedocs.io/en/latest/externalGrading/): a question folder
-  (info.json with external grading options, question.html, clientFilesQuestion/ with the statement,
+  (info.json with external grading options, question.html with the statement rendered in it,
   tests/ with the exercise) and, in image/, the grading image's recipe (a Dockerfile on Debian
   bookworm and its entrypoint), which reads /grade/student and writes /grade/results/results.json.
 
@@ -32,7 +32,7 @@ from html import escape
 from pathlib import Path
 
 import grader
-from grader.exercise import Exercise
+from grader.exercise import VISIBILITIES, Exercise
 from grader.harness.contract import Limits
 from grader.seed_checks import check_seeds
 
@@ -55,6 +55,8 @@ STARTUP_S = 60
 PLATFORM_TIMEOUT_MAX_S = {"prairielearn": 600, "gradescope": 40 * 60}
 GRADESCOPE_DEFAULT_TIMEOUT_S = 10 * 60
 IMAGE_EXAMPLE = "ACCOUNT/NAME:TAG"
+# One image grades every exercise of a course: its suggested name says the course, not an exercise.
+IMAGE_SUGGESTED = "myaccount/grader:" + grader.__version__
 EXECUTABLE = 0o755
 
 
@@ -108,6 +110,40 @@ def packages_for(exercise: Exercise) -> list[str]:
     return sorted({*HOST_PACKAGES, *exercise.packages})
 
 
+def course_packages(exercise: Exercise) -> list[str]:
+    """The Debian packages of PrairieLearn's one grading image: the grader's and those of every exercise
+    of the project, so that the same image grades each of them (one image to build, push and sync for
+    the course, not one per exercise). An exercise that does not load is left to its own packaging."""
+    from grader.exercise import ExerciseError, load_exercise
+
+    wanted = set(packages_for(exercise))
+    for toml in sorted((exercise.root / "exercises").glob("*/exercise.toml")):
+        try:
+            wanted.update(load_exercise(str(toml.parent)).packages)
+        except (ExerciseError, OSError, ValueError):
+            continue
+    return sorted(wanted)
+
+
+def point_total(exercise: Exercise, tier: str) -> int:
+    """The points a run of this tier is out of: the total to set on the platform's assignment."""
+    from grader.grading import expected_max
+
+    return sum(expected_max(exercise, tier).values())
+
+
+def points_by_visibility(exercise: Exercise, tier: str, hidden_visibility: str | None) -> dict[str, int]:
+    """The tier's points by when Gradescope shows their tests (exports.suite_visibility's rule)."""
+    from grader.exports import visibility_of
+    from grader.grading import expected_max
+
+    found: dict[str, int] = {}
+    for (suite, _), points in expected_max(exercise, tier).items():
+        shown = visibility_of(suite, exercise.suite_visibility, list(exercise.open_suites), hidden_visibility)
+        found[shown] = found.get(shown, 0) + points
+    return found
+
+
 def grader_files() -> list[tuple[str, bytes]]:
     """The grader's own source, as (path in the bundle, bytes): every module, and the report templates
     as grader/templates/ (where an installed grader keeps them)."""
@@ -159,8 +195,11 @@ def config_for(target: str, exercise: Exercise, tier: str, hidden_visibility: st
 # -- Gradescope ---------------------------------------------------------------------------------------
 
 def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None) -> bytes:
-    """autograder.zip: setup.sh and run_autograder at the root, beside the grader and the exercise."""
+    """autograder.zip: setup.sh and run_autograder at the root, beside the grader and the exercise, and a
+    README.md that says how to set up the assignment (its point total first)."""
+    readme = gradescope_readme(exercise, tier, hidden_visibility, check_timeout("gradescope", exercise))
     members = [
+        ("README.md", readme.encode(), 0o644),
         ("setup.sh", (FILES / "setup.sh").read_bytes(), EXECUTABLE),
         ("run_autograder", (FILES / "run_autograder").read_bytes(), EXECUTABLE),
         ("install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
@@ -178,6 +217,40 @@ def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None)
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
     return buffer.getvalue()
+
+
+def timeout_minutes(timeout: int) -> int:
+    return max(math.ceil(timeout / 60), GRADESCOPE_DEFAULT_TIMEOUT_S // 60)
+
+
+def visibility_lines(exercise: Exercise, tier: str, hidden_visibility: str | None) -> list[str]:
+    """What students see of the results, and when, in points: the total is held back with the most
+    held-back tests (exports.total_visibility), as Gradescope counts their points in the total it shows."""
+    from grader.exports import WHEN_SHOWN
+
+    found = points_by_visibility(exercise, tier, hidden_visibility)
+    total = sum(found.values())
+    lines = [f"tests worth {points} of {total} points {WHEN_SHOWN[visibility]} ({visibility})"
+             for visibility, points in sorted(found.items(), key=lambda item: VISIBILITIES.index(item[0]))]
+    held = min(found, key=VISIBILITIES.index, default="visible")
+    if held != "visible":
+        lines.append(f"the total score is held back with them (results.json's top-level visibility {held}): "
+                     "Gradescope would otherwise show a total that counts tests students cannot see")
+    return lines
+
+
+def gradescope_readme(exercise: Exercise, tier: str, hidden_visibility: str | None, timeout: int) -> str:
+    """The bundle's README: what to set on the assignment, so that nothing about it is left to guess."""
+    shown = "".join(f"- {line}\n" for line in visibility_lines(exercise, tier, hidden_visibility))
+    return (f"# Gradescope autograder: {exercise.title or exercise.slug} ({tier} tier)\n\n"
+            f"Made by grader {grader.__version__} (`grader package --target gradescope`).\n\n"
+            "## Set on the assignment\n\n"
+            f"- Total points: **{point_total(exercise, tier)}** (the tests of the {tier} tier)\n"
+            "- Autograder: upload this zip, base image Ubuntu 22.04 or 24.04\n"
+            f"- Autograder timeout: at least {timeout_minutes(timeout)} minutes\n\n"
+            "## What students see\n\n" + shown + "\n"
+            "Each submission is one file, graded as `" + exercise.submission_file + "`. setup.sh installs what the "
+            "grader needs with apt-get and pip, which needs the network; offline, it says what to pre-install.\n")
 
 
 # -- PrairieLearn -------------------------------------------------------------------------------------
@@ -206,8 +279,7 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
     starter = f"starter_{exercise.submission_file}"
     html = string.Template((FILES / "question.html").read_text(encoding="utf-8")).substitute(
         title=_mustache_safe(exercise.title or exercise.slug), submission=escape(exercise.submission_file),
-        starter=escape(starter))
-    statement = exercise.folder / "README.md"
+        starter=escape(starter), statement=statement_html(exercise))
     files: list[tuple[str, bytes, int]] = [
         ("info.json", (json.dumps(info, indent=2) + "\n").encode(), 0o644),
         ("question.html", html.encode(), 0o644),
@@ -218,11 +290,9 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
         ("image/entrypoint", (FILES / "entrypoint").read_bytes(), EXECUTABLE),
         ("image/install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
         ("image/check-python.sh", (FILES / "check-python.sh").read_bytes(), EXECUTABLE),
-        ("image/packages.txt", "\n".join(packages_for(exercise)).encode() + b"\n", 0o644),
+        ("image/packages.txt", "\n".join(course_packages(exercise)).encode() + b"\n", 0o644),
         *((f"image/{path}", data, 0o644) for path, data in grader_files()),
     ]
-    if statement.is_file():
-        files.append(("clientFilesQuestion/README.md", statement.read_bytes(), 0o644))
     for folder in ("tests", "image", "clientFilesQuestion"):  # what a previous packaging left goes
         if (out / folder).is_dir() and not (out / folder).is_symlink():
             shutil.rmtree(out / folder)
@@ -242,6 +312,17 @@ def _existing_uuid(info: Path) -> str | None:
         return str(uuid.UUID(value)) if isinstance(value, str) else None
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def statement_html(exercise: Exercise) -> str:
+    """The exercise's README, rendered as the web service renders it (Markdown, raw HTML escaped), for
+    the question itself: students read the statement where they write the code, not in another tab.
+    Braces become entities, so that PrairieLearn's Mustache reads none of the statement as a tag."""
+    from grader.web.exercise_page import statement_html as rendered
+
+    if not (exercise.folder / "README.md").is_file():
+        return ""
+    return rendered(exercise).replace("{", "&#123;").replace("}", "&#125;")
 
 
 def _mustache_safe(text: str) -> str:
@@ -286,33 +367,62 @@ def package(target: str, exercise_name: str | None, tier: str | None, output: Pa
     if target == "gradescope":
         timeout = check_timeout("gradescope", exercise)
         output.write_bytes(gradescope_zip(exercise, tier, hidden_visibility))
-        return gradescope_message(output, exercise, tier, timeout) + warnings
+        return (gradescope_message(output, exercise, tier, timeout, hidden_visibility) + warnings
+                + hidden_warning(exercise, tier, hidden_visibility))
     if not image or not image.strip():
         raise BundleError(f"PrairieLearn pulls the grading image from a registry: name it with --image "
-                          f"{IMAGE_EXAMPLE} (for example --image myaccount/{exercise.slug}-grader:1), the name "
-                          "you build and push the question's image/ folder as")
+                          f"{IMAGE_EXAMPLE} (for example --image {IMAGE_SUGGESTED}), the name you build and push "
+                          "the question's image/ folder as. One image grades every exercise of the course: give "
+                          "each exercise's question the same --image")
     output.mkdir(parents=True, exist_ok=True)
     prairielearn_folder(exercise, tier, output, image)
-    return prairielearn_message(output, exercise, tier, image) + warnings
+    return prairielearn_message(output, exercise, tier, image) + warnings + image_warning(exercise, image)
 
 
-def gradescope_message(output: Path, exercise: Exercise, tier: str, timeout: int) -> str:
-    minutes = max(math.ceil(timeout / 60), GRADESCOPE_DEFAULT_TIMEOUT_S // 60)
-    return (f"{output}: Gradescope autograder for {exercise.slug} ({tier} tier). Upload it as the assignment's "
-            "autograder with the base image Ubuntu 22.04 or 24.04, and set the autograder timeout to at "
-            f"least {minutes} minutes (so that the grader's own limits end every run). Gradescope starts its "
-            "containers with Docker's defaults: there each submission runs as an account of its own, and "
-            "the scorecards say so (isolation \"account\"). Try it first: grader package --target gradescope "
-            "... --run SUBMISSION")
+def gradescope_message(output: Path, exercise: Exercise, tier: str, timeout: int,
+                       hidden_visibility: str | None = None) -> str:
+    shown = "".join(f"\n  - {line}" for line in visibility_lines(exercise, tier, hidden_visibility))
+    return (f"{output}: Gradescope autograder for {exercise.slug} ({tier} tier).\n"
+            f"Set the assignment's total points to {point_total(exercise, tier)}. Upload the zip as its autograder "
+            "with the base image Ubuntu 22.04 or 24.04, and set the autograder timeout to at least "
+            f"{timeout_minutes(timeout)} minutes (so that the grader's own limits end every run).\n"
+            f"What students see:{shown}\n"
+            "Gradescope starts its containers with Docker's defaults: there each submission runs as an account "
+            "of its own, and results.json says so (extra_data.isolation \"account\"). The zip's README.md says "
+            "all this again. Try it first: grader package --target gradescope ... --run SUBMISSION (or "
+            "--run-each FOLDER)")
+
+
+def hidden_warning(exercise: Exercise, tier: str, hidden_visibility: str | None) -> str:
+    """Tests students never see hold their total back for good: said at packaging, with the way out."""
+    never = points_by_visibility(exercise, tier, hidden_visibility).get("hidden", 0)
+    if not never:
+        return ""
+    return (f"\nwarning: tests worth {never} of {point_total(exercise, tier)} points are never shown to students "
+            "(visibility hidden), so their total score in the autograder's results is never shown either: a "
+            "total that counts tests they cannot see would contradict what they can. To show it later, choose "
+            "--hidden-visibility after_due_date or after_published")
 
 
 def prairielearn_message(output: Path, exercise: Exercise, tier: str, image: str) -> str:
     recipe = output / "image"
-    return (f"{output}: PrairieLearn question for {exercise.slug} ({tier} tier). Build its grading image for "
-            f"PrairieLearn's machines and push it: docker build --platform linux/amd64 -t {image} {recipe} && "
-            f"docker push {image}. Then move {recipe} out of the course, sync the course, and on its Sync page "
-            f"sync the Docker image {image}. Try it first: grader package --target prairielearn ... --run "
-            "SUBMISSION")
+    return (f"{output}: PrairieLearn question for {exercise.slug} ({tier} tier), graded by the course's one "
+            f"grading image {image}, which serves every exercise of this project (package each with the same "
+            "--image). Once for the course (again after upgrading the grader or adding an exercise whose "
+            "exercise.toml asks for other sandbox packages):\n"
+            f"  docker build --platform linux/amd64 -t {image} {recipe}\n"
+            f"  docker push {image}\n"
+            f"  then on the course's Sync page, under Docker images, sync {image}\n"
+            f"For this question: move {recipe} out of the course (every question's image/ is the same recipe), "
+            "commit, and sync the course. Try it first: grader package --target prairielearn ... --run SUBMISSION")
+
+
+def image_warning(exercise: Exercise, image: str) -> str:
+    if exercise.slug.lower() not in image.lower():
+        return ""
+    return (f"\nwarning: --image {image} names the exercise {exercise.slug}, but one image grades every exercise "
+            "of the course: build it once, and give every question the same --image (such as "
+            f"{IMAGE_SUGGESTED})")
 
 
 def _only_exercise() -> str:

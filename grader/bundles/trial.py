@@ -131,7 +131,7 @@ def _gradescope_summary(outcome: Outcome) -> Iterable[str]:
         return
     extra = results.get("extra_data", {})
     yield (f"Gradescope: {results.get('score')} of {extra.get('max_score')} points, run {extra.get('status')}"
-           + _isolation(outcome.log))
+           + _isolation(outcome.log, results))
     tests = [t for t in results.get("tests", []) if "max_score" in t]
     by_visibility: dict[str, list[int]] = {}
     for test in tests:
@@ -143,8 +143,11 @@ def _gradescope_summary(outcome: Outcome) -> Iterable[str]:
             "" if visibility == "visible" else " (students see them, and the total, only then)")
 
 
-def _isolation(log: str) -> str:
-    """How the submission was kept apart, as the runner's log says it."""
+def _isolation(log: str, results: dict[str, Any] | None = None) -> str:
+    """How the submission was kept apart: as results.json records it, else as the runner's log says it."""
+    recorded = (results or {}).get("extra_data", (results or {}).get("provenance", {}))
+    if isinstance(recorded, dict) and recorded.get("isolation"):
+        return f", isolation {recorded['isolation']}"
     found = re.search(r"^outcome: .*, isolation (\w+)\r?$", log, re.M)  # a TTY ends lines with CR LF
     return f", isolation {found.group(1)}" if found else ""
 
@@ -157,7 +160,7 @@ def _prairielearn_summary(outcome: Outcome) -> Iterable[str]:
     score = results.get("score")
     gradable = "gradable" if results.get("gradable", True) else "not gradable (no attempt used)"
     shown = f"score {score:.0%}" if isinstance(score, (int, float)) else "no score"
-    yield f"PrairieLearn: {shown}, {gradable}" + _isolation(outcome.log)
+    yield f"PrairieLearn: {shown}, {gradable}" + _isolation(outcome.log, results)
     tests = results.get("tests", [])
     if tests:
         full = sum(t.get("points") == t.get("max_points") for t in tests)
@@ -415,19 +418,102 @@ class PrairieLearnGrader(_BuiltImage):
 
 # -- `grader package --run` ---------------------------------------------------------------------------
 
+PRAIRIELEARN_BASE = "debian:bookworm-slim"  # the image/ Dockerfile's default BASE
+
+
+class MissingImage(RuntimeError):
+    """The image a trial builds on is neither on the engine nor to be pulled (the message says how to get it)."""
+
+
+def ensure_base(client: docker.DockerClient, target: str, base: str | None, say: Say) -> str:
+    """The image the trial builds on, pulled when the engine lacks it. A missing image otherwise ends in
+    the engine's bare "404 Not Found": this says which image, and the command that gets it."""
+    image = base or (GRADESCOPE_BASE if target == "gradescope" else PRAIRIELEARN_BASE)
+    try:
+        client.images.get(image)
+        return image
+    except docker.errors.ImageNotFound:
+        pass
+    say(f"{image} is not on this Docker engine: pulling it")
+    try:
+        client.images.pull(image)
+    except docker.errors.DockerException as exc:
+        whose = ("Gradescope's own base image" if image == GRADESCOPE_BASE else
+                 "the grading image's default base" if image == PRAIRIELEARN_BASE else "the image --base names")
+        raise MissingImage(
+            f"--run builds on {image} ({whose}), which this Docker engine does not have and could not pull "
+            f"({_first_line(exc)}). Get it where the network reaches Docker Hub: docker pull {image} (or docker load "
+            "-i a saved copy), or give --base IMAGE naming an Ubuntu 22.04 or Debian image you have "
+            "(docker images lists them)") from None
+    return image
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def make_runner(client: docker.DockerClient, target: str, output: Path, base: str) -> GradescopeAutograder | PrairieLearnGrader:
+    if target == "gradescope":
+        return GradescopeAutograder(client, output.read_bytes(), base)
+    return PrairieLearnGrader(client, output, base)
+
+
 def try_bundle(client: docker.DockerClient, target: str, output: Path, submission: Path, folder: Path,
                base: str | None, say: Say) -> Outcome:
     """Build `output`'s image (the zip's autograder, or the question's grading image) and grade one
     submission with it; the results are kept in `folder`."""
-    if target == "gradescope":
-        say(f"building the autograder's image on {base or GRADESCOPE_BASE} (setup.sh as root)")
-        runner: GradescopeAutograder | PrairieLearnGrader = GradescopeAutograder(
-            client, output.read_bytes(), base or GRADESCOPE_BASE)
-        spec = GRADESCOPE
-    else:
-        say(f"building {output / 'image'}" + (f" on {base}" if base else ""))
-        runner, spec = PrairieLearnGrader(client, output, base), PRAIRIELEARN
-    with runner:
-        say(f"grading {submission} as {target} runs it: {spec.memory_mb} MB, {spec.cpus:g} CPU, "
-            "Docker's default confinement")
-        return runner.grade(submission, folder)
+    [(_, outcome)] = try_each(client, target, output, [submission], folder, base, say)
+    return outcome
+
+
+def submissions_in(folder: Path) -> list[Path]:
+    """Each submission of a folder of them: every file, and every subfolder as one student's upload
+    (dotfiles aside), by name."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder")
+    found = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p.is_file() or p.is_dir()))
+    if not found:
+        raise FileNotFoundError(f"{folder} holds no submission (a file, or a folder of one student's files)")
+    return found
+
+
+def try_each(client: docker.DockerClient, target: str, output: Path, submissions: list[Path], folder: Path,
+             base: str | None, say: Say) -> list[tuple[Path, Outcome]]:
+    """Build the bundle's image once, then grade each submission in a fresh container of it, as the
+    platform does; each one's results are kept in a folder of its own under `folder`. Says a score line
+    per submission as it is graded."""
+    image = ensure_base(client, target, base, say)
+    spec = GRADESCOPE if target == "gradescope" else PRAIRIELEARN
+    say(f"building the autograder's image on {image} (setup.sh as root)" if target == "gradescope"
+        else f"building {output / 'image'} on {image}")
+    outcomes: list[tuple[Path, Outcome]] = []
+    with make_runner(client, target, output, image) as runner:
+        for number, submission in enumerate(submissions, 1):
+            say(f"grading {submission} as {target} runs it: {spec.memory_mb} MB, {spec.cpus:g} CPU, "
+                "Docker's default confinement")
+            where = folder if len(submissions) == 1 else folder / f"{number:03d}-{_safe(submission.name)}"
+            outcome = runner.grade(submission, where)
+            outcomes.append((submission, outcome))
+            if len(submissions) > 1:
+                say(score_line(submission.name, outcome))
+    return outcomes
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "submission"
+
+
+def score_line(name: str, outcome: Outcome) -> str:
+    """One submission's outcome in a line: its score as the platform records it, the run's status and
+    isolation."""
+    results = outcome.results
+    if results is None:
+        return f"{name}: no results ({outcome.failure})"
+    if outcome.platform == "gradescope":
+        extra = results.get("extra_data", {})
+        return (f"{name}: {results.get('score')}/{extra.get('max_score')} points, {extra.get('status')}"
+                + _isolation(outcome.log, results))
+    score = results.get("score")
+    shown = f"{score:.0%}" if isinstance(score, (int, float)) else "no score"
+    status = results.get("provenance", {}).get("status") or ("graded" if results.get("gradable", True) else "not gradable")
+    return f"{name}: {shown}, {status}" + _isolation(outcome.log, results)

@@ -15,13 +15,27 @@ folder="$here/python-packages"
 export DEBIAN_FRONTEND=noninteractive
 updated=""
 
+# apt-get's own errors say a mirror cannot be reached, not what the grader needed: when it fails (no
+# network, as on an image built offline), say which packages, why, and how to provide them, then fail.
+unavailable() {
+    {
+        echo "grader: setup could not install the Debian/Ubuntu packages the grader needs: $*"
+        echo "grader: apt-get needs the network to fetch them (apt's own messages are above)."
+        echo "grader: either run the setup where the network is reachable (Gradescope's setup.sh has it)," \
+             "or use a base image that has them already, made once with the network:"
+        echo "grader:     RUN apt-get update && apt-get install -y --no-install-recommends $*"
+        echo "grader: with every package already installed, the setup needs no network at all."
+    } >&2
+    exit 1
+}
+
 apt_install() {
     echo "grader: installing $*"
     if [ -z "$updated" ]; then
-        apt-get update -qq
+        apt-get update -qq || unavailable "$@"
         updated=yes
     fi
-    apt-get install -y -qq --no-install-recommends "$@"
+    apt-get install -y -qq --no-install-recommends "$@" || unavailable "$@"
 }
 
 missing=""
@@ -52,7 +66,8 @@ if [ -n "$wanted" ]; then
         rm -f "$constraints"
         echo "grader: pip could not install$(printf ' %s' $wanted) into $folder: it needs the network" \
              "(Gradescope's setup.sh and a PrairieLearn image build have it), or put those versions in the" \
-             "base image for /usr/bin/python3" >&2
+             "base image for /usr/bin/python3, made once with the network:" >&2
+        echo "grader:     RUN /usr/bin/python3 -m pip install$(printf ' %s' $wanted)" >&2
         exit 1
     fi
     rm -f "$constraints"
