@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 # The audit case: one whole audit in a fresh Python, printing what it graded (the figures' count).
 AUDIT = """
 import json, sys
-from grader.audit import run_audit
-from grader.exercise import load_exercise
+from grader.course.audit import run_audit
+from grader.core.exercise import load_exercise
 from grader.sandbox.choose import choose_backend
 exercise = load_exercise(sys.argv[1])
 backend = choose_backend("local")
@@ -59,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     if not cgroups_writable():
         raise SystemExit("this benchmark makes a cgroup per case: run it as root on a writable /sys/fs/cgroup")
-    from grader.mutate import generate_mutants
+    from grader.course.mutate import generate_mutants
 
     exercise = load_exercise(args.exercise, args.project.resolve())
     made = generate_mutants(exercise.reference.read_text(encoding="utf-8"))

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table  # noqa: E402
 from benchmarks.run_case import CASES  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 ALL_CASES = ("floor", *CASES)
 

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_batch import arguments, compare  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
-from grader.grading import grade_bytes  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
+from grader.core.grading import grade_bytes  # noqa: E402
 from grader.sandbox.docker_backend import DockerBackend  # noqa: E402
 from grader.sandbox.engine import engine_client  # noqa: E402
 from grader.sandbox.image import ensure_image  # noqa: E402

@@ -24,8 +24,8 @@ CASES = {
 GRADE = """
 import resource, sys
 sys.path.insert(0, {root!r})
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.local import run_local
 source = b"\\n\\n".join(open(p, "rb").read() for p in {paths!r})
 card = grade_bytes(source, load_exercise("continuous_batching"), {tier!r}, run_local, "local")

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_side_by_side import CpuGroup  # noqa: E402
-from grader.exercise import Exercise, load_exercise  # noqa: E402
-from grader.store import Store  # noqa: E402
+from grader.core.exercise import Exercise, load_exercise  # noqa: E402
+from grader.course.store import Store  # noqa: E402
 
 SOLUTIONS = ROOT / "tests" / "solutions"
 # slow_calls sleeps past a random-workload test's 60 s on the top tier even on an idle machine.

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_batch import KINDS, make_class  # noqa: E402
 from benchmarks.cpu import CpuGroup, cgroups_writable, run_in_group  # noqa: E402
 from benchmarks.run_case import CASES  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 ROLES = ("host", "isolation check", "harness", "harness, forked", "bubblewrap", "zygote", "loader", "worker",
          "other")

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import CpuGroup, cgroups_writable  # noqa: E402
-from grader.store import Store  # noqa: E402
+from grader.course.store import Store  # noqa: E402
 from tests.servers import Postgres, Redis, fresh_database  # noqa: E402
 from tests.service import STATE, Server, child_env, grader_command, import_roster, signed_in  # noqa: E402
 
@@ -175,7 +175,7 @@ import sys, time
 from grader.sandbox.choose import choose_backend
 from grader.sandbox.local import LocalBackend
 from grader.service import jobs
-from grader.store import Store
+from grader.course.store import Store
 store, backend = Store(sys.argv[1]), choose_backend(sys.argv[2], warm=True)
 if isinstance(backend, LocalBackend):
     backend.lanes = 1

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_batch import make_class  # noqa: E402
 from benchmarks.cpu import CpuGroup  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 
 def pair(checkouts: list[Path], folder: Path, args: argparse.Namespace, scratch: Path, number: int

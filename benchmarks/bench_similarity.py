@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 EXERCISE = "continuous_batching"
 CLASS = ROOT / "tests" / "similarity_class"

@@ -28,8 +28,8 @@ import pytest  # noqa: E402
 from _pytest.runner import runtestprotocol  # noqa: E402
 
 import grader.harness.inprocess as inprocess  # noqa: E402
-from grader.exercise import load_exercise  # noqa: E402
-from grader.seeding import seed_for_source  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
+from grader.core.seeding import seed_for_source  # noqa: E402
 
 
 class Floor:

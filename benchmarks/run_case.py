@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.exercise import load_exercise  # noqa: E402
+from grader.core.exercise import load_exercise  # noqa: E402
 
 # The cases that grade each submission in a fresh Python of its own with one backend (the sandbox's cost
 # without the command line's), and that backend's settings. What every case needs is imported where it
@@ -43,10 +43,10 @@ CASES = ("in-process", "grade", "local", "docker-run", "docker", *SINGLE)
 
 
 def batch(folder: Path, exercise, tier: str, sandbox: str, jobs: int, cgroup_parent: str | None) -> None:
-    from grader.batch import discover, run_batch
+    from grader.course.batch import discover, run_batch
+    from grader.course.store import Store
     from grader.sandbox.choose import choose_backend
     from grader.sandbox.docker_backend import DockerBackend
-    from grader.store import Store
 
     def make_backend():
         backend = choose_backend(sandbox, warm=True)
@@ -75,7 +75,7 @@ def grade_command(path: Path, exercise, tier: str) -> None:
 
 def single(case: str, path: Path, exercise, tier: str, cgroup_parent: str | None) -> None:
     """Grade one submission with the backend of `case`, in this process (started for it by `fresh`)."""
-    from grader.grading import grade_bytes
+    from grader.core.grading import grade_bytes
     from grader.sandbox.local import LocalBackend
 
     if case == "docker-single":

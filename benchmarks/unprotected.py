@@ -13,8 +13,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from grader.core.seeding import seed_for_source
 from grader.sandbox.local import HARNESS_ENV
-from grader.seeding import seed_for_source
 
 ROOT = Path(__file__).resolve().parent.parent
 

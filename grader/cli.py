@@ -30,20 +30,20 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.bundles import TARGETS
+from grader.core.exercise import VISIBILITIES, ExerciseError, load_exercise, project_root
+from grader.core.grading import Backend, grade_bytes
+from grader.core.scorecard import SCHEMA_VERSION, Scorecard
+from grader.core.validate import read_capped
 from grader.errors import GradingError, StoreError
-from grader.exercise import VISIBILITIES, ExerciseError, load_exercise, project_root
-from grader.grading import Backend, grade_bytes
+from grader.report.terminal import PipedConsole, print_summary
 from grader.sandbox.choose import SANDBOXES, choose, choose_backend
 from grader.sandbox.local import UNSAFE_WARNING
-from grader.scorecard import SCHEMA_VERSION, Scorecard
-from grader.terminal import PipedConsole, print_summary
 from grader.text import without_surrogates
-from grader.validate import read_capped
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by the commands that use it
-    from grader.batch import BatchSummary
+    from grader.course.batch import BatchSummary
+    from grader.course.store import Store
     from grader.similarity import Report
-    from grader.store import Store
 
 OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4
 BROKEN_PIPE = 141  # what a shell reports for a writer ended by SIGPIPE
@@ -249,7 +249,7 @@ def command_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_export(args: argparse.Namespace, console: Console) -> int:
-    from grader.exports import export
+    from grader.report.exports import export
 
     card = read_scorecard(args)
     try:
@@ -264,7 +264,7 @@ def command_export(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_new(args: argparse.Namespace, console: Console) -> int:
-    from grader.scaffold import new_exercise
+    from grader.course.scaffold import new_exercise
 
     project = Path(args.project)
     written = new_exercise(args.slug, project, args.file)
@@ -306,8 +306,8 @@ def command_misconceptions(args: argparse.Namespace, console: Console) -> int:
 def command_audit(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from grader.audit import run_audit
-    from grader.audit_view import print_audit
+    from grader.course.audit import run_audit
+    from grader.course.audit_view import print_audit
 
     exercise = load_exercise(args.exercise)
     backend = sandbox_for(args, console)
@@ -325,7 +325,7 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    from grader.store import Store
+    from grader.course.store import Store
 
     return Store(store_location(args.db))
 
@@ -345,7 +345,7 @@ def store_report(store_path: Path, student: str, exercise: str, submission_id: i
 
 
 def command_submit(args: argparse.Namespace, console: Console) -> int:
-    from grader.store import validate_student_id
+    from grader.course.store import validate_student_id
 
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)
@@ -372,9 +372,9 @@ def command_batch(args: argparse.Namespace, console: Console) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from grader.batch import discover, run_batch
-    from grader.deadlines import of_project
-    from grader.gradebook import entry_of, pick, to_csv
+    from grader.course.batch import discover, run_batch
+    from grader.course.deadlines import of_project
+    from grader.course.gradebook import entry_of, pick, to_csv
 
     exercise = load_exercise(args.exercise)
     args.tier = exercise.tier(args.tier)
@@ -456,8 +456,8 @@ def print_batch_summary(summary: BatchSummary, console: Console) -> None:
 
 
 def command_publish(args: argparse.Namespace, console: Console) -> int:
-    from grader.deadlines import of_project
-    from grader.publish import SiteError, publish
+    from grader.course.deadlines import of_project
+    from grader.course.publish import SiteError, publish
 
     if args.names and args.pseudonymous:
         raise UsageError("--names and --pseudonymous contradict each other: give one (pseudonyms are the default)")
@@ -485,7 +485,7 @@ def command_publish(args: argparse.Namespace, console: Console) -> int:
 
 def command_similarity(args: argparse.Namespace, console: Console) -> int:
     """The pairs of students whose files are most alike: in the terminal, and as --out's pages or --json."""
-    from grader.publish import pseudonym
+    from grader.course.publish import pseudonym
     from grader.similarity import compare, sources
     from grader.similarity.view import to_json, write_folder
 
@@ -536,7 +536,7 @@ def command_similarity(args: argparse.Namespace, console: Console) -> int:
 
 
 def print_similarity(report: Report, console: Console, rows: int = 15) -> None:
-    from grader.terminal import escaped
+    from grader.report.terminal import escaped
 
     console.print(Text(f"{report.students} students of {report.exercise} compared; "
                        f"{report.pairs_found} pair(s) share code beyond what the exercise gave them"))
@@ -564,8 +564,8 @@ def write_pseudonym_map(store: Store, path: Path) -> None:
     import csv
     import io
 
+    from grader.course.publish import pseudonym_map
     from grader.db.engine import write_private
-    from grader.publish import pseudonym_map
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -612,7 +612,7 @@ def image_package_sets(named: list[str] | None) -> dict[tuple[str, ...], str]:
 
 def store_location(explicit: str | None) -> str:
     """A database URL as given, else the SQLite path of --db / $GRADER_DB / ./grader.db."""
-    from grader.store import default_db_path
+    from grader.course.store import default_db_path
 
     return explicit if explicit and "://" in explicit else str(default_db_path(explicit))
 

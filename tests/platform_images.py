@@ -113,7 +113,7 @@ def ensure_python310_base(client, base: str, say=print) -> str | None:
 if __name__ == "__main__":
     sys.path.insert(0, str(PROJECT))
     from grader.bundles import packages_for
-    from grader.exercise import load_exercise
+    from grader.core.exercise import load_exercise
     from grader.sandbox.engine import engine_client
     from grader.sandbox.image import ensure_base
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.docker_backend import HARNESS_MEMORY_MB as DOCKER_HARNESS_MEMORY_MB
 from grader.sandbox.local import run_local
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE

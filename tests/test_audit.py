@@ -44,9 +44,9 @@ def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
 def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, monkeypatch):
     """No tier name is assumed: the top tier runs the most suites, and a tier it does not cover is
     graded on its own. Grading is stood in for: a file's text names the suite whose test it fails."""
-    import grader.audit as audit
-    from grader.exercise import load_exercise
-    from grader.scorecard import Scorecard, TestResult
+    import grader.course.audit as audit
+    from grader.core.exercise import load_exercise
+    from grader.core.scorecard import Scorecard, TestResult
 
     copy = load_exercise(str(exercise_copy(tmp_path)))
     exercise = replace(copy, tiers={"taster": ("visible",), "everything": ("visible", "hidden"), "odd": ("other",)})
@@ -97,9 +97,9 @@ def test_an_exercise_that_cannot_be_graded_gets_no_verdict_on_its_suite(tmp_path
 
 def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=None, generated=False):
     """An audit with grading stood in for: `outcome(text, seed)` names the tests a file fails on a seed."""
-    import grader.audit as audit
-    from grader.exercise import AuditSettings, load_exercise
-    from grader.scorecard import Scorecard, TestResult
+    import grader.course.audit as audit
+    from grader.core.exercise import AuditSettings, load_exercise
+    from grader.core.scorecard import Scorecard, TestResult
 
     copy = load_exercise(str(exercise_copy(tmp_path)))
     exercise = replace(copy, tiers={"free": ("visible",), "premium": ("visible", "hidden")},

@@ -10,14 +10,14 @@ from datetime import datetime
 
 import pytest
 
-from grader.batch import discover, run_batch
 from grader.cli import main
-from grader.exercise import load_exercise
-from grader.gradebook import pick
-from grader.grading import PlainBackend, expected_max
+from grader.core.exercise import load_exercise
+from grader.core.grading import PlainBackend, expected_max
+from grader.course.batch import discover, run_batch
+from grader.course.gradebook import pick
+from grader.course.store import SCHEMA_VERSION, Store, StoreError
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
-from grader.store import SCHEMA_VERSION, Store, StoreError
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -142,7 +142,7 @@ def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
 
 
 def test_the_store_location_follows_db_then_the_environment(tmp_path, monkeypatch):
-    from grader.store import default_db_path
+    from grader.course.store import default_db_path
 
     monkeypatch.setenv("GRADER_DB", str(tmp_path / "env.db"))
     assert default_db_path(None) == tmp_path / "env.db"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cpu import cgroups_writable
-from grader.exercise import load_exercise
+from grader.core.exercise import load_exercise
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISE = load_exercise("continuous_batching", ROOT)
@@ -69,7 +69,7 @@ needs_cgroups = pytest.mark.skipif(not cgroups_writable() and os.environ.get("CI
 @pytest.mark.slow
 @needs_cgroups
 def test_the_audit_benchmark_prints_mutants_a_minute_beside_the_floor(tmp_path):
-    from grader.scaffold import new_exercise
+    from grader.course.scaffold import new_exercise
 
     new_exercise("running_max", tmp_path)
     rows, stdout = against_the_floor("bench_audit.py", "--project", str(tmp_path), "--exercise", "running_max",
@@ -103,7 +103,7 @@ def test_the_sandbox_benchmark_prints_every_way_of_grading_one_submission_agains
 def test_every_unprotected_case_grades_with_the_seed_the_grader_gives_the_submission(tmp_path, monkeypatch):
     """The cases compared do the same work: the in-process run is given the submission's own seed."""
     import benchmarks.unprotected as unprotected
-    from grader.seeding import seed_for_source
+    from grader.core.seeding import seed_for_source
 
     seen: dict[str, str] = {}
 

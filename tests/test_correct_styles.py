@@ -14,13 +14,13 @@ import os
 
 import pytest
 
-from grader.batch import discover, run_batch
 from grader.cli import main
 from grader.confined import protocol
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
+from grader.course.batch import discover, run_batch
+from grader.course.store import Store
 from grader.sandbox.local import run_local
-from grader.store import Store
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, exercise_copy, worker_for
 
 SOLUTIONS = PROJECT / "tests" / "solutions"

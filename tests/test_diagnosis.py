@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
+from grader.core.exercise import Exercise, list_tests, load_exercise
+from grader.core.scorecard import Diagnosis, Scorecard
+from grader.core.scorecard import TestResult as Result
 from grader.diagnosis.counts import misconception_counts
 from grader.diagnosis.hints import hint_of, mutant_hint
 from grader.diagnosis.match import THRESHOLD, diagnose, diagnose_graded
@@ -24,9 +27,6 @@ from grader.diagnosis.signatures import (
     signatures_path,
 )
 from grader.diagnosis.words import card_diagnosis, diagnosis_sentence
-from grader.exercise import Exercise, list_tests, load_exercise
-from grader.scorecard import Diagnosis, Scorecard
-from grader.scorecard import TestResult as Result
 from tests.helpers import EXERCISE, PROJECT
 
 SLUGS = ("continuous_batching", "paged_kv_cache")

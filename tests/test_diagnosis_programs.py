@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import Scorecard
 from grader.diagnosis.signatures import current_signatures
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
 from grader.sandbox.local import run_local
-from grader.scorecard import Scorecard
 from tests.helpers import PROJECT
 
 pytestmark = pytest.mark.slow

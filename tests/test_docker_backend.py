@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.docker_backend import LABEL, DockerBackend, StartedContainer
 from grader.sandbox.engine import engine_client
 from tests.helpers import EXERCISE, REFERENCE, STUB, exercise_copy

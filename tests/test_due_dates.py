@@ -12,13 +12,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from starlette.testclient import TestClient
 
-from grader.deadlines import Deadlines
-from grader.exercise import ExerciseError, load_exercise
-from grader.gradebook import pick
-from grader.grading import new_scorecard
-from grader.page_settings import SettingError, web
+from grader.core.exercise import ExerciseError, load_exercise
+from grader.core.grading import new_scorecard
+from grader.core.page_settings import SettingError, web
+from grader.course.deadlines import Deadlines
+from grader.course.gradebook import pick
+from grader.course.store import Store
 from grader.service import accounts
-from grader.store import Store
 from grader.web.app import Service, create_app
 from tests.helpers import EXERCISE
 from tests.service import csrf_of, press_sign_in
@@ -247,7 +247,7 @@ def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_
 
 
 def test_the_dashboard_changes_dates_and_late_policy_keeps_who_did_and_asks_for_no_regrade(course):
-    from grader.exercise import exercise_fingerprint
+    from grader.core.exercise import exercise_fingerprint
 
     exercise, store, now, sign_in = course
     instructor, csrf = sign_in("instructor")

@@ -19,13 +19,13 @@ import xmlschema
 from markdown_it import MarkdownIt
 
 from grader.cli import main
-from grader.exercise import VISIBILITIES, ExerciseError, load_exercise
-from grader.exports import EXPORTS, export, gradescope, junit, prairielearn, suite_visibility
-from grader.grading import grade_bytes
+from grader.core.exercise import VISIBILITIES, ExerciseError, load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import LockedTest, Scorecard
+from grader.core.scorecard import TestResult as Result
 from grader.harness.feedback import Feedback
+from grader.report.exports import EXPORTS, export, gradescope, junit, prairielearn, suite_visibility
 from grader.sandbox.local import run_local
-from grader.scorecard import LockedTest, Scorecard
-from grader.scorecard import TestResult as Result
 from tests.helpers import EXERCISE, PROJECT, REFERENCE
 from tests.test_exercise_data import FOLDER as COURSE_EXERCISE
 from tests.test_exercise_data import course_copy
@@ -342,7 +342,7 @@ def test_prairielearn_shows_a_held_back_suite_by_pass_fail_and_points_only(cards
 
 
 def _plain_message(test: Result) -> str:
-    from grader.exports import _message
+    from grader.report.exports import _message
 
     return _message(test)
 

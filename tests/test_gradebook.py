@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from grader.deadlines import Deadlines
-from grader.gradebook import POLICIES, pick, rows
-from grader.publish import build_site
-from grader.scorecard import LockedTest, Scorecard
-from grader.store import Store
+from grader.core.scorecard import LockedTest, Scorecard
+from grader.course.deadlines import Deadlines
+from grader.course.gradebook import POLICIES, pick, rows
+from grader.course.publish import build_site
+from grader.course.store import Store
 from tests.helpers import EXERCISE
 
 DUE = datetime(2026, 12, 20, 23, 59, tzinfo=timezone.utc)

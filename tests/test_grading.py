@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.exercise import list_tests, load_exercise
-from grader.grading import PlainBackend, grade_bytes, judge
+from grader.core.exercise import list_tests, load_exercise
+from grader.core.grading import PlainBackend, grade_bytes, judge
+from grader.core.scorecard import Scorecard
 from grader.harness.contract import RESULTS_MARKER, Results, results_line
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
-from grader.scorecard import Scorecard
 from tests.helpers import EXERCISE, REFERENCE, STUB
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.harness.confine import seccomp_program
 from grader.sandbox.local import LocalBackend, run_local
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE
@@ -345,8 +345,8 @@ def run_unprivileged(root: Path, program: str, **env: str) -> subprocess.Complet
 
 GRADE = """
     import sys
-    from grader.exercise import load_exercise
-    from grader.grading import grade_bytes
+    from grader.core.exercise import load_exercise
+    from grader.core.grading import grade_bytes
     from grader.sandbox.local import run_local
     card = grade_bytes(open(sys.argv[-1] if len(sys.argv) > 1 else {file!r}, "rb").read(),
                        load_exercise("{slug}"), "{tier}", run_local, "local")

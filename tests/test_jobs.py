@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from grader.grading import PlainBackend
-from grader.scorecard import Scorecard
+from grader.core.grading import PlainBackend
+from grader.core.scorecard import Scorecard
+from grader.course.store import Store
 from grader.service import jobs
-from grader.store import Store
 from tests.helpers import EXERCISE
 
 
@@ -86,7 +86,7 @@ def test_a_submission_is_stored_with_its_place_in_the_queue_and_a_placeless_one_
 
 
 def test_a_grader_without_the_exercise_leaves_the_submission_queued_for_another(tmp_path, caplog):
-    from grader.exercise import ExerciseError
+    from grader.core.exercise import ExerciseError
 
     def missing(slug: str):
         raise ExerciseError(f"no exercise named {slug!r} in /srv/worker/exercises")

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy
 

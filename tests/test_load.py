@@ -24,11 +24,11 @@ import pytest
 
 from benchmarks.bench_load import HOG
 from grader.cli import main
-from grader.exercise import Exercise, load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import Exercise, load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import Scorecard
+from grader.course.store import Store
 from grader.sandbox.local import run_local
-from grader.scorecard import Scorecard
-from grader.store import Store
 from tests.helpers import PROJECT
 from tests.service import child_env, grader_command
 

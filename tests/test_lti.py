@@ -17,15 +17,15 @@ from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from grader.cli import main
+from grader.core.exercise import load_exercise
+from grader.core.grading import new_scorecard
+from grader.course.store import Store
 from grader.db import schema
-from grader.exercise import load_exercise
-from grader.grading import new_scorecard
 from grader.lti import ags, services
 from grader.lti.deep_link import full_points
 from grader.lti.launch import STATE_COOKIE
 from grader.lti.platforms import add_platform
 from grader.service import accounts
-from grader.store import Store
 from grader.web.app import COOKIE, Service, create_app
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
@@ -225,7 +225,7 @@ def test_an_adjustment_changes_the_score_sent(lti):
 
 
 def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):
-    from grader.scorecard import utc_now
+    from grader.core.scorecard import utc_now
 
     assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
     lti.store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "instructor")
@@ -468,9 +468,9 @@ class Absent(MetaPathFinder):
 
 sys.meta_path.insert(0, Absent())
 from starlette.testclient import TestClient
-from grader.exercise import load_exercise
+from grader.core.exercise import load_exercise
 from grader.service import accounts
-from grader.store import Store
+from grader.course.store import Store
 from grader.web.app import COOKIE, Service, create_app
 from tests.service import press_sign_in
 store = Store({str(tmp_path / "grader.db")!r})

@@ -34,7 +34,7 @@ import pytest
 
 from grader.bundles import HOST_PACKAGES, gradescope_zip, packages_for, prairielearn_folder
 from grader.bundles.trial import GRADESCOPE, PRAIRIELEARN, GradescopeAutograder, Outcome, PrairieLearnGrader
-from grader.exercise import load_exercise
+from grader.core.exercise import load_exercise
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
 
 SYNTAX_ERROR = b"class Scheduler:\n    def schedule(self)\n        return []\n"
@@ -216,7 +216,7 @@ def test_a_submitted_link_is_refused_even_alone_and_dotfiles_do_not_count(tmp_pa
 
 def test_grading_and_exporting_load_only_what_the_bundles_install():
     """The platform's container has Debian's pytest, Jinja and rich, not SQLAlchemy or the Docker SDK."""
-    code = ("import sys, grader.cli, grader.exports, grader.bundles.run, grader.sandbox.local, grader.report\n"
+    code = ("import sys, grader.cli, grader.report.exports, grader.bundles.run, grader.sandbox.local, grader.report\n"
             "print(sorted({'sqlalchemy', 'alembic', 'docker', 'requests', 'starlette'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
@@ -235,7 +235,7 @@ def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exerc
 
 def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tmp_path, capsys):
     from grader.cli import main
-    from grader.grading import expected_max
+    from grader.core.grading import expected_max
 
     for slug in ("continuous_batching", "paged_kv_cache"):
         for tier in ("free", "premium"):
@@ -252,7 +252,7 @@ def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tm
 
 def test_hidden_tests_hold_the_total_back_and_packaging_says_so(exercise, tmp_path, capsys):
     from grader.cli import main
-    from grader.grading import expected_max
+    from grader.core.grading import expected_max
 
     points = expected_max(exercise, "premium")
     held = sum(p for (suite, _), p in points.items() if suite not in exercise.open_suites)
@@ -741,7 +741,7 @@ def gradings_on_the_host(private_project) -> Iterator[list[str]]:
     """Hostile gradings on this machine, one after another until the block ends, in namespaces and as an
     account of its own: they kill whatever they can, fill the process table and keep the CPUs busy. The
     outcomes, each "graded" with a score of 0 (checked at the end)."""
-    from grader.grading import grade_bytes
+    from grader.core.grading import grade_bytes
     from grader.sandbox.local import LocalBackend
 
     backends = [LocalBackend()] + ([LocalBackend(isolation="account")] if os.geteuid() == 0 else [])

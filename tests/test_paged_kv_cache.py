@@ -9,8 +9,8 @@ import pytest
 from grader.cli import main
 from grader.confined import protocol
 from grader.confined.limits import Limits
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.harness.client import Scenario
 from grader.sandbox.local import run_local
 from tests.helpers import PROJECT, load_module, worker_for

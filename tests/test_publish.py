@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from grader.cli import main
-from grader.publish import publish
-from grader.store import Store
+from grader.course.publish import publish
+from grader.course.store import Store
 from tests.browser import Page, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
 
@@ -151,7 +151,7 @@ def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_
 
 
 def test_a_result_the_grader_cannot_vouch_for_is_left_out_of_the_figures(tmp_path):
-    from grader.scorecard import Scorecard
+    from grader.core.scorecard import Scorecard
 
     with Store(tmp_path / "class.db") as store:
         for student, status, score in (("ann", "graded", 10), ("ben", "graded", 5), ("tim", "error", 0)):
@@ -223,8 +223,8 @@ def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(st
 
 
 def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_never_beats_a_result(tmp_path):
-    from grader.gradebook import pick
-    from grader.scorecard import Scorecard
+    from grader.core.scorecard import Scorecard
+    from grader.course.gradebook import pick
 
     with Store(tmp_path / "class.db") as store:
         for n, (tier, status, score, most) in enumerate((("premium", "graded", 60, 76), ("free", "graded", 9, 10),
@@ -239,7 +239,7 @@ def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_nev
 
 
 def test_the_class_overview_counts_students_per_misconception(tmp_path):
-    from grader.scorecard import Diagnosis, Scorecard, TestResult
+    from grader.core.scorecard import Diagnosis, Scorecard, TestResult
 
     late = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)
     with Store(tmp_path / "class.db") as store:

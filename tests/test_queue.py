@@ -180,11 +180,11 @@ def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_
 def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monkeypatch):
     """On the broker's path too, a student's many submissions wait behind everyone else's first: a
     message names a submission, the store says whose turn it is, and each message grades one."""
-    from grader.grading import PlainBackend
-    from grader.scorecard import Scorecard
+    from grader.core.grading import PlainBackend
+    from grader.core.scorecard import Scorecard
+    from grader.course.store import Store
     from grader.service import jobs
     from grader.service import queue_worker as worker
-    from grader.store import Store
 
     order: list[bytes] = []
 
@@ -211,12 +211,12 @@ def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monk
 def test_a_worker_whose_late_result_is_dropped_says_so_and_why_instead_of_graded(tmp_path, monkeypatch, capsys):
     from sqlalchemy import update
 
+    from grader.core.grading import PlainBackend
+    from grader.core.scorecard import Scorecard
+    from grader.course.store import Store
     from grader.db import schema
-    from grader.grading import PlainBackend
-    from grader.scorecard import Scorecard
     from grader.service import jobs
     from grader.service import queue_worker as worker
-    from grader.store import Store
 
     with Store(tmp_path / "s.db") as store:
         (sid, _) = jobs.submit(store, "ada", EXERCISE, "free", "scheduler.py", b"x = 1\n")
@@ -247,11 +247,11 @@ def test_the_queue_says_why_grading_stops_and_logs_an_unreachable_redis_once(tmp
     went silent are said too, from the store: the claim run out, then the submission waiting again."""
     from sqlalchemy import update
 
+    from grader.core.grading import PlainBackend
+    from grader.course.store import Store
     from grader.db import schema
-    from grader.grading import PlainBackend
     from grader.service import jobs
     from grader.service.dispatch import RQDispatcher, ThreadDispatcher
-    from grader.store import Store
 
     with Store(tmp_path / "s.db") as store:
         ids = [jobs.submit(store, f"s{n}", EXERCISE, "free", "scheduler.py", f"x = {n}\n".encode())[0]
@@ -294,9 +294,9 @@ def test_two_stores_on_one_redis_never_see_each_others_messages_claims_or_worker
     from redis import Redis
     from rq.group import Group
 
+    from grader.course.store import Store
     from grader.service import jobs
     from grader.service.dispatch import RQDispatcher
-    from grader.store import Store
 
     redis = Redis.from_url(redis_server.url)
     before = {key.decode() for key in redis.scan_iter()}
@@ -339,9 +339,9 @@ def test_a_worker_stops_within_seconds_of_sigterm_in_the_middle_of_a_grading_and
     and with no lost grading counted; its message ends cleanly, in no registry."""
     from rq.registry import FailedJobRegistry, StartedJobRegistry
 
+    from grader.course.store import Store
     from grader.service import jobs
     from grader.service.dispatch import LOST_AFTER_S, RQDispatcher
-    from grader.store import Store
 
     store = Store(database)
     started.after(store.close)
@@ -370,9 +370,9 @@ def test_a_worker_stops_within_seconds_of_sigterm_in_the_middle_of_a_grading_and
 
 @pytest.mark.slow
 def test_a_worker_waiting_for_the_store_stops_within_seconds_of_sigterm(tmp_path, redis_server, started):
+    from grader.course.store import Store
     from grader.service import jobs
     from grader.service.dispatch import RQDispatcher
-    from grader.store import Store
     from tests.servers import Postgres
 
     cluster = Postgres()
@@ -420,9 +420,9 @@ def test_a_killed_worker_is_seen_dead_in_seconds_and_its_message_leaves_rqs_regi
         tmp_path, redis_server, database, started, caplog):
     from rq.registry import FailedJobRegistry, StartedJobRegistry
 
+    from grader.course.store import Store
     from grader.service import jobs
     from grader.service.dispatch import HEARTBEAT_TTL_S, RQDispatcher, drop_abandoned
-    from grader.store import Store
 
     store = Store(database)
     started.after(store.close)
@@ -522,8 +522,8 @@ def test_a_store_restart_mid_run_sends_no_message_to_the_failed_registry_and_gra
     from rq import Queue
     from rq.registry import FailedJobRegistry
 
+    from grader.course.store import Store
     from grader.service.dispatch import queue_name
-    from grader.store import Store
     from tests.servers import Postgres
 
     cluster = Postgres()
@@ -636,9 +636,9 @@ def test_processes_recovering_lost_messages_at_once_send_one_message_per_submiss
     put one message per submission on the queue."""
     import threading
 
+    from grader.course.store import Store
     from grader.db import schema
     from grader.service.dispatch import RQDispatcher
-    from grader.store import Store
 
     store = Store(tmp_path / "class.db")
     store.migrate()

@@ -10,9 +10,9 @@ import re
 import zipfile
 from datetime import timedelta
 
-from grader.grading import expected_max, new_scorecard
-from grader.scorecard import Diagnosis, Scorecard
-from grader.scorecard import TestResult as Result
+from grader.core.grading import expected_max, new_scorecard
+from grader.core.scorecard import Diagnosis, Scorecard
+from grader.core.scorecard import TestResult as Result
 from grader.service import accounts
 from tests.helpers import EXERCISE
 from tests.test_due_dates import DUE
@@ -214,7 +214,7 @@ def unzip(data: bytes) -> dict[str, str]:
 
 
 def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa: F811
-    from grader.terms import Terms
+    from grader.course.terms import Terms
     from grader.web.release import student_card
 
     service, *_ = site

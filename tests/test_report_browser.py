@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import Scorecard
 from grader.report import render_html, report_view
 from grader.sandbox.local import run_local
-from grader.scorecard import Scorecard
 from tests.browser import Page, expect, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT
 

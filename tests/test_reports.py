@@ -13,8 +13,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from grader.cli import main
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import LockedTest, Scorecard
+from grader.core.scorecard import TestResult as Result
 from grader.harness.feedback import Feedback
 from grader.report import (
     MESSAGE_LIMIT,
@@ -34,8 +36,6 @@ from grader.report import (
     trace_rows,
 )
 from grader.sandbox.local import run_local
-from grader.scorecard import LockedTest, Scorecard
-from grader.scorecard import TestResult as Result
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -474,7 +474,7 @@ def test_a_mutants_report_says_which_mistake_its_failures_look_like(cards, rende
 
 
 def test_a_diagnosis_is_escaped_and_never_shown_for_full_marks():
-    from grader.scorecard import Diagnosis
+    from grader.core.scorecard import Diagnosis
 
     card = showcase()
     card.diagnosis = [Diagnosis("01_x", "writes " + EVIL, 0.9)]

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from grader.cli import main
+from grader.course.store import Store
 from grader.service import accounts
-from grader.store import Store
 
 
 def test_a_roster_import_prints_a_full_link_per_new_student_and_keeps_active_ones(tmp_path, capsys):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.image import PACKAGES, base_recipe, base_tag, image_tag
 from tests.helpers import EXERCISE, PROJECT
 

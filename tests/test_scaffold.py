@@ -7,12 +7,12 @@ import stat
 import pytest
 import tomllib
 
-from grader.audit import run_audit
 from grader.cli import main
 from grader.confined.limits import Limits
-from grader.exercise import TOP_LEVEL_KEYS, load_exercise
+from grader.core.exercise import TOP_LEVEL_KEYS, load_exercise
+from grader.core.seed_checks import check_seeds
+from grader.course.audit import run_audit
 from grader.sandbox.local import LocalBackend
-from grader.seed_checks import check_seeds
 
 
 @pytest.fixture(scope="module")

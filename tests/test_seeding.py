@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes, new_run
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes, new_run
+from grader.core.seeding import KEY_FILE, derive_seed, seed_for_source
 from grader.sandbox.layout import run_input
 from grader.sandbox.local import run_local
-from grader.seeding import KEY_FILE, derive_seed, seed_for_source
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
 
 # Fails the crowd workload (more than 64 decodes) and nothing in the visible suite.

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise import ExerciseError, load_exercise
-from grader.scorecard import Scorecard
-from grader.scorecard import TestResult as Result
+from grader.core.exercise import ExerciseError, load_exercise
+from grader.core.scorecard import Scorecard
+from grader.core.scorecard import TestResult as Result
 from grader.similarity import Document, compare
 from grader.similarity.behaviour import compare_behaviour
 from grader.similarity.tokens import python_tokens
@@ -248,8 +248,8 @@ def test_the_command_says_what_is_wrong(tmp_path):
 def test_the_services_report_is_for_instructors_only(tmp_path):
     from starlette.testclient import TestClient
 
+    from grader.course.store import Store
     from grader.service import accounts
-    from grader.store import Store
     from grader.web.app import COOKIE, Service, create_app
     from tests.service import press_sign_in
 
@@ -293,8 +293,8 @@ def test_a_store_is_compared_with_an_earlier_term_and_shown_under_pseudonyms(tmp
     """The store's latest submissions, with last term's folder: a student who handed in last year's
     file is paired with it, last year's students are never paired with each other, and under
     --pseudonymous no student id is printed."""
-    from grader.publish import pseudonym
-    from grader.store import Store
+    from grader.course.publish import pseudonym
+    from grader.course.store import Store
 
     exercise = load_exercise(EXERCISE)
     db = tmp_path / "class.db"

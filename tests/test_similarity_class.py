@@ -14,7 +14,7 @@ import pytest
 import tomllib
 
 from grader.cli import main
-from grader.exercise import load_exercise
+from grader.core.exercise import load_exercise
 from grader.similarity import compare, sources
 from tests.helpers import EXERCISE, PROJECT
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from grader.publish import publish
-from grader.scorecard import Scorecard
-from grader.scorecard import TestResult as Result
-from grader.store import Store
+from grader.core.scorecard import Scorecard
+from grader.core.scorecard import TestResult as Result
+from grader.course.publish import publish
+from grader.course.store import Store
 from tests.helpers import EXERCISE
 
 
@@ -31,10 +31,10 @@ def test_the_pass_rates_say_that_rejected_files_ran_no_test(tmp_path):
 def test_a_free_tier_full_score_is_a_share_of_the_whole_exercise_not_full_marks():
     """A free 10/10 ran 10 of the exercise's 76 points: the class view counts it as 13%, and the 'best'
     policy prefers a premium 70/76 to it."""
-    from grader.gradebook import pick
-    from grader.publish import exercise_view
-    from grader.scorecard import LockedTest, Scorecard
-    from grader.store import StoredSubmission
+    from grader.core.scorecard import LockedTest, Scorecard
+    from grader.course.gradebook import pick
+    from grader.course.publish import exercise_view
+    from grader.course.store import StoredSubmission
 
     def card(tier: str, score: int, top: int, locked: int) -> Scorecard:
         return Scorecard(exercise="x", tier=tier, submission_sha256="0" * 64, status="graded", score=score,

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from grader.course.store import Store
 from grader.service.accounts import Session
 from grader.service.recent_sessions import RecentSessions
 from grader.service.spool import BROKEN, Spool, Spooled, SpoolFull, default_folder
-from grader.store import Store
 
 ARRIVED = datetime(2026, 3, 1, 9, 30, 5, tzinfo=timezone.utc)
 

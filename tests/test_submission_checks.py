@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grader.validate import Rejected, validate
+from grader.core.validate import Rejected, validate
 
 NOTEBOOK = {"cells": [{"cell_type": "code", "source": ["class Scheduler:\n", "    pass\n"], "metadata": {},
                        "outputs": [], "execution_count": None}],

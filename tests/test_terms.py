@@ -1,4 +1,4 @@
-"""An exercise's terms (grader.terms): the late policy's arithmetic, exercise.toml's values as the dashboard
+"""An exercise's terms (grader.course.terms): the late policy's arithmetic, exercise.toml's values as the dashboard
 changes them (kept with who changed them), and when the hidden suites' results are released."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from grader.exercise import load_exercise
-from grader.page_settings import SettingError, web
-from grader.store import Store
-from grader.terms import DAY_S, LatePolicy, Terms, TermsError, checked_changes, terms_of
+from grader.core.exercise import load_exercise
+from grader.core.page_settings import SettingError, web
+from grader.course.store import Store
+from grader.course.terms import DAY_S, LatePolicy, Terms, TermsError, checked_changes, terms_of
 from tests.helpers import EXERCISE
 
 DUE = datetime(2026, 12, 20, 23, 59, tzinfo=timezone.utc)

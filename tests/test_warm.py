@@ -8,8 +8,8 @@ import time
 import pytest
 
 from grader.confined.forking import stat_fields
-from grader.exercise import load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I
 

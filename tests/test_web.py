@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
+from grader.course.store import Store
 from grader.service import accounts
-from grader.store import Store
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 from tests.service import import_roster, local_server, press_sign_in, signed_in, wait_graded
 

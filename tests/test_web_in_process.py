@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 from starlette.testclient import TestClient
 
-from grader.exercise import load_exercise
-from grader.grading import new_scorecard
+from grader.core.exercise import load_exercise
+from grader.core.grading import new_scorecard
+from grader.course.store import Store
 from grader.service import accounts
-from grader.store import Store
 from grader.web.app import COOKIE, NEW_LINKS_COOKIE, SIGNIN_COOKIE, Service, create_app
 from tests.helpers import EXERCISE
 from tests.service import SIGNIN_FORM, csrf_of, press_sign_in
@@ -655,7 +655,7 @@ def test_instructors_see_the_answers_counted_per_choice_and_each_students_name_t
 
 
 def test_gradebooks_name_each_student_and_tier_and_a_pseudonymous_site_names_nobody(site):
-    from grader.publish import build_site
+    from grader.course.publish import build_site
 
     _, _, sign_in, store, _ = site
     accounts.import_roster(store, "id,name,tier\nada,Ada Lovelace,premium\n")
@@ -729,7 +729,7 @@ def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkey
 
 
 def test_a_submission_page_says_the_likely_cause_and_the_dashboard_counts_students_per_misconception(site):
-    from grader.scorecard import Diagnosis, TestResult
+    from grader.core.scorecard import Diagnosis, TestResult
 
     service, _, sign_in, store, _ = site
     exercise = service.exercises[EXERCISE]
@@ -810,7 +810,7 @@ def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_inter
     the dashboard's misconceptions still count her graded submission."""
     from datetime import datetime, timedelta, timezone
 
-    from grader.scorecard import Diagnosis
+    from grader.core.scorecard import Diagnosis
 
     service, _, sign_in, store, recorded = site
     exercise = service.exercises[EXERCISE]
@@ -948,7 +948,7 @@ def test_a_refused_roster_names_every_bad_line_on_the_dashboard(site):
 
 
 def test_the_overview_names_each_student_with_their_id_and_leads_back_to_the_dashboard(site, tmp_path):
-    from grader.publish import publish
+    from grader.course.publish import publish
 
     _, _, sign_in, store, _ = site
     accounts.import_roster(store, "id,name\nada,Ada Lovelace\nbob,\n")
@@ -974,8 +974,8 @@ def test_the_overview_and_its_gradebook_tell_timeouts_from_wrong_answers(site):
     """ada's answers are wrong, bob's program ran out of time on a test, cy's whole run was stopped at the
     exercise's time limit: the gradebook counts failed and timed-out tests apart, and the overview says
     which is which rather than showing each as a plain lost point."""
-    from grader.grading import TIMED_OUT
-    from grader.scorecard import TestResult
+    from grader.core.grading import TIMED_OUT
+    from grader.core.scorecard import TestResult
 
     service, _, sign_in, store, _ = site
     exercise = service.exercises[EXERCISE]
@@ -1088,7 +1088,7 @@ def test_the_spool_keeps_a_bounded_number_per_student_and_says_when_it_is_full(o
 def test_a_closed_exercise_is_closed_by_the_last_deadlines_known_while_the_store_is_away(outage):
     from datetime import datetime, timezone
 
-    from grader.deadlines import Deadlines
+    from grader.course.deadlines import Deadlines
 
     ada, csrf = outage.sign_in("student", "ada")
     outage.away(True)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise import Exercise, load_exercise
-from grader.grading import grade_bytes
+from grader.core.exercise import Exercise, load_exercise
+from grader.core.grading import grade_bytes
+from grader.core.scorecard import Scorecard
+from grader.core.seed_checks import seeded_tests
+from grader.core.seeding import audit_seeds
 from grader.sandbox.local import LocalBackend
-from grader.scorecard import Scorecard
-from grader.seed_checks import seeded_tests
-from grader.seeding import audit_seeds
 from tests.helpers import PROJECT
 
 SLUGS = ("continuous_batching", "paged_kv_cache")

@@ -32,9 +32,9 @@ from html import escape
 from pathlib import Path
 
 import grader
-from grader.exercise import VISIBILITIES, Exercise
+from grader.core.exercise import VISIBILITIES, Exercise
+from grader.core.seed_checks import check_seeds
 from grader.harness.contract import Limits
-from grader.seed_checks import check_seeds
 
 TARGETS = ("gradescope", "prairielearn")
 #: What `grader grade` and `grader export` need on the platform's side, as Debian (and Ubuntu)
@@ -114,7 +114,7 @@ def course_packages(exercise: Exercise) -> list[str]:
     """The Debian packages of PrairieLearn's one grading image: the grader's and those of every exercise
     of the project, so that the same image grades each of them (one image to build, push and sync for
     the course, not one per exercise). An exercise that does not load is left to its own packaging."""
-    from grader.exercise import ExerciseError, load_exercise
+    from grader.core.exercise import ExerciseError, load_exercise
 
     wanted = set(packages_for(exercise))
     for toml in sorted((exercise.root / "exercises").glob("*/exercise.toml")):
@@ -127,15 +127,15 @@ def course_packages(exercise: Exercise) -> list[str]:
 
 def point_total(exercise: Exercise, tier: str) -> int:
     """The points a run of this tier is out of: the total to set on the platform's assignment."""
-    from grader.grading import expected_max
+    from grader.core.grading import expected_max
 
     return sum(expected_max(exercise, tier).values())
 
 
 def points_by_visibility(exercise: Exercise, tier: str, hidden_visibility: str | None) -> dict[str, int]:
     """The tier's points by when Gradescope shows their tests (exports.suite_visibility's rule)."""
-    from grader.exports import visibility_of
-    from grader.grading import expected_max
+    from grader.core.grading import expected_max
+    from grader.report.exports import visibility_of
 
     found: dict[str, int] = {}
     for (suite, _), points in expected_max(exercise, tier).items():
@@ -226,7 +226,7 @@ def timeout_minutes(timeout: int) -> int:
 def visibility_lines(exercise: Exercise, tier: str, hidden_visibility: str | None) -> list[str]:
     """What students see of the results, and when, in points: the total is held back with the most
     held-back tests (exports.total_visibility), as Gradescope counts their points in the total it shows."""
-    from grader.exports import WHEN_SHOWN
+    from grader.report.exports import WHEN_SHOWN
 
     found = points_by_visibility(exercise, tier, hidden_visibility)
     total = sum(found.values())
@@ -351,7 +351,7 @@ def check_output(target: str, output: Path) -> None:
 def package(target: str, exercise_name: str | None, tier: str | None, output: Path,
             hidden_visibility: str | None = None, image: str | None = None) -> str:
     """Write the bundle for `target`; returns a line that says what was written and what comes next."""
-    from grader.exercise import load_exercise
+    from grader.core.exercise import load_exercise
 
     check_output(target, output)
     exercise = load_exercise(exercise_name or _only_exercise())
@@ -426,7 +426,7 @@ def image_warning(exercise: Exercise, image: str) -> str:
 
 
 def _only_exercise() -> str:
-    from grader.exercise import project_root
+    from grader.core.exercise import project_root
 
     found = sorted(p.parent.name for p in (project_root() / "exercises").glob("*/exercise.toml"))
     if len(found) != 1:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from grader.scorecard import Scorecard
+    from grader.core.scorecard import Scorecard
 
 IGNORED = ("__MACOSX",)  # folders a zip made on macOS carries beside the files
 
@@ -121,10 +121,10 @@ def unrun_card(config: dict, status: str, reason: str, project: Path, sha256: st
     """A scorecard of a run refused (`rejected`) or failed (`error`) before any test ran. Where the bundle's
     exercise cannot even be loaded, an `error` card that says so: the results are still written."""
     import grader
+    from grader.core.exercise import ExerciseError, load_exercise
+    from grader.core.grading import new_scorecard
+    from grader.core.scorecard import Scorecard, utc_now
     from grader.errors import GradingError
-    from grader.exercise import ExerciseError, load_exercise
-    from grader.grading import new_scorecard
-    from grader.scorecard import Scorecard, utc_now
 
     try:
         exercise = load_exercise(str(project / "exercises" / config["exercise"]))
@@ -191,8 +191,8 @@ def invalid_file(file: Path, config: dict, project: Path) -> str | None:
     """Why `grader grade` would reject the file without running it (a syntax error, with its line; not
     UTF-8; too big), checked before the sandbox so that no container's settings hide it. None where the
     file is valid or the exercise cannot be loaded (the grading then says so)."""
-    from grader.exercise import ExerciseError, load_exercise
-    from grader.validate import Rejected, validate
+    from grader.core.exercise import ExerciseError, load_exercise
+    from grader.core.validate import Rejected, validate
 
     try:
         exercise = load_exercise(str(project / "exercises" / config["exercise"]))
@@ -213,7 +213,7 @@ def student_error(platform: Platform) -> str:
 def for_the_log(card_path: Path, platform: Platform) -> None:
     """Say the outcome in the run's log, which the staff read, and keep what the grader said of its own
     failure there: an `error` card's reason becomes a sentence for the student."""
-    from grader.scorecard import Scorecard
+    from grader.core.scorecard import Scorecard
 
     try:
         card = Scorecard.read(card_path)

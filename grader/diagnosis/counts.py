@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grader.core.scorecard import Scorecard
 from grader.diagnosis.words import card_diagnosis
-from grader.scorecard import Scorecard
 
 
 @dataclass

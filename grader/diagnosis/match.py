@@ -13,9 +13,9 @@ The figures are measured (docs/authoring.md#misconception-hints).
 
 from __future__ import annotations
 
+from grader.core.exercise import Exercise
+from grader.core.scorecard import Diagnosis, Scorecard
 from grader.diagnosis.signatures import Signature, Signatures, current_signatures, failure_kind, test_key
-from grader.exercise import Exercise
-from grader.scorecard import Diagnosis, Scorecard
 
 THRESHOLD = 0.6
 TIE = 0.03

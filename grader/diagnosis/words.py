@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader.scorecard import Diagnosis, Scorecard
+from grader.core.scorecard import Diagnosis, Scorecard
 
 OPENING = "Your program behaves like one that"
 

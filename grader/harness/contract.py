@@ -123,7 +123,7 @@ class Job:
 @dataclass(frozen=True)
 class Run:
     """What comes with the submission: the nonce that authenticates the results, and the seed of the
-    suites' random workloads (the host derives it: grader.seeding)."""
+    suites' random workloads (the host derives it: grader.core.seeding)."""
 
     nonce: str
     seed: int

@@ -386,7 +386,7 @@ class GradingPlugin:
 
     @pytest.fixture
     def seed(self) -> int:
-        """The run's seed for random workloads: per submission, the same on a regrade (grader.seeding)."""
+        """The run's seed for random workloads: per submission, the same on a regrade (grader.core.seeding)."""
         return self.harness.job.seed
 
     @pytest.fixture

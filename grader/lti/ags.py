@@ -21,13 +21,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import and_, func, insert, select, update
 
+from grader.core.exercise import Exercise
+from grader.course.deadlines import Deadlines
+from grader.course.gradebook import entry_of, final_score, pick, worth
+from grader.course.store import Store
 from grader.db import schema
-from grader.deadlines import Deadlines
-from grader.exercise import Exercise
-from grader.gradebook import entry_of, final_score, pick, worth
 from grader.lti.platforms import platform_by_id
 from grader.lti.services import SCORE_SCOPE, ServiceError, call
-from grader.store import Store
 
 log = logging.getLogger("grader.lti")
 

@@ -8,11 +8,11 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from grader.exercise import Exercise
-from grader.grading import new_scorecard
+from grader.core.exercise import Exercise
+from grader.core.grading import new_scorecard
+from grader.course.store import Store
 from grader.lti.keys import random_token, tool_key
 from grader.lti.launch import CLAIM, DL_CLAIM, Launch
-from grader.store import Store
 
 RESPONSE_SECONDS = 600  # the page of choices may stay open this long before a pick is sent
 

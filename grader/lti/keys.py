@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import insert, select
 
+from grader.course.store import Store
 from grader.db import schema
-from grader.store import Store
 
 SETTING = "lti_private_key"
 ALGORITHM = "RS256"

@@ -20,9 +20,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import jwt
 from sqlalchemy import and_, delete, insert, select, update
 
+from grader.course.store import Store
 from grader.db import schema
 from grader.lti.platforms import Platform, find_platform, platforms
-from grader.store import Store
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import and_, select
 
+from grader.course.store import Store
 from grader.db import schema
 from grader.lti.platforms import Platform, platform_by_id
 from grader.lti.services import NRPS_SCOPE, ServiceError, call
 from grader.lti.users import add_member, ensure_user, lms_user
-from grader.store import Store
 
 MEMBERSHIPS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 MAX_PAGES = 200  # a course of 200 pages is past any course; a platform that loops is stopped

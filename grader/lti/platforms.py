@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import and_, insert, select, update
 
+from grader.course.store import Store, StoreError, now
 from grader.db import schema
 from grader.service.accounts import PLANS
-from grader.store import Store, StoreError, now
 
 
 @dataclass(frozen=True)

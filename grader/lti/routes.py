@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from grader.course.store import StoreError
 from grader.lti import ags, nrps
 from grader.lti.deep_link import content_item, full_points, response_jwt
 from grader.lti.keys import jwks
@@ -36,7 +37,6 @@ from grader.lti.platforms import platforms
 from grader.lti.services import ServiceError
 from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
-from grader.store import StoreError
 from grader.web.app import (
     COOKIE,
     Page,

@@ -12,9 +12,9 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from grader.course.store import Store
 from grader.lti.keys import random_token, tool_key
 from grader.lti.platforms import Platform
-from grader.store import Store
 
 TIMEOUT_S = 15
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, insert, select, update
 
+from grader.course.store import Store, StoreError, now, validate_student_id
 from grader.db import schema
 from grader.lti.launch import Launch
 from grader.lti.platforms import Platform
 from grader.service import accounts
-from grader.store import Store, StoreError, now, validate_student_id
 
 ID_LIMIT = 40  # room for a "-2" suffix and more within the store's 64
 

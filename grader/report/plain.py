@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.core.scorecard import Scorecard, TestResult
 from grader.report.trace import trace_rows
 from grader.report.view import _repeats, artifact_view, report_view, result_view
-from grader.scorecard import Scorecard, TestResult
 
 
 def trace_text(artifact: dict[str, Any], before: int = 12, after: int = 3, width: int = 60) -> str:

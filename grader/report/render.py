@@ -10,11 +10,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 import grader
+from grader.core.scorecard import Scorecard
 from grader.report.formatting import one_line
 from grader.report.markdown import md_cell, md_code, md_fence, md_text, squeeze_blank_lines
 from grader.report.trace import timeline
 from grader.report.view import report_view
-from grader.scorecard import Scorecard
 
 TITLE_BAND = 20     # px above a standalone timeline's plot, for its title
 LEGEND_ROW = 16.0   # px between two rows of a standalone timeline's legend

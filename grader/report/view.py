@@ -7,8 +7,9 @@ import math
 from typing import Any
 
 import grader
+from grader.core.scorecard import Scorecard, TestResult
+from grader.course.grouping import coverage, failure_groups
 from grader.diagnosis.words import card_diagnosis
-from grader.grouping import coverage, failure_groups
 from grader.report.formatting import (
     MESSAGE_LIMIT,
     OUTPUT_LIMIT,
@@ -25,7 +26,6 @@ from grader.report.formatting import (
     when,
 )
 from grader.report.trace import timeline, trace_rows
-from grader.scorecard import Scorecard, TestResult
 
 # The words of the scorecard and the terminal summary, so every view names a result the same way.
 STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timeout", "crashed": "crashed", "error": "error"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.core.grading import Backend
 from grader.errors import GradingError, SandboxUnavailable
-from grader.grading import Backend
 from grader.sandbox.local import LocalBackend, local_isolation
 
 SANDBOXES = ("auto", "docker", "local")

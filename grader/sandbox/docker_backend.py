@@ -20,8 +20,8 @@ import docker
 import requests
 from docker.types import LogConfig
 
+from grader.core.exercise import Exercise
 from grader.errors import GradingError
-from grader.exercise import Exercise
 from grader.harness.contract import INPUT_CLOSED, Run, bootstrap
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from grader.exercise import Exercise
+from grader.core.exercise import Exercise
 from grader.harness.contract import control
 from grader.sandbox.folders import remove_owned_folder
 from grader.sandbox.layout import JobLayout, PreparedSuites, WorkerSettings, prepare_suites

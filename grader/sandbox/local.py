@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from grader.core.exercise import Exercise
 from grader.errors import GradingError, SandboxUnavailable
-from grader.exercise import Exercise
 from grader.harness.contract import (
     SANDBOX_ENV,
     Run,
@@ -225,7 +225,7 @@ def account_refusal(namespaces: str, account: str) -> str:
 def readable_secrets(exercise: Exercise, tier: str, uid: int, gid: int) -> list[str]:
     """The exercise's secret files (the suites a student cannot read, the reference, the seed key) that
     the worker's account could open itself: without namespaces only their modes keep them from it."""
-    from grader.seeding import KEY_FILE
+    from grader.core.seeding import KEY_FILE
 
     public = {exercise.suites[name].path.resolve() for name in exercise.open_suites if name in exercise.suites}
     paths = [path for suite in exercise.suites.values() if suite.path.resolve() not in public

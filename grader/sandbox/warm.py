@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from grader.exercise import Exercise
+from grader.core.exercise import Exercise
 
 
 class Waiting(Protocol):

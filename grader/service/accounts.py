@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
+from grader.course.store import Store, StoreError, now, validate_student_id
 from grader.db import schema
-from grader.store import Store, StoreError, now, validate_student_id
 
 # A student's plan: free students see what an exercise gives for free, premium ones everything.
 PLANS = ("free", "premium")

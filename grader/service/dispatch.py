@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
+from grader.core.grading import Backend
+from grader.course.store import Store
 from grader.db import schema
-from grader.grading import Backend
 from grader.service import jobs
-from grader.store import Store
 
 if TYPE_CHECKING:
     from rq import Queue

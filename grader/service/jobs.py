@@ -25,11 +25,11 @@ from typing import Any
 from sqlalchemy import and_, func, select, update
 
 import grader
+from grader.core.exercise import Exercise, ExerciseError, load_exercise
+from grader.core.grading import Backend, grade_bytes
+from grader.core.scorecard import Scorecard, utc_now
+from grader.course.store import Refused, Store
 from grader.db import schema
-from grader.exercise import Exercise, ExerciseError, load_exercise
-from grader.grading import Backend, grade_bytes
-from grader.scorecard import Scorecard, utc_now
-from grader.store import Refused, Store
 
 log = logging.getLogger("grader.jobs")
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
+from grader.course.store import Store
 from grader.db import schema
-from grader.store import Store
 
 WAITING = ("queued", "grading")
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from grader.course.store import Store
 from grader.db.engine import PRIVATE_FILE, make_private_folder
 from grader.service import jobs
-from grader.store import Store
 
 log = logging.getLogger("grader.spool")
 

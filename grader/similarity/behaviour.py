@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.scorecard import Scorecard
+from grader.core.scorecard import Scorecard
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from grader.scorecard import Scorecard
+from grader.core.scorecard import Scorecard
 from grader.similarity.behaviour import Behaviour, compare_behaviour
 from grader.similarity.tokens import Token, python_tokens
 from grader.similarity.winnow import K, W, kgram_hashes, winnow

@@ -8,11 +8,11 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.batch import discover
-from grader.exercise import Exercise
-from grader.gradebook import pick
+from grader.core.exercise import Exercise
+from grader.course.batch import discover
+from grader.course.gradebook import pick
+from grader.course.store import Store, StoreError
 from grader.similarity.compare import Document
-from grader.store import Store, StoreError
 
 Labeller = Callable[[str], str]
 

@@ -35,17 +35,17 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 import grader
-from grader.deadlines import Deadlines
+from grader.core.exercise import Exercise, exercise_fingerprint
+from grader.core.validate import Rejected, validate
+from grader.course.deadlines import Deadlines
+from grader.course.gradebook import final_score, pick, points
+from grader.course.store import Store, StoredSubmission, StoreError, TooSoon
+from grader.course.terms import TermsError
 from grader.diagnosis.counts import MisconceptionCount, misconception_counts
 from grader.diagnosis.words import card_diagnosis
-from grader.exercise import Exercise, exercise_fingerprint
-from grader.gradebook import final_score, pick, points
 from grader.service import accounts, jobs
 from grader.service.recent_sessions import RecentSessions
 from grader.service.spool import Spool
-from grader.store import Store, StoredSubmission, StoreError, TooSoon
-from grader.terms import TermsError
-from grader.validate import Rejected, validate
 from grader.web import exercise_page, release, terms_page
 from grader.web.access_log import AccessLog
 from grader.web.partial_form import whole_fields
@@ -424,7 +424,7 @@ def store_submission(service: Service, request: Request, who: accounts.Session, 
 
 
 def will_be_rejected(exercise: Exercise, content: bytes) -> bool:
-    """Whether grading will reject the file before any test runs (the same checks, grader.validate): such a
+    """Whether grading will reject the file before any test runs (the same checks, grader.core.validate): such a
     file does not use up the student's interval between submissions."""
     try:
         validate(content, exercise.submission_file, exercise.max_submission_bytes)
@@ -955,8 +955,8 @@ SITE_POLICIES = ("latest", *POLICY_FOLDERS)
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-    from grader.deadlines import Deadlines
-    from grader.publish import build_site
+    from grader.course.deadlines import Deadlines
+    from grader.course.publish import build_site
 
     name = request.path_params["name"]
     asked = request.query_params.get("policy")

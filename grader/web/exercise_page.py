@@ -11,7 +11,7 @@ from datetime import date, datetime, timezone
 
 from markdown_it import MarkdownIt
 
-from grader.exercise import Exercise
+from grader.core.exercise import Exercise
 
 
 def solution_open(rule: str, graded_once: bool, full_marks: bool, today: date | None = None) -> bool:

@@ -12,8 +12,8 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
-from grader.deadlines import Deadlines
-from grader.exercise import Exercise
+from grader.core.exercise import Exercise
+from grader.course.deadlines import Deadlines
 from grader.service import accounts
 from grader.service.spool import SpoolFull
 from grader.web import exercise_page

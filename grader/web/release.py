@@ -1,5 +1,5 @@
 """When students see their results: what a student is shown of a scorecard before its exercise's results
-are released (exercise.toml's `[web] release`, as the dashboard has changed it: grader.terms), and the
+are released (exercise.toml's `[web] release`, as the dashboard has changed it: grader.course.terms), and the
 dashboard's line of each exercise's release.
 
 Before release a student sees the results of the open suites (the free tier's, which every student may
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from grader.exercise import Exercise
-from grader.scorecard import Scorecard
-from grader.store import Store, StoredSubmission
-from grader.terms import Terms
+from grader.core.exercise import Exercise
+from grader.core.scorecard import Scorecard
+from grader.course.store import Store, StoredSubmission
+from grader.course.terms import Terms
 from grader.web.exercise_page import moment_text
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
-from grader.exercise import ExerciseError, check_tests, load_exercise, project_root
+from grader.core.exercise import ExerciseError, check_tests, load_exercise, project_root
+from grader.course.store import Store
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.service.spool import Drainer, Spool, default_folder
-from grader.store import Store
 from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
 
 if TYPE_CHECKING:

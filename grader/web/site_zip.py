@@ -1,4 +1,4 @@
-"""The class site (grader.publish.build_site) as one zip file, made in memory, for an instructor to download
+"""The class site (grader.course.publish.build_site) as one zip file, made in memory, for an instructor to download
 from the dashboard and put on any static host."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import zipfile
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from grader.publish import build_site
-from grader.store import Store
+from grader.course.publish import build_site
+from grader.course.store import Store
 
 if TYPE_CHECKING:
-    from grader.deadlines import Deadlines
+    from grader.course.deadlines import Deadlines
 
 
 def site_archive(store: Store, policy: str, pseudonymous: bool, deadlines: Deadlines | None = None) -> bytes:

@@ -9,10 +9,10 @@ from typing import Any
 
 from starlette.datastructures import FormData
 
-from grader.exercise import Exercise
-from grader.page_settings import RELEASES
-from grader.store import TermChange
-from grader.terms import Terms, TermsError, checked_changes
+from grader.core.exercise import Exercise
+from grader.core.page_settings import RELEASES
+from grader.course.store import TermChange
+from grader.course.terms import Terms, TermsError, checked_changes
 from grader.web.exercise_page import moment_text
 
 RELEASE_WORDS = {"at_once": "at once, as each submission is graded",

@@ -2,7 +2,7 @@
 SPEC.md checked on the submission alone.
 
 The workloads are drawn from the `seed` fixture: derived from the submission's SHA-256 and a key kept
-with this suite (grader/seeding.py), so each submission gets its own workloads and a regrade of the
+with this suite (grader/core/seeding.py), so each submission gets its own workloads and a regrade of the
 same file gets the same ones. Every test here also demands progress: each request must finish.
 """
 

@@ -1,7 +1,7 @@
 """Premium suite: generated sequences of calls, checked after every call against the reference.
 
 The sequences are drawn from the `seed` fixture: derived from the submission's SHA-256 and a key kept
-with this suite (grader/seeding.py), so each submission gets its own sequences and a regrade of the
+with this suite (grader/core/seeding.py), so each submission gets its own sequences and a regrade of the
 same file gets the same ones.
 """
 

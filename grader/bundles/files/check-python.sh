@@ -70,7 +70,7 @@ DEPENDENCIES = [
     "MarkupSafe==3.0.2", "markdown-it-py==3.0.0", "mdurl==0.1.2", "Pygments==2.19.1",
     'typing_extensions==4.12.2; python_version < "3.11"', "attrs==25.3.0", "sortedcontainers==2.4.0",
 ]
-GRADING_IMPORTS = ("grader.bundles.run", "grader.cli", "grader.exports", "grader.sandbox.local",
+GRADING_IMPORTS = ("grader.bundles.run", "grader.cli", "grader.report.exports", "grader.sandbox.local",
                    "grader.harness.plugin")
 
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grader
+from grader.core.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
+from grader.core.scorecard import TEST_STATUSES, TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
+from grader.core.seeding import seed_for_source
+from grader.core.validate import Rejected, validate
 from grader.diagnosis.match import diagnose_graded
-from grader.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
 from grader.harness.contract import Results, Run, results_from_output
 from grader.sandbox.layout import RawRun
-from grader.scorecard import TEST_STATUSES, TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
-from grader.seeding import seed_for_source
 from grader.text import valid_data, valid_tail, valid_text
-from grader.validate import Rejected, validate
 
 
 class Backend(Protocol):
@@ -54,7 +54,7 @@ class PlainBackend:
 
 def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     """What the host sends with a submission: a fresh nonce, which the harness's results must carry,
-    and the submission's seed (grader.seeding; `audit` chooses others, to grade a mutant on several).
+    and the submission's seed (grader.core.seeding; `audit` chooses others, to grade a mutant on several).
     Made here once a grading, and nowhere else."""
     return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
 

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from grader.exercise import Exercise
-from grader.page_settings import RELEASES, is_percent
-from grader.store import TermChange
+from grader.core.exercise import Exercise
+from grader.core.page_settings import RELEASES, is_percent
+from grader.course.store import TermChange
 
 DAY_S = 86400
 # The keys the dashboard may set, each standing for the [web] setting of that name (released_at: when an

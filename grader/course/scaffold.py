@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from grader.exercise import SLUG, ExerciseError
+from grader.core.exercise import SLUG, ExerciseError
 
 EXERCISE_TOML = '''\
 # The exercise's settings. Every key the grader knows is here; the commented ones show their defaults.

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from grader import page_settings
+from grader.core import page_settings
+from grader.core.page_settings import Prediction, WebSettings
 from grader.disk_cache import keep, read_cached
 from grader.harness.contract import Limits, collection_error
-from grader.page_settings import Prediction, WebSettings
 
 # A course platform's container may run Python 3.10 (Ubuntu 22.04), which has no tomllib: tomli is the same parser.
 if sys.version_info >= (3, 11):
@@ -154,7 +154,7 @@ class Exercise:
 
 def project_root() -> Path:
     """The folder holding `exercises/`: the current folder or a parent, else the one beside the package."""
-    for candidate in (Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parent.parent):
+    for candidate in (Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[2]):
         if (candidate / "exercises").is_dir():
             return candidate
     raise ExerciseError("no exercises/ folder here or in a parent folder; run grader from the project folder")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from grader.scorecard import Scorecard
+from grader.core.scorecard import Scorecard
 
 _LISTS = re.compile(r"\[[^\[\]]*\]")
 _IDS = re.compile(r"\b[A-Za-z]\d+\b")

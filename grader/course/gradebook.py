@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grader.scorecard import Scorecard, stopped_at_time_limit
-from grader.store import Adjustment, StoredSubmission
+from grader.core.scorecard import Scorecard, stopped_at_time_limit
+from grader.course.store import Adjustment, StoredSubmission
 
 if TYPE_CHECKING:
-    from grader.deadlines import Deadlines
+    from grader.course.deadlines import Deadlines
 
 POLICIES = ("latest", "best", "on-time")
 Late = Callable[[StoredSubmission], bool]

@@ -94,7 +94,7 @@ class Scorecard:
     graded_at: str = ""
     duration_s: float = 0.0
     grader_version: str = ""
-    seed: int | None = None  # what random workloads were drawn from (grader.seeding); None: not run
+    seed: int | None = None  # what random workloads were drawn from (grader.core.seeding); None: not run
     suite_labels: dict[str, str] = field(default_factory=dict)  # suite name -> what a student sees
     # When Gradescope shows each suite's results (exercise.toml's `visibility`, for the suites that set
     # one), and the suites of the free tier, whose results are shown at once unless they set otherwise.

@@ -1,6 +1,6 @@
 """What an exercise's suites draw their random workloads from, checked before anyone is graded.
 
-A suite that takes the `seed` fixture draws per submission, from the exercise's key (grader/seeding.py):
+A suite that takes the `seed` fixture draws per submission, from the exercise's key (grader/core/seeding.py):
 without a key anyone who has the suite can work out every submission's workloads, so `audit` and
 `package` refuse it. A suite that draws from a constant (`random.Random(7)`, `random.seed(7)`) gives
 every submission the same workload, which a student can learn from the feedback and hard-code: both
@@ -13,8 +13,8 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.exercise import Exercise
-from grader.seeding import KEY_FILE, seed_key
+from grader.core.exercise import Exercise
+from grader.core.seeding import KEY_FILE, seed_key
 
 # Calls that fix a generator's seed when given a constant: random.Random(7), random.seed(7),
 # numpy's default_rng(7) / RandomState(7) / seed(7).

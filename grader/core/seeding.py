@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import os
 
-from grader.exercise import Exercise
+from grader.core.exercise import Exercise
 
 KEY_FILE = "seed.key"
 SEED_BITS = 63  # a non-negative int that JSON, SQLite and every language's integers hold exactly

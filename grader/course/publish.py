@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grader
+from grader.core.scorecard import stopped_at_time_limit
+from grader.course.gradebook import entry_of, failed_tests, pick, timed_out_tests, to_csv, to_json, worth
+from grader.course.store import Store, StoredSubmission
 from grader.diagnosis.counts import misconception_counts
-from grader.gradebook import entry_of, failed_tests, pick, timed_out_tests, to_csv, to_json, worth
 from grader.report import report_view
 from grader.report.render import environment
-from grader.scorecard import stopped_at_time_limit
-from grader.store import Store, StoredSubmission
 
 if TYPE_CHECKING:
-    from grader.deadlines import Deadlines
+    from grader.course.deadlines import Deadlines
 
 HISTOGRAM_BINS = 10
 

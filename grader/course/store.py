@@ -26,21 +26,21 @@ from pathlib import Path
 from sqlalchemy import Connection, and_, delete, func, insert, select, text, update
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
+from grader.core.scorecard import Scorecard
+from grader.core.scorecard import utc_now as now
 from grader.db import schema
 from grader.db.engine import is_url, make_engine, sqlite_path
 from grader.errors import StoreError
-from grader.scorecard import Scorecard
-from grader.scorecard import utc_now as now
 
 DEFAULT_DB = "grader.db"
 # Letters and digits of any script (`zoë`, `李雷`), '.', '_', '@' and '-', starting with a letter or digit:
 # a file name and a page name on every system, with no control character, space or path separator.
 STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
-MIGRATIONS_FOLDER = Path(__file__).resolve().parent / "db" / "migrations"
+MIGRATIONS_FOLDER = Path(__file__).resolve().parents[1] / "db" / "migrations"
 SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
 
 
-# Whether a file will be rejected by its grading, before any test runs (grader.validate's checks).
+# Whether a file will be rejected by its grading, before any test runs (grader.core.validate's checks).
 Refused = Callable[[bytes], bool]
 
 

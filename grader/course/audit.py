@@ -3,7 +3,7 @@
 The reference must get full marks, the stub nothing (every test failing cleanly, no harness error),
 and every mutant must fail at least one test of the top tier (the tier that runs the most suites) on
 every seed it is graded on. The mutants are the author's own (solutions/<slug>/mutants/, one plausible
-bug a file) and the ones the audit makes itself from the reference (grader/mutate.py), which find the
+bug a file) and the ones the audit makes itself from the reference (grader/course/mutate.py), which find the
 mistakes nobody thought of. A generated mutant that behaves exactly as the reference does is declared
 in exercise.toml's [audit.equivalent] with its reason; every other one must be caught.
 
@@ -27,12 +27,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.exercise import Exercise, ExerciseError
-from grader.grading import Backend, grade_bytes
-from grader.mutate import Mutant, generate_mutants
-from grader.scorecard import Scorecard
-from grader.seed_checks import check_seeds, seeded_tests
-from grader.seeding import audit_seeds
+from grader.core.exercise import Exercise, ExerciseError
+from grader.core.grading import Backend, grade_bytes
+from grader.core.scorecard import Scorecard
+from grader.core.seed_checks import check_seeds, seeded_tests
+from grader.core.seeding import audit_seeds
+from grader.course.mutate import Mutant, generate_mutants
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Audit:
     tiers: list[TierFigure] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # of the suites as written (their seeds): not strong
     warnings: list[str] = field(default_factory=list)  # said, for the author to judge
-    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.mutate
+    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.course.mutate
     seeds: int = 1
 
     @property

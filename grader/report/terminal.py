@@ -19,8 +19,8 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from grader.core.scorecard import Scorecard
 from grader.diagnosis.words import card_diagnosis
-from grader.scorecard import Scorecard
 from grader.text import without_surrogates
 
 UNBOUNDED_WIDTH = 200

@@ -2,7 +2,7 @@
 when the exercise closes.
 
 An exercise's due and closing dates (exercise.toml's `[web] due` and `[web] closes`, as the dashboard has
-changed them since: grader.terms) hold for everyone; a student's extension
+changed them since: grader.course.terms) hold for everyone; a student's extension
 (the instructor's dashboard) replaces the due date for that student, and lets them submit after the
 exercise closes until it. A submission is late when it came in after the student's due date. Nothing
 about lateness is stored with a submission: it follows from the time it came in and the dates as they
@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from grader.exercise import Exercise
-from grader.store import Store, StoredSubmission
-from grader.terms import LatePolicy, Terms, terms_of
+from grader.core.exercise import Exercise
+from grader.course.store import Store, StoredSubmission
+from grader.course.terms import LatePolicy, Terms, terms_of
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Deadlines:
 def of_project(store: Store, slugs: Iterable[str]) -> Deadlines:
     """The deadlines of the project's exercises of these names (an exercise the project no longer has
     has none), with the store's extensions."""
-    from grader.exercise import ExerciseError, load_exercise
+    from grader.core.exercise import ExerciseError, load_exercise
 
     exercises = []
     for slug in sorted(set(slugs)):

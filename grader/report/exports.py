@@ -54,8 +54,9 @@ from typing import Any
 
 from markupsafe import escape
 
+from grader.core.exercise import VISIBILITIES
+from grader.core.scorecard import Scorecard, TestResult
 from grader.diagnosis.words import card_diagnosis
-from grader.exercise import VISIBILITIES
 from grader.report import (
     MESSAGE_LIMIT,
     OUTPUT_LIMIT,
@@ -72,7 +73,6 @@ from grader.report import (
     run_text,
 )
 from grader.report.render import render_test_markdown, render_timeline_svg
-from grader.scorecard import Scorecard, TestResult
 
 HIDDEN_DEFAULT = "after_published"  # a suite outside the free tier that sets no visibility
 WHEN_SHOWN = {"hidden": "are not shown to students", "after_due_date": "are shown after the due date",

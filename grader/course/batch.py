@@ -16,12 +16,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.exercise import Exercise, exercise_fingerprint
-from grader.grading import Backend, grade_bytes
-from grader.scorecard import Scorecard, stopped_at_time_limit, utc_now
-from grader.store import Store, StoreError, validate_student_id
+from grader.core.exercise import Exercise, exercise_fingerprint
+from grader.core.grading import Backend, grade_bytes
+from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
+from grader.core.validate import read_capped
+from grader.course.store import Store, StoreError, validate_student_id
 from grader.text import valid_text
-from grader.validate import read_capped
 
 
 @dataclass
