@@ -95,7 +95,7 @@ def value_text(key: str, value: object) -> str:
 
 
 def summary(terms: Terms, now: datetime) -> str:
-    """The terms in one line, for the dashboard's list of exercises."""
+    """The dates and late policy in one line, for the dashboard's list of exercises."""
     parts = []
     if terms.due:
         parts.append(f"due {moment_text(terms.due)}")
@@ -105,5 +105,4 @@ def summary(terms: Terms, now: datetime) -> str:
         parts.append("no dates")
     if terms.late.any:
         parts.append(terms.late.describe().rstrip(".").lower())
-    parts.append(f"results {RELEASE_WORDS[terms.release].split(',')[0]}")
-    return " · ".join(parts)
+    return " · ".join(parts)  # the release has a line of its own, with its button
