@@ -71,3 +71,64 @@ def test_every_command_is_documented_in_the_cli_page():
     for name in commands:
         undocumented += [f"{name} {sub}" for sub in commands_in_help(name) if f"grader {name} {sub}" not in cli]
     assert not undocumented, f"commands docs/cli.md does not show: {undocumented}"
+
+
+# docs/layout.md against the tree. The rule, for the tree drawn in its first ``` block:
+# - an entry is a line that starts at the margin with a path (`grader/core/`, `grader/cli.py`, `tests/course/`),
+#   with the lines indented under it;
+# - every folder directly under grader/ is an entry `grader/NAME/`, and every module loose at grader/'s top
+#   (bar __init__.py) an entry `grader/NAME.py`; what is inside a folder (its modules, deeper folders such as
+#   db/migrations) may be told in words;
+# - every path the tree names exists: each path with a `/` in it (from the project's folder or, in a
+#   folder's entry, from that folder: `files/`), and each file name such as `exercise.py` given in a
+#   folder's entry (in that folder, or deeper in it);
+# - `grader/cli` may be a module or a package, in the tree and in the doc: `grader/cli.py` and `grader/cli/`
+#   both name it.
+LAYOUT = ROOT / "docs" / "layout.md"
+EITHER_WAY = {"grader/cli.py": "grader/cli/", "grader/cli/": "grader/cli.py"}
+
+
+def layout_entries() -> dict[str, str]:
+    """The tree's entries: each path at the margin, with its text and its indented lines."""
+    text = LAYOUT.read_text(encoding="utf-8")
+    block = text.split("```", 2)[1].split("\n", 1)[1]
+    entries: dict[str, str] = {}
+    current = None
+    for line in block.splitlines():
+        if line and not line[0].isspace():
+            current = line.split()[0]
+            assert current not in entries, f"docs/layout.md names {current} twice"
+            entries[current] = line[len(current):]
+        elif current is not None:
+            entries[current] += "\n" + line
+    return entries
+
+
+def exists(path: str) -> bool:
+    return (ROOT / path).exists() or (path in EITHER_WAY and (ROOT / EITHER_WAY[path]).exists())
+
+
+def test_the_layout_names_every_folder_and_top_module_of_the_package():
+    entries = layout_entries()
+    package = ROOT / "grader"
+    wanted = [f"grader/{p.name}/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    wanted += [f"grader/{p.name}" for p in package.glob("*.py") if p.name != "__init__.py"]
+    assert len(wanted) >= 15
+    missing = sorted(path for path in wanted if path not in entries and EITHER_WAY.get(path) not in entries)
+    assert not missing, f"docs/layout.md does not name {missing}"
+
+
+def test_every_path_the_layout_names_exists():
+    entries = layout_entries()
+    missing = []
+    for entry, text in entries.items():
+        for token in re.findall(r"[\w.-]+/[\w./<>-]*|[\w-]+\.py\b", entry + " " + text):
+            token = token.rstrip(".")
+            if "/" in token:
+                if not exists(token) and not (entry.endswith("/") and (ROOT / entry / token).exists()):
+                    missing.append(token)
+            elif entry.endswith("/") and not any((ROOT / entry).rglob(token)):
+                missing.append(f"{entry}{token}")
+            elif not entry.endswith("/") and entry.rsplit("/", 1)[-1] != token:
+                missing.append(f"{token} (named in {entry}'s line)")
+    assert not missing, f"docs/layout.md names what is not there: {missing}"
