@@ -32,6 +32,28 @@ def test_the_readme_is_a_short_guide_whose_links_lead_to_files_that_exist():
     assert not broken, f"README links to missing files: {broken}"
 
 
+
+def site_home(readme: str) -> str:
+    """The docs site's home page: the README, with its links made the site's (`docs/x.md` is `x.md`) and a
+    link to a file outside the site shown as its path."""
+    def link(match: re.Match[str]) -> str:
+        text, target = match.group(1), match.group(2)
+        if "://" in target:
+            return match.group(0)
+        if target.startswith("docs/"):
+            return f"[{text}]({target[len('docs/'):]})"
+        return f"`{target}`" if text == target else f"{text} (`{target}`)"
+
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", link, readme)
+
+
+def test_the_site_home_is_the_readme_guide():
+    """docs/index.md is the README as the site shows it, so the site's first page is the guide, and sends
+    nobody to a README that is not in the site. `python -m tests.test_docs` writes it again."""
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert home == site_home(README), "docs/index.md is not the README's guide: run python -m tests.test_docs"
+    assert "README" not in home.replace("README.md`", "")  # only the exercise's statement, by its path
+
 # The two commands of the README's quick start, byte for byte: a fresh machine's first grading, and the
 # whole test suite, which `.ci/run` runs in stages.
 GRADE_COMMAND = """\
@@ -150,3 +172,7 @@ def test_the_readme_shows_what_its_own_install_prints():
     printed = [line.rstrip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
     assert printed[:len(shown) - 1] == shown[:-1]
     assert shown[-1].endswith(", ...") and printed[len(shown) - 1].startswith(shown[-1][:-len("...")])
+
+
+if __name__ == "__main__":
+    (ROOT / "docs" / "index.md").write_text(site_home(README), encoding="utf-8")
