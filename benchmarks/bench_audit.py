@@ -10,7 +10,7 @@ audit grades it, and pays its timeouts.
 Each case runs in a cgroup of its own, the two alternating over `--rounds` (a first round, not counted,
 warms the caches), and prints CPU a mutant, its multiple of the floor, wall a mutant and mutants a minute.
 
-    python benchmarks/bench_audit.py [--exercise paged_kv_cache] [--rounds 1] [--jobs 2] [--seeds 3]
+    python -m benchmarks.bench_audit [--exercise paged_kv_cache] [--rounds 1] [--jobs 2] [--seeds 3]
                                      [--project DIR]
 
 Needs root (it makes cgroups) and the local sandbox (bubblewrap).
@@ -26,11 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table
+from grader.core.exercise import load_exercise
 
-from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # The audit case: one whole audit in a fresh Python, printing what it graded (the figures' count).
 AUDIT = """
@@ -85,7 +84,7 @@ def main() -> None:
                 return measured
             class_files = sorted(folder.glob("*.py"))
             _, out = run_in_group(name, lambda group: [
-                sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--exercise", str(exercise.folder),
+                sys.executable, "-m", "benchmarks.floor", "--exercise", str(exercise.folder),
                 "--tier", exercise.top_tier, *map(str, class_files)], cwd=ROOT)
             found = json.loads(out)
             # Per mutant of the floor's class, scaled to the audit's count so the two read alike.

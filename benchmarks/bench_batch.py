@@ -17,7 +17,7 @@ printed as CPU and wall a submission and as a multiple of the floor. The Docker 
 (dockerd, containerd, shims) are not in any case's group: their CPU is printed apart, and it counts
 whatever else the engine runs meanwhile.
 
-    python benchmarks/bench_batch.py [--count 40] [--rounds 3] [--jobs 1] [--tier premium]
+    python -m benchmarks.bench_batch [--count 40] [--rounds 3] [--jobs 1] [--tier premium]
                                      [--cases floor,in-process,grade,local,docker-run,docker]
 
 Needs root (it makes cgroups). Docker cases are left out, with a note, where no engine answers.
@@ -35,12 +35,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table
+from benchmarks.run_case import CASES
+from grader.core.exercise import load_exercise
 
-from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group, table  # noqa: E402
-from benchmarks.run_case import CASES  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 ALL_CASES = ("floor", *CASES)
 
@@ -86,12 +85,12 @@ def measure_case(case: str, folder: Path, args: Comparison, round_number: int) -
     name = f"grader-bench-{os.getpid()}-{round_number}-{case}"
     if case == "floor":
         _, printed = run_in_group(name, lambda group: [
-            sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--exercise", args.exercise, "--tier", args.tier,
+            sys.executable, "-m", "benchmarks.floor", "--exercise", args.exercise, "--tier", args.tier,
             *map(str, sorted(folder.glob("*.py")))], cwd=ROOT)
         found = json.loads(printed)
         return Measured(sum(found["cpu_s"].values()), sum(found["wall_s"].values()))
     measured, _ = run_in_group(name, lambda group: [
-        sys.executable, str(ROOT / "benchmarks" / "run_case.py"), case, str(folder), "--exercise", args.exercise,
+        sys.executable, "-m", "benchmarks.run_case", case, str(folder), "--exercise", args.exercise,
         "--tier", args.tier, "--jobs", str(args.jobs), "--cgroup-parent", group.parent_for_containers], cwd=ROOT)
     return measured
 

@@ -9,7 +9,7 @@ cgroup of its own, cases alternating, medians of the rounds. A workload of no re
 fixed cost (Python, the imports, a worker's start), taken off both: a cost linear in the requests shows
 as a ratio (2N - 0) / (N - 0) near 2.
 
-    python benchmarks/bench_crowd.py [--requests 600] [--rounds 3] [--helpers PATH]
+    python -m benchmarks.bench_crowd [--requests 600] [--rounds 3] [--helpers PATH]
 
 `--helpers` times another version of the suite's helpers (another checkout's `_cb_helpers.py`).
 
@@ -24,10 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.cpu import Measured, alternate, run_in_group
 
-from benchmarks.cpu import Measured, alternate, run_in_group  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 REFERENCE = ROOT / "solutions" / "continuous_batching" / "scheduler.py"
 HELPERS = ROOT / "hidden_tests" / "continuous_batching" / "_cb_helpers.py"
@@ -84,8 +83,8 @@ def main() -> None:
     def measure(name: str, number: int) -> Measured:
         case, size = name.split()
         found, _ = run_in_group(f"grader-bench-crowd-{number}-{case}-{size}",
-                                lambda group: [sys.executable, __file__, "--one", case, size,
-                                                       "--helpers", str(args.helpers)], cwd=ROOT)
+                                lambda group: [sys.executable, "-m", "benchmarks.bench_crowd", "--one", case, size,
+                                               "--helpers", str(args.helpers)], cwd=ROOT)
         return found
 
     series = alternate(names, args.rounds, measure)

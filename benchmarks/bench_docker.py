@@ -15,7 +15,7 @@ placed under its group (`cgroup_parent`), so their CPU is counted in it:
 Then, apart and in wall time, where a cold Docker grading's time goes: creating and starting the
 container (and sending the job in), the harness inside, the teardown.
 
-    python benchmarks/bench_docker.py [--count 6] [--rounds 3] [--tier premium] [--class reference]
+    python -m benchmarks.bench_docker [--count 6] [--rounds 3] [--tier premium] [--class reference]
 
 Needs root (it makes cgroups) and a Docker engine.
 """
@@ -23,19 +23,17 @@ Needs root (it makes cgroups) and a Docker engine.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_batch import arguments, compare
+from grader.core.exercise import load_exercise
+from grader.core.grading import grade_bytes
+from grader.sandbox.docker_backend import DockerBackend
+from grader.sandbox.engine import engine_client
+from grader.sandbox.image import ensure_image
 
-from benchmarks.bench_batch import arguments, compare  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
-from grader.core.grading import grade_bytes  # noqa: E402
-from grader.sandbox.docker_backend import DockerBackend  # noqa: E402
-from grader.sandbox.engine import engine_client  # noqa: E402
-from grader.sandbox.image import ensure_image  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CASES = ("floor", "in-process", "docker-run", "docker-single", "docker", "sandbox")
 

@@ -16,7 +16,7 @@ each submission:
 Then, apart and in wall time, what a confinement's start costs: bubblewrap's namespaces against a
 plain process, to a first worker that imported a submission.
 
-    python benchmarks/bench_harness.py [--count 6] [--rounds 3] [--tier premium] [--class reference]
+    python -m benchmarks.bench_harness [--count 6] [--rounds 3] [--tier premium] [--class reference]
                                        [--cases floor,in-process,grade,sandbox,...]
 
 Needs root (it makes cgroups and lends worker accounts).
@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_batch import arguments, compare
+from grader.sandbox.local import worker_account
 
-from benchmarks.bench_batch import arguments, compare  # noqa: E402
-from grader.sandbox.local import worker_account  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CASES = ("floor", "in-process", "grade", "sandbox", "sandbox-one-lane", "sandbox-unprotected")
 

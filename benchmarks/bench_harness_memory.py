@@ -4,7 +4,7 @@ The harness keeps copies of the attributes of every object a test holds; its bou
 small whatever a submission's objects look like. Each case is graded in a fresh Python process, and
 the peak resident size of its largest descendant is printed (Linux's RUSAGE_CHILDREN ru_maxrss).
 
-    python benchmarks/bench_harness_memory.py [--tier premium]
+    python -m benchmarks.bench_harness_memory [--tier premium]
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ CASES = {
     "a 20,000-entry plan, then a worker that stops reading": [ROOT / "tests" / "attacks" / "stop_reading.py"],
 }
 GRADE = """
-import resource, sys
-sys.path.insert(0, {root!r})
+import resource
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
 from grader.sandbox.local import run_local
@@ -39,8 +38,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'case':<56} {'score':>9} {'largest process':>16}")
     for name, paths in CASES.items():
-        script = GRADE.format(root=str(ROOT), paths=[str(p) for p in paths], tier=args.tier)
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        script = GRADE.format(paths=[str(p) for p in paths], tier=args.tier)
+        # From the project's folder, which `python -c` puts first on the path: this checkout's `grader` and exercise.
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
         score, max_score, kib = done.stdout.split()[-3:]
         print(f"{name:<56} {score + '/' + max_score:>9} {int(kib) / 1024:>12.0f} MiB")
 

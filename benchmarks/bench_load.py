@@ -8,7 +8,7 @@ CPU time of each round (the batch's cgroup: the grader, its harnesses and worker
 exits 1, naming the submissions, if any scorecard differs from one round to another (status, score, or
 any test's result).
 
-    python benchmarks/bench_load.py [--rounds 2] [--styles 4] [--mutants 6] [--sandbox local]
+    python -m benchmarks.bench_load [--rounds 2] [--styles 4] [--mutants 6] [--sandbox local]
 
 CPU is read from a cgroup (v2, or v1's cpuacct controller): run it as root. Without one, from the
 batch process's rusage, which misses processes that were not its descendants when they ended (a
@@ -28,12 +28,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_side_by_side import CpuGroup
+from grader.core.exercise import Exercise, load_exercise
+from grader.course.store import Store
 
-from benchmarks.bench_side_by_side import CpuGroup  # noqa: E402
-from grader.core.exercise import Exercise, load_exercise  # noqa: E402
-from grader.course.store import Store  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SOLUTIONS = ROOT / "tests" / "solutions"
 # slow_calls sleeps past a random-workload test's 60 s on the top tier even on an idle machine.

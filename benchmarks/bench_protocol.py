@@ -5,7 +5,7 @@ The reference scheduler runs a generated workload (a few dozen requests running 
 scenario (one message for the whole workload, `ns.scenario()`). Then an empty call is timed with no
 object of the submission held, and with 10,000 held: a call must cost the same whatever the worker holds.
 
-    python benchmarks/bench_protocol.py [--sizes 1000 10000] [--calls 2000]
+    python -m benchmarks.bench_protocol [--sizes 1000 10000] [--calls 2000]
 
 The worker is started as the grader starts it (namespaces where the machine has them; as root, a
 worker account: set GRADER_WORKER_UIDS to keep it apart from other gradings).
@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from grader.confined.limits import Limits
+from grader.harness.client import Scenario
+from tests.helpers import worker_for
 
-from grader.confined.limits import Limits  # noqa: E402
-from grader.harness.client import Scenario  # noqa: E402
-from tests.helpers import worker_for  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 REFERENCE = ROOT / "solutions" / "continuous_batching" / "scheduler.py"
 EXTRA = '''

@@ -19,7 +19,7 @@ The case's CPU is its cgroup's (exact); each role's is its share of the samples 
 (the suites' tests called in one warm process, `floor.py`) is measured in the same run and printed
 beside them, with each role as a multiple of it.
 
-    python benchmarks/bench_roles.py [--case local] [--count 12] [--class reference] [--tier premium]
+    python -m benchmarks.bench_roles [--case local] [--count 12] [--class reference] [--tier premium]
 
 Needs root (a cgroup, system-wide sampling) and `perf`.
 """
@@ -39,13 +39,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_batch import KINDS, make_class
+from benchmarks.cpu import CpuGroup, cgroups_writable, run_in_group
+from benchmarks.run_case import CASES
+from grader.core.exercise import load_exercise
 
-from benchmarks.bench_batch import KINDS, make_class  # noqa: E402
-from benchmarks.cpu import CpuGroup, cgroups_writable, run_in_group  # noqa: E402
-from benchmarks.run_case import CASES  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 ROLES = ("host", "isolation check", "harness", "harness, forked", "bubblewrap", "zygote", "loader", "worker",
          "other")
@@ -158,7 +157,7 @@ def main() -> None:
         make_class(folder, exercise, args.count, args.kind)
         files = sorted(folder.glob("*.py"))
         _, printed = run_in_group(f"grader-bench-roles-{os.getpid()}-floor", lambda group: [
-            sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--exercise", args.exercise, "--tier", args.tier,
+            sys.executable, "-m", "benchmarks.floor", "--exercise", args.exercise, "--tier", args.tier,
             *map(str, files)], cwd=ROOT)
         floor = sum(json.loads(printed)["cpu_s"].values()) / args.count
         per_role, workers, total = record(args, folder)
@@ -188,7 +187,7 @@ def record(args: argparse.Namespace, folder: Path) -> tuple[dict[str, tuple[floa
             # The case's processes only (the events follow its forks), with room for a busy machine's bursts.
             ["perf", "record", "-q", "-m", "1024", "-e", "cpu-clock", "-F", str(SAMPLES_A_SECOND), "-e",
              "sched:sched_process_fork", "-e", "sched:sched_process_exec", "-o", str(data), "--",
-             *group.command([sys.executable, str(ROOT / "benchmarks" / "run_case.py"), args.case, str(folder),
+             *group.command([sys.executable, "-m", "benchmarks.run_case", args.case, str(folder),
                              "--exercise", args.exercise, "--tier", args.tier])],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         root = workload_of(perf.pid)

@@ -15,7 +15,7 @@ many were lost or stored twice (both must be 0), and the CPU a submission: of th
 (Redis, PostgreSQL: a second cgroup). Redis and PostgreSQL are Debian's packages, started here on
 loopback in temporary folders. Needs root (cgroups).
 
-    python benchmarks/bench_service.py [--students 50] [--submissions 200] [--tier free] [--sandbox local]
+    python -m benchmarks.bench_service [--students 50] [--submissions 200] [--tier free] [--sandbox local]
                                        [--modes embedded,broker,store-poll] [--rounds 1]
 """
 
@@ -37,13 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.cpu import CpuGroup, cgroups_writable
+from grader.course.store import Store
+from tests.servers import Postgres, Redis, fresh_database
+from tests.service import STATE, Server, child_env, grader_command, import_roster, signed_in
 
-from benchmarks.cpu import CpuGroup, cgroups_writable  # noqa: E402
-from grader.course.store import Store  # noqa: E402
-from tests.servers import Postgres, Redis, fresh_database  # noqa: E402
-from tests.service import STATE, Server, child_env, grader_command, import_roster, signed_in  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 EXERCISE = "continuous_batching"
 

@@ -9,7 +9,7 @@ checkouts in turn (two single gradings at once would each want both cores, as th
 command in a cgroup of its own; the CPU and the wall time of each checkout's commands are compared.
 
     git worktree add /tmp/before HEAD~3
-    python benchmarks/bench_side_by_side.py /tmp/before [--count 40] [--pairs 3] [--sandbox local] [--grade]
+    python -m benchmarks.bench_side_by_side /tmp/before [--count 40] [--pairs 3] [--sandbox local] [--grade]
 
 Needs write access to the cgroup hierarchy (cgroup v2, or v1's cpuacct controller): run it as root.
 """
@@ -25,12 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_batch import make_class
+from benchmarks.cpu import CpuGroup
+from grader.core.exercise import load_exercise
 
-from benchmarks.bench_batch import make_class  # noqa: E402
-from benchmarks.cpu import CpuGroup  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def pair(checkouts: list[Path], folder: Path, args: argparse.Namespace, scratch: Path, number: int

@@ -16,7 +16,7 @@ Each is printed as CPU and wall a run, its peak memory (the largest process's re
 multiple of the floor. copydetect and compare50 are found on PATH or given with --tool NAME=EXECUTABLE
 (a venv of their own keeps their dependencies out of the project's).
 
-    python benchmarks/bench_similarity.py [--sizes 200,1000] [--rounds 3] [--tool copydetect=/venv/bin/copydetect]
+    python -m benchmarks.bench_similarity [--sizes 200,1000] [--rounds 3] [--tool copydetect=/venv/bin/copydetect]
 
 Needs root (it makes cgroups).
 """
@@ -31,11 +31,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group
+from grader.core.exercise import load_exercise
 
-from benchmarks.cpu import Measured, alternate, cgroups_writable, run_in_group  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 EXERCISE = "continuous_batching"
 CLASS = ROOT / "tests" / "similarity_class"

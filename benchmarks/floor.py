@@ -5,7 +5,7 @@ its tests are set up, called and torn down directly, with the seed the grader gi
 No Python start, no pytest session, no reporting: what any way of grading must spend at the least.
 Each submission is run twice and the second run is counted, so imports and caches are warm.
 
-    python benchmarks/floor.py --exercise continuous_batching --tier premium FILE [FILE ...]
+    python -m benchmarks.floor --exercise continuous_batching --tier premium FILE [FILE ...]
 
 prints one JSON object: the CPU seconds (this process's own) and wall seconds of each file's counted
 run, and the number of tests.
@@ -21,15 +21,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from _pytest.runner import runtestprotocol
+
+import grader.harness.inprocess as inprocess
+from grader.core.exercise import load_exercise
+from grader.core.seeding import seed_for_source
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import pytest  # noqa: E402
-from _pytest.runner import runtestprotocol  # noqa: E402
-
-import grader.harness.inprocess as inprocess  # noqa: E402
-from grader.core.exercise import load_exercise  # noqa: E402
-from grader.core.seeding import seed_for_source  # noqa: E402
 
 
 class Floor:

@@ -1,7 +1,7 @@
 """One case of a grading benchmark, run over a class folder: the benchmark starts it in a cgroup of its
 own and reads that group's CPU, so this module only does the work.
 
-    python benchmarks/run_case.py CASE FOLDER [--exercise S] [--tier T] [--jobs N] [--cgroup-parent P]
+    python -m benchmarks.run_case CASE FOLDER [--exercise S] [--tier T] [--jobs N] [--cgroup-parent P]
 
 CASE is one of:
   in-process  each submission in a fresh `pytest -p grader.harness.inprocess` (no isolation at all)
@@ -29,10 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from grader.core.exercise import load_exercise
 
-from grader.core.exercise import load_exercise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # The cases that grade each submission in a fresh Python of its own with one backend (the sandbox's cost
 # without the command line's), and that backend's settings. What every case needs is imported where it
@@ -96,7 +95,7 @@ def single(case: str, path: Path, exercise, tier: str, cgroup_parent: str | None
 
 
 def fresh(case: str, path: Path, exercise, tier: str, cgroup_parent: str | None) -> None:
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), case, str(path), "--single",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.run_case", case, str(path), "--single",
                            "--exercise", exercise.slug, "--tier", tier,
                            *(["--cgroup-parent", cgroup_parent] if cgroup_parent else [])],
                           cwd=ROOT, capture_output=True, text=True)

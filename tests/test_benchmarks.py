@@ -20,8 +20,29 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISE = load_exercise("continuous_batching", ROOT)
 
 
+BENCHMARKS = sorted(path for path in (ROOT / "benchmarks").glob("*.py") if path.name != "__init__.py")
+
+
+def test_the_benchmarks_are_modules_of_a_package_run_with_python_m_and_edit_no_path():
+    """Each benchmark runs as `python -m benchmarks.NAME` from the project's folder, which puts that folder
+    on the path: none inserts a path of its own, and each one's usage says how it is run."""
+    assert (ROOT / "benchmarks" / "__init__.py").is_file() and len(BENCHMARKS) >= 10
+    edits = [path.name for path in BENCHMARKS if "sys.path" in path.read_text(encoding="utf-8")]
+    assert not edits, f"benchmarks that edit sys.path: {edits}"
+    for path in BENCHMARKS:
+        text = path.read_text(encoding="utf-8")
+        assert "python benchmarks/" not in text, path.name
+        if 'if __name__ == "__main__":' in text:
+            assert f"python -m benchmarks.{path.stem}" in text, f"{path.name} does not say how it is run"
+    # Every one imports from the project's folder alone: no PYTHONPATH, no path of pytest's.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    code = f"import importlib; [importlib.import_module('benchmarks.' + name) for name in {[p.stem for p in BENCHMARKS]!r}]"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def floor(*files: Path) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor.py"), "--tier", "premium",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.floor", "--tier", "premium",
                            *map(str, files)], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -43,15 +64,15 @@ def test_the_floor_calls_every_test_of_each_submission_and_counts_its_own_cpu(tm
 
 
 def test_the_floor_refuses_a_file_that_is_not_there(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor.py"), str(tmp_path / "none.py")],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.floor", str(tmp_path / "none.py")],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode != 0 and "no such file" in done.stderr
 
 
-def against_the_floor(script: str, *options: str) -> tuple[dict[str, float], str]:
+def against_the_floor(module: str, *options: str) -> tuple[dict[str, float], str]:
     """Run a grading benchmark; each case's CPU as a multiple of the floor, and what it printed. Checks
     that it left none of its cgroups behind."""
-    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / script), *options],
+    process = subprocess.Popen([sys.executable, "-m", f"benchmarks.{module}", *options],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     stdout, stderr = process.communicate(timeout=900)
     assert process.returncode == 0, stderr
@@ -72,7 +93,7 @@ def test_the_audit_benchmark_prints_mutants_a_minute_beside_the_floor(tmp_path):
     from grader.course.scaffold import new_exercise
 
     new_exercise("running_max", tmp_path)
-    rows, stdout = against_the_floor("bench_audit.py", "--project", str(tmp_path), "--exercise", "running_max",
+    rows, stdout = against_the_floor("bench_audit", "--project", str(tmp_path), "--exercise", "running_max",
                                      "--rounds", "1")
     assert rows.keys() == {"audit", "floor"} and rows["floor"] == 1.0 and rows["audit"] > 1, stdout
     made = int(re.search(r"1 own mutants and (\d+) made from the reference", stdout).group(1))
@@ -84,7 +105,7 @@ def test_the_audit_benchmark_prints_mutants_a_minute_beside_the_floor(tmp_path):
 @pytest.mark.slow
 @needs_cgroups
 def test_the_batch_benchmark_prints_each_case_against_the_floor():
-    rows, stdout = against_the_floor("bench_batch.py", "--count", "2", "--rounds", "1", "--cases", "in-process,local")
+    rows, stdout = against_the_floor("bench_batch", "--count", "2", "--rounds", "1", "--cases", "in-process,local")
     assert rows.keys() == {"floor", "in-process", "local"}, stdout
     assert rows["floor"] == 1.0
     # A fresh pytest (and a sandbox) per submission costs more than the tests' own calls in a warm process.
@@ -94,7 +115,7 @@ def test_the_batch_benchmark_prints_each_case_against_the_floor():
 @pytest.mark.slow
 @needs_cgroups
 def test_the_sandbox_benchmark_prints_every_way_of_grading_one_submission_against_the_floor():
-    rows, stdout = against_the_floor("bench_harness.py", "--count", "1", "--rounds", "1")
+    rows, stdout = against_the_floor("bench_harness", "--count", "1", "--rounds", "1")
     assert rows.keys() == {"floor", "in-process", "grade", "sandbox", "sandbox-one-lane", "sandbox-unprotected"}, stdout
     assert rows["floor"] == 1.0 and all(ratio > 1 for case, ratio in rows.items() if case != "floor"), stdout
     assert "copies of the reference" in stdout and "namespaces add" in stdout, stdout
@@ -122,7 +143,7 @@ def test_every_unprotected_case_grades_with_the_seed_the_grader_gives_the_submis
 @pytest.mark.slow
 @needs_cgroups
 def test_the_docker_benchmark_counts_each_case_with_its_containers_against_the_floor(docker_client, grading_image):
-    rows, stdout = against_the_floor("bench_docker.py", "--count", "1", "--rounds", "1")
+    rows, stdout = against_the_floor("bench_docker", "--count", "1", "--rounds", "1")
     assert rows.keys() == {"floor", "in-process", "docker-run", "docker-single", "docker", "sandbox"}, stdout
     assert rows["floor"] == 1.0 and all(ratio > 1 for case, ratio in rows.items() if case != "floor"), stdout
     assert "harness in container" in stdout, stdout
@@ -166,7 +187,7 @@ needs_perf = pytest.mark.skipif(shutil.which("perf") is None and os.environ.get(
 @needs_cgroups
 @needs_perf
 def test_the_roles_benchmark_shares_a_batch_out_among_its_processes_beside_the_floor():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_roles.py"), "--count", "2"],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_roles", "--count", "2"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {match[0].strip(): float(match[1]) for match in
@@ -180,7 +201,7 @@ def test_the_roles_benchmark_shares_a_batch_out_among_its_processes_beside_the_f
 @pytest.mark.slow
 @needs_cgroups
 def test_the_side_by_side_benchmark_grades_one_submission_at_a_time_from_each_checkout_in_turn():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_side_by_side.py"), str(ROOT), "--grade",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_side_by_side", str(ROOT), "--grade",
                            "--count", "2", "--pairs", "1"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = re.search(r"this checkout ([\d.]+) s of CPU and ([\d.]+) s wall a grading, \S+ ([\d.]+) s and ([\d.]+) s",

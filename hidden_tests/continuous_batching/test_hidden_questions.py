@@ -7,13 +7,7 @@ comes, so a test fails at the first call that went wrong and names that call, ne
 only follows from it.
 """
 
-import os
-import sys
-
-HERE = os.path.dirname(__file__)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_ids, fmt_plan, plain_plan  # noqa: E402
+from _cb_helpers import R, Scenario, Session, check, expect_that, fmt_ids, fmt_plan, plain_plan
 
 
 def _refused(call, *args):

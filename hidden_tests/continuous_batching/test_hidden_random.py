@@ -6,15 +6,8 @@ with this suite (grader/core/seeding.py), so each submission gets its own worklo
 same file gets the same ones. Every test here also demands progress: each request must finish.
 """
 
-import os
-import sys
-
 import pytest
-
-HERE = os.path.dirname(__file__)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import (  # noqa: E402
+from _cb_helpers import (
     PROFILES,
     check_random,
     drive_alone,

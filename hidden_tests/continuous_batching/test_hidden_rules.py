@@ -5,13 +5,7 @@ plans the reference must take are spelled out in `expect`, so a reader sees what
 Plans are written as [(rid, n_tokens), ...]; R(rid, prompt_len, max_new, at=step it is added before).
 """
 
-import os
-import sys
-
-HERE = os.path.dirname(__file__)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _cb_helpers import R, Scenario, Session, check, expect_that  # noqa: E402
+from _cb_helpers import R, Scenario, Session, check, expect_that
 
 # --- the statement's worked example ---------------------------------------------------------------
 

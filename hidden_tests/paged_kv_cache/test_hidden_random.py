@@ -5,15 +5,8 @@ with this suite (grader/core/seeding.py), so each submission gets its own sequen
 same file gets the same ones.
 """
 
-import os
-import sys
-
 import pytest
-
-HERE = os.path.dirname(__file__)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _kv_helpers import PROFILES, check, random_scenario  # noqa: E402
+from _kv_helpers import PROFILES, check, random_scenario
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

@@ -3,15 +3,8 @@ the smallest scenario that shows it, checked after every call against the refere
 every live sequence's block table, the free count, every block's reference count and tokens, and that
 a sequence the call named and that does not exist is unknown)."""
 
-import os
-import sys
-
 import pytest
-
-HERE = os.path.dirname(__file__)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helper module sits next to this file
-from _kv_helpers import Scenario, check, check_new_lists  # noqa: E402
+from _kv_helpers import Scenario, check, check_new_lists
 
 
 def test_the_lowest_free_block_is_taken_even_after_frees(ns, reference, feedback):
