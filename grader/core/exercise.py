@@ -6,7 +6,9 @@ The statement, the stub and the file names are fixed, so adding an exercise neve
 Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
 files, relative to the project folder, with the label a student sees, its points, whether it may
 use the reference, whether its failure details are shown and when Gradescope shows its results), its
-tiers (each a list of suites) and the Debian packages its sandbox needs.
+tiers (each a list of suites) and the Debian packages its sandbox needs. Every key it may hold is
+declared in EXERCISE_TOML below (its types, default, checks and sentences; [web] and [prediction] in
+page_settings) and read by grader.core.toml_specs, so a mistake is named with the file and the key.
 """
 
 from __future__ import annotations
