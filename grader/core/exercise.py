@@ -6,7 +6,9 @@ The statement, the stub and the file names are fixed, so adding an exercise neve
 Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
 files, relative to the project folder, with the label a student sees, its points, whether it may
 use the reference, whether its failure details are shown and when Gradescope shows its results), its
-tiers (each a list of suites) and the Debian packages its sandbox needs.
+tiers (each a list of suites) and the Debian packages its sandbox needs. Every key it may hold is
+declared in EXERCISE_TOML below (its types, default, checks and sentences; [web] and [prediction] in
+page_settings) and read by grader.core.toml_specs, so a mistake is named with the file and the key.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 from grader.core import page_settings
 from grader.core.page_settings import Prediction, WebSettings
+from grader.core.toml_specs import TABLE_SAYS, Check, Field, Refused, Table, keys_of, read, rule
 from grader.disk_cache import keep, read_cached
 from grader.harness.contract import Limits, collection_error
 
@@ -39,14 +43,6 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name
 # When a platform that holds results back (Gradescope) shows a suite's results to students: never, after
 # the due date, once the instructor publishes the grades, or at once.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-# What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
-TOP_LEVEL_KEYS = ("title", "submission", "names", "default_tier", "max_submission_kb", "limits", "suites",
-                  "tiers", "points", "sandbox", "prediction", "web", "similarity", "audit")
-TABLE_KEYS = {"sandbox": ("packages",), "prediction": ("question", "choices", "answer", "why", "hides"),
-              "web": ("solution", "submission_interval_s", "due", "closes", "late_penalty_per_day", "late_cap",
-                      "release"), "similarity": ("given",),
-              "audit": ("seeds", "equivalent")}
-
 
 class ExerciseError(Exception):
     """The exercise cannot be used: missing, malformed, or inconsistent. The message says which."""
@@ -187,123 +183,38 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
     return _from_config(slug, root, config, folder / "exercise.toml")
 
 
-Needed = TypeVar("Needed")
-
-
 def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
-    def need(key: str, kind: type[Needed], what: str) -> Needed:
-        if key not in config:
-            raise ExerciseError(f"{source}: {key} is missing ({key} = {what})")
-        if not isinstance(config[key], kind) or isinstance(config[key], bool):
-            raise ExerciseError(f"{source}: {key} must be {what}, not {config[key]!r}")
-        value: Needed = config[key]
-        return value
-
-    _known_keys(config, TOP_LEVEL_KEYS, "", source)
-    for table, keys in TABLE_KEYS.items():
-        _known_keys(_table(config, table, source), keys, f"[{table}] ", source)
-    title = need("title", str, '"the title students see"')
-    submission = need("submission", str, '"the file name a submission is graded as", such as "solution.py"')
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", submission):
-        raise ExerciseError(f"{source}: submission must be a Python file name such as solution.py, not {submission!r}")
-    names = need("names", list, '["the", "names", "tests", "ask", "ns", "for"]')
-    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
-        raise ExerciseError(f"{source}: names must list the submission's names the tests use (Python names), "
-                            f"not {names!r}")
+    context = {"slug": slug, "root": root, "exercise_folder": root / "exercises" / slug}
     try:
-        limits = Limits.from_table(config.get("limits", {}))
-    except ValueError as exc:
-        raise ExerciseError(f"{source}: [limits]: {exc}") from None
-    suites = {name: _suite(name, table, root, source) for name, table in _table(config, "suites", source).items()}
-    if not suites:
-        raise ExerciseError(f"{source}: [suites] must declare at least one suite")
-    for one in suites.values():
-        for other in suites.values():
-            if one is not other and one.path.resolve().is_relative_to(other.path.resolve()):
-                # A test file must belong to one suite: its points, reference and details follow from it.
-                raise ExerciseError(f"{source}: suite {one.name!r} lies in the folder of suite {other.name!r}")
-    tiers: dict[str, tuple[str, ...]] = {}
-    for tier, wanted in _table(config, "tiers", source).items():
-        if not isinstance(wanted, list) or not wanted or not all(isinstance(s, str) for s in wanted):
-            raise ExerciseError(f"{source}: tier {tier!r} must be a list of suite names")
-        for suite in wanted:
-            if suite not in suites:
-                raise ExerciseError(f"{source}: tier {tier!r} runs suite {suite!r}, which [suites] does not define")
-        tiers[tier] = tuple(wanted)
-    if not tiers:
-        raise ExerciseError(f"{source}: [tiers] must declare at least one tier")
-    default_tier = config.get("default_tier", list(tiers)[-1])
-    if not isinstance(default_tier, str) or default_tier not in tiers:
-        raise ExerciseError(f"{source}: default_tier {default_tier!r} is not one of [tiers]: {', '.join(tiers)}")
-    packages = _table(config, "sandbox", source).get("packages", [])
-    if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE.fullmatch(p) for p in packages):
-        raise ExerciseError(f"{source}: [sandbox] packages must be a list of Debian package names")
-    points = _table(config, "points", source)
-    for test, value in points.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ExerciseError(f"{source}: [points] {test} must be a whole number of points (0 or more), not {value!r}")
-    max_kb = config.get("max_submission_kb", 256)
-    if not isinstance(max_kb, int) or isinstance(max_kb, bool) or max_kb <= 0:
-        raise ExerciseError(f"{source}: max_submission_kb must be a whole number of KiB above 0, not {max_kb!r}")
-    _check_file_names(suites, source)
-    try:
-        prediction = page_settings.prediction(_table(config, "prediction", source))
-        web = page_settings.web(_table(config, "web", source))
-    except page_settings.SettingError as exc:
-        raise ExerciseError(f"{source}: {exc}") from None
-    exercise = Exercise(
-        slug=slug, title=title, root=root, submission_file=submission,
-        names=tuple(str(n) for n in names), limits=limits, suites=suites, tiers=tiers,
-        default_tier=default_tier, points=dict(points), max_submission_bytes=int(max_kb) * 1024,
-        packages=tuple(sorted(set(packages))), prediction=prediction, web=web,
-        given_code=_given_code(_table(config, "similarity", source), root / "exercises" / slug, source),
-        audit=_audit_settings(_table(config, "audit", source), source),
-    )
-    needing = [name for name, suite in suites.items() if suite.reference]
-    if needing and not exercise.reference.is_file():
-        raise ExerciseError(f"{source}: suite {needing[0]!r} uses the reference solution (reference = true), and "
-                            f"there is no {exercise.reference}")
+        exercise: Exercise = read(config, EXERCISE_TOML, context)
+    except Refused as refused:
+        raise ExerciseError(f"{source}: {refused}") from None
     return exercise
 
 
-def _audit_settings(table: dict, source: Path) -> AuditSettings:
-    seeds = table.get("seeds", AuditSettings.seeds)
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or not 1 <= seeds <= 20:
-        raise ExerciseError(f"{source}: [audit] seeds is how many seeds each mutant is graded on, 1 to 20, not {seeds!r}")
-    equivalent = table.get("equivalent", {})
-    if not isinstance(equivalent, dict) or not all(isinstance(v, str) and v.strip() for v in equivalent.values()):
-        raise ExerciseError(f"{source}: [audit.equivalent] maps a generated mutant's name (as `grader audit` prints "
-                            "it) to the reason no test can tell it from the reference, such as "
-                            '"Scheduler.add: a ⇄ b" = "both checks raise the same ValueError"')
-    return AuditSettings(seeds, dict(equivalent))
+# exercise.toml, key by key. The checks of one key see the keys declared before it (by the name they
+# are kept under): the tiers see the suites, the default tier the tiers.
+
+def _needed(key: str, kind: type, what: str, **more: Any) -> Field:
+    """A key that must be written, and what it must be: `what`, as written in exercise.toml."""
+    return Field(key, (kind,), f"{key} must be {what}, not {{value!r}}", missing=f"{key} is missing ({key} = {what})",
+                 **more)
 
 
-def _given_code(table: dict, folder: Path, source: Path) -> tuple[Path, ...]:
-    given = table.get("given", [])
-    if not isinstance(given, list) or not all(isinstance(name, str) and name for name in given):
-        raise ExerciseError(f"{source}: [similarity] given must be a list of file names in {folder}")
-    paths = []
-    for name in given:
-        path = folder / name
-        if not path.resolve().is_relative_to(folder.resolve()) or not path.is_file():
-            raise ExerciseError(f"{source}: [similarity] given lists {name!r}, which is no file of {folder}")
-        paths.append(path)
-    return tuple(paths)
+def _nested(suites: dict[str, SuiteSpec]) -> str:
+    """A suite whose folder lies in another's; "" when none does. A test file must belong to one suite:
+    its points, reference and details follow from it."""
+    for one in suites.values():
+        for other in suites.values():
+            if one is not other and one.path.resolve().is_relative_to(other.path.resolve()):
+                return f"suite {one.name!r} lies in the folder of suite {other.name!r}"
+    return ""
 
 
-def _known_keys(table: dict, known: tuple[str, ...], where: str, source: Path) -> None:
-    """Refuse a key exercise.toml does not define, with the nearest known one."""
-    for key in table:
-        if key not in known:
-            near = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {near[0]}?" if near else f"known: {', '.join(known)}"
-            raise ExerciseError(f"{source}: {where}unknown key {key!r} ({hint})")
-
-
-def _check_file_names(suites: dict[str, SuiteSpec], source: Path) -> None:
+def _same_file_names(suites: dict[str, SuiteSpec]) -> str:
     """pytest imports a test file (and a helper beside it) by its file name when its folder is not a
     package, so two such files of the same name in an exercise's suites would make one hide the other:
-    every grading would fail to collect. Refused here, naming both."""
+    every grading would fail to collect. Refused, naming both; "" when no two share a name."""
     seen: dict[str, Path] = {}
     for suite in suites.values():
         for path in sorted(suite.path.rglob("*.py")):
@@ -312,48 +223,142 @@ def _check_file_names(suites: dict[str, SuiteSpec], source: Path) -> None:
             if (path.parent / "__init__.py").is_file():
                 continue  # in a package: imported by its dotted name
             if path.name in seen:
-                raise ExerciseError(f"{source}: two test files are named {path.name}: {seen[path.name]} and {path}; "
-                                    "pytest imports them by their file names, so rename one")
+                return (f"two test files are named {path.name}: {seen[path.name]} and {path}; "
+                        "pytest imports them by their file names, so rename one")
             seen[path.name] = path
+    return ""
 
 
-def _table(config: dict, key: str, source: Path) -> dict:
-    table = config.get(key, {})
-    if not isinstance(table, dict):
-        raise ExerciseError(f"{source}: {key} must be a table ([{key}])")
-    return table
+def _undefined_suite(tier: tuple[str, ...], known: Mapping[str, Any]) -> str:
+    missing = next(suite for suite in tier if suite not in known["suites"])
+    return f"tier {known['key']!r} runs suite {missing!r}, which [suites] does not define"
 
 
-def _suite(name: str, table: object, root: Path, source: Path) -> SuiteSpec:
-    """One [suites.<name>] table: a folder (relative to the project folder), label, points and flags."""
-    where = f"[suites.{name}]"
-    if not SLUG.fullmatch(name):
-        raise ExerciseError(f"{source}: {where}: a suite name is lower-case letters, digits, '_' and '-'")
-    if not isinstance(table, dict):
-        raise ExerciseError(f"{source}: {where} must be a table")
-    unknown = set(table) - {"folder", "label", "points", "reference", "details", "visibility"}
-    if unknown:
-        raise ExerciseError(f"{source}: {where} has unknown keys: {', '.join(sorted(unknown))}")
-    folder, points = table.get("folder"), table.get("points")
-    if not isinstance(folder, str) or not folder or Path(folder).is_absolute() or ".." in Path(folder).parts:
-        raise ExerciseError(f"{source}: {where} needs folder = \"...\", relative to the project folder")
-    if not (root / folder).is_dir():
-        raise ExerciseError(f"{source}: {where}: the folder {root / folder} does not exist")
-    if not isinstance(points, int) or isinstance(points, bool) or points < 0:
-        raise ExerciseError(f"{source}: {where} needs points = <a whole number, 0 or more>, the points of each "
-                            f"test{'' if points is None else f', not {points!r}'}")
-    label = table.get("label", f"{name} tests")
-    if not isinstance(label, str):
-        raise ExerciseError(f"{source}: {where}: label is text, not {label!r}")
-    flags = {key: table.get(key, default) for key, default in (("reference", False), ("details", True))}
-    for key, value in flags.items():
-        if not isinstance(value, bool):
-            raise ExerciseError(f"{source}: {where}: {key} is true or false, not {value!r}")
-    visibility = table.get("visibility", "")
-    if "visibility" in table and visibility not in VISIBILITIES:
-        raise ExerciseError(f"{source}: {where}: visibility is one of {', '.join(VISIBILITIES)} (when Gradescope "
-                            f"shows this suite's results to students), not {visibility!r}")
-    return SuiteSpec(name, root / folder, points, label, flags["reference"], flags["details"], visibility)
+def _not_given(given: list[str], known: Mapping[str, Any]) -> str:
+    folder = known["exercise_folder"]
+    name = next(name for name in given if not _is_given(name, folder))
+    return f"[similarity] given lists {name!r}, which is no file of {folder}"
+
+
+def _is_given(name: str, folder: Path) -> bool:
+    path = folder / name
+    return path.resolve().is_relative_to(folder.resolve()) and path.is_file()
+
+
+def _reference_missing(values: Mapping[str, Any], known: Mapping[str, Any]) -> bool:
+    return any(suite.reference for suite in values["suites"].values()) and not _reference(values, known).is_file()
+
+
+def _no_reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> str:
+    needing = next(name for name, suite in values["suites"].items() if suite.reference)
+    return (f"suite {needing!r} uses the reference solution (reference = true), and there is no "
+            f"{_reference(values, known)}")
+
+
+def _reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> Path:
+    return Path(known["root"]) / "solutions" / known["slug"] / values["submission_file"]
+
+
+_FOLDER = '{at} needs folder = "...", relative to the project folder'
+_POINTS = "{at} needs points = <a whole number, 0 or more>, the points of each test"
+_FLAG = "{at}: {key} is true or false, not {value!r}"
+_VISIBILITY = ("{at}: visibility is one of " + ", ".join(VISIBILITIES) + " (when Gradescope shows this suite's "
+               "results to students), not {value!r}")
+
+# One [suites.<name>] table: a folder (relative to the project folder), label, points and flags.
+SUITE = Table("[suites.{name}]", (
+    Field("folder", (str,), _FOLDER, checks=(
+        rule(lambda folder: bool(folder) and not Path(folder).is_absolute() and ".." not in Path(folder).parts,
+             _FOLDER),
+        Check(lambda folder, known: (known["root"] / folder).is_dir(),
+              lambda folder, known: f"{known['at']}: the folder {known['root'] / folder} does not exist"))),
+    Field("label", (str,), "{at}: label is text, not {value!r}", default_from=lambda known: f"{known['name']} tests",
+          grades=False),
+    Field("points", (int,), _POINTS + ", not {value!r}", missing=_POINTS,
+          checks=(rule(lambda points: points >= 0, _POINTS + ", not {value!r}"),)),
+    Field("reference", (bool,), _FLAG, default=False),
+    Field("details", (bool,), _FLAG, default=True),
+    Field("visibility", (str,), _VISIBILITY, default=None, grades=False,
+          checks=(rule(lambda visibility: visibility in VISIBILITIES, _VISIBILITY),)),
+), build=lambda values, known: SuiteSpec(
+    known["name"], known["root"] / values["folder"], values["points"], values["label"], values["reference"],
+    values["details"], values["visibility"] or ""),
+    unknown="{at} has unknown keys: {keys} ({hint})")
+
+_TIER = "tier {key!r} must be a list of suite names"
+_PACKAGES = "[sandbox] packages must be a list of Debian package names"
+_GIVEN = "[similarity] given must be a list of file names in {exercise_folder}"
+_SEEDS = "[audit] seeds is how many seeds each mutant is graded on, 1 to 20, not {value!r}"
+_EQUIVALENT = ("[audit.equivalent] maps a generated mutant's name (as `grader audit` prints it) to the reason no "
+               'test can tell it from the reference, such as "Scheduler.add: a ⇄ b" = "both checks raise the same '
+               'ValueError"')
+
+
+def _default_tier_says(tier: object, known: Mapping[str, Any]) -> str:
+    return f"default_tier {tier!r} is not one of [tiers]: {', '.join(known['tiers'])}"
+
+
+EXERCISE_TOML = Table("", (
+    _needed("title", str, '"the title students see"', grades=False),
+    _needed("submission", str, '"the file name a submission is graded as", such as "solution.py"',
+            into="submission_file", checks=(rule(
+                lambda name: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", name) is not None,
+                "submission must be a Python file name such as solution.py, not {value!r}"),)),
+    _needed("names", list, '["the", "names", "tests", "ask", "ns", "for"]',
+            checks=(rule(lambda names: bool(names) and all(isinstance(n, str) and n.isidentifier() for n in names),
+                         "names must list the submission's names the tests use (Python names), not {value!r}"),),
+            convert=lambda names: tuple(str(n) for n in names)),
+    Field("limits", (dict,), TABLE_SAYS, default={}, convert=Limits.from_table, refused="[limits]: {error}"),
+    Field("suites", (dict,), TABLE_SAYS, default={},
+          each=Field("suite", (dict,), "[suites.{name}] must be a table", table=SUITE),
+          names=(rule(lambda name: SLUG.fullmatch(name) is not None,
+                      "[suites.{name}]: a suite name is lower-case letters, digits, '_' and '-'"),),
+          checks=(rule(bool, "[suites] must declare at least one suite"),
+                  Check(lambda suites, known: not _nested(suites), lambda suites, known: _nested(suites)),
+                  Check(lambda suites, known: not _same_file_names(suites),
+                        lambda suites, known: _same_file_names(suites)))),
+    Field("tiers", (dict,), TABLE_SAYS, default={},
+          each=Field("tier", (list,), _TIER, convert=tuple, checks=(
+              rule(lambda tier: bool(tier) and all(isinstance(suite, str) for suite in tier), _TIER),
+              Check(lambda tier, known: all(suite in known["suites"] for suite in tier), _undefined_suite))),
+          checks=(rule(bool, "[tiers] must declare at least one tier"),)),
+    Field("default_tier", (str,), _default_tier_says, default_from=lambda known: list(known["tiers"])[-1],
+          checks=(Check(lambda tier, known: tier in known["tiers"], _default_tier_says),), grades=False),
+    Field("sandbox", (dict,), TABLE_SAYS, default={}, into="packages", table=Table("[sandbox] ", (
+        Field("packages", (list,), _PACKAGES, default=[],
+              checks=(rule(lambda packages: all(isinstance(p, str) and PACKAGE.fullmatch(p) for p in packages),
+                           _PACKAGES),)),
+    ), build=lambda values, known: tuple(sorted(set(values["packages"]))))),
+    Field("points", (dict,), TABLE_SAYS, default={}, each=Field(
+        "points", (int,), "[points] {key} must be a whole number of points (0 or more), not {value!r}",
+        checks=(rule(lambda points: points >= 0,
+                     "[points] {key} must be a whole number of points (0 or more), not {value!r}"),))),
+    Field("max_submission_kb", (int,), "max_submission_kb must be a whole number of KiB above 0, not {value!r}",
+          default=256, into="max_submission_bytes", convert=lambda kb: kb * 1024,
+          checks=(rule(lambda size: size > 0, "max_submission_kb must be a whole number of KiB above 0, "
+                                              "not {value!r}"),)),
+    Field("prediction", (dict,), TABLE_SAYS, default={}, table=page_settings.PREDICTION, grades=False),
+    Field("web", (dict,), TABLE_SAYS, default={}, table=page_settings.WEB, grades=False),
+    # Files students were given besides the stub: code in them never makes two students look alike.
+    Field("similarity", (dict,), TABLE_SAYS, default={}, into="given_code", grades=False, table=Table(
+        "[similarity] ", (
+            Field("given", (list,), _GIVEN, default=[], checks=(
+                rule(lambda given: all(isinstance(name, str) and name for name in given), _GIVEN),
+                Check(lambda given, known: all(_is_given(name, known["exercise_folder"]) for name in given),
+                      _not_given))),
+        ), build=lambda values, known: tuple(known["exercise_folder"] / name for name in values["given"]))),
+    Field("audit", (dict,), TABLE_SAYS, default={}, grades=False, table=Table("[audit] ", (
+        Field("seeds", (int,), _SEEDS, default=AuditSettings.seeds,
+              checks=(rule(lambda seeds: 1 <= seeds <= 20, _SEEDS),)),
+        Field("equivalent", (dict,), _EQUIVALENT, default={},
+              checks=(rule(lambda equivalent: all(isinstance(why, str) and why.strip()
+                                                  for why in equivalent.values()), _EQUIVALENT),)),
+    ), build=lambda values, known: AuditSettings(values["seeds"], dict(values["equivalent"])))),
+), checks=(Check(lambda values, known: not _reference_missing(values, known), _no_reference),),
+    build=lambda values, known: Exercise(slug=known["slug"], root=known["root"], **values))
+
+# What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
+TOP_LEVEL_KEYS = keys_of(EXERCISE_TOML)
 
 
 def files_fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
@@ -387,8 +392,8 @@ def judging_code_digest() -> str:
 # its tier), the question before the editor, the web page's settings (the due and closing dates among
 # them), the similarity report's and the audit's; and of each suite, how its results are shown (its label,
 # its Gradescope visibility), not what they are.
-NOT_GRADING = ("title", "default_tier", "prediction", "web", "similarity", "audit")
-SUITE_NOT_GRADING = ("label", "visibility")
+NOT_GRADING = keys_of(EXERCISE_TOML, grading=False)  # title, default_tier, prediction, web, similarity, audit
+SUITE_NOT_GRADING = keys_of(SUITE, grading=False)  # label, visibility
 
 
 def grading_settings(toml: Path) -> bytes:

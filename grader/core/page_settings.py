@@ -8,9 +8,12 @@ Read with the rest of exercise.toml when the exercise loads, so a mistake here i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
+
+from grader.core.toml_specs import Check, Field, Refused, Table, read, rule
 
 SOLUTION_RULES = ("never", "after_first_graded", "after_full_marks")
 # When students see the hidden suites' results and the score: at once, once the due date has passed, or
@@ -46,78 +49,39 @@ class WebSettings:
 
 def prediction(table: dict[str, Any]) -> Prediction | None:
     """The [prediction] table, checked; None when the exercise asks no question."""
-    if not table:
-        return None
-    question, choices, answer, why = (table.get(k) for k in ("question", "choices", "answer", "why"))
-    if not isinstance(question, str) or not question.strip():
-        raise SettingError(f"[prediction] question must be the question's text, not {question!r}")
-    if (not isinstance(choices, list) or len(choices) < 2
-            or not all(isinstance(c, str) and c.strip() for c in choices)):
-        raise SettingError(f"[prediction] choices must list two or more answers as text, not {choices!r}")
-    if type(answer) is not int or not 1 <= answer <= len(choices):
-        raise SettingError(f"[prediction] answer must be the number of the right choice, 1 to {len(choices)}, "
-                           f"not {answer!r}")
-    if why is not None and not isinstance(why, str):
-        raise SettingError(f"[prediction] why must be text (shown once answered), not {why!r}")
-    hides = table.get("hides", [])
-    if not isinstance(hides, list) or not all(isinstance(h, str) and h in HIDEABLE for h in hides):
-        raise SettingError(f"[prediction] hides must list parts of the page to keep back until the answer, "
-                           f"of {', '.join(HIDEABLE)}; not {hides!r}")
-    return Prediction(question, tuple(choices), answer - 1, why or "", tuple(hides))
+    return _read(table, PREDICTION)
 
 
 def web(table: dict[str, Any]) -> WebSettings:
     """The [web] table, checked."""
-    rule = table.get("solution", "never")
-    if type(rule) is date:  # solution = 2026-12-24, a TOML date
-        rule = rule.isoformat()
-    if not isinstance(rule, str) or (rule not in SOLUTION_RULES and not _is_date(rule)):
-        raise SettingError(f"[web] solution must be one of {', '.join(SOLUTION_RULES)} or a date (YYYY-MM-DD), "
-                           f"not {rule!r}")
-    interval = table.get("submission_interval_s")
-    if interval is not None and (type(interval) not in (int, float) or not math.isfinite(interval) or interval < 0):
-        raise SettingError(f"[web] submission_interval_s must be a number of seconds, 0 or more, not {interval!r}")
-    due, closes = _moment(table, "due"), _moment(table, "closes")
-    if closes is not None and due is not None and closes < due:
-        raise SettingError(f"[web] closes ({closes.isoformat()}) must not come before due ({due.isoformat()})")
-    penalty = table.get("late_penalty_per_day", 0)
-    if not is_percent(penalty):
-        raise SettingError(f"[web] late_penalty_per_day must be a percent of the exercise's points, 0 to 100, "
-                           f"not {penalty!r}")
-    cap = table.get("late_cap")
-    if cap is not None and not is_percent(cap):
-        raise SettingError(f"[web] late_cap must be the percent of the points a late submission scores at most, "
-                           f"0 to 100, not {cap!r}")
-    release = table.get("release", "at_once")
-    if release not in RELEASES:
-        raise SettingError(f"[web] release must be one of {', '.join(RELEASES)} (when students see the hidden "
-                           f"suites' results and their score), not {release!r}")
-    return WebSettings(rule, None if interval is None else float(interval), due, closes, float(penalty),
-                       None if cap is None else float(cap), release)
+    settings: WebSettings = _read(table, WEB)
+    return settings
+
+
+def _read(table: dict[str, Any], spec: Table) -> Any:
+    try:
+        return read(table, spec)
+    except Refused as refused:
+        raise SettingError(str(refused)) from None
 
 
 def is_percent(value: object) -> bool:
     return isinstance(value, (int, float)) and type(value) is not bool and math.isfinite(value) and 0 <= value <= 100
 
 
-def _moment(table: dict[str, Any], key: str) -> datetime | None:
-    """A moment with its time zone: a TOML date-time (2026-12-20T23:59:00+01:00) or the same as text. A
-    time without a zone is refused: the server's zone, a student's and the author's may all differ."""
-    value = table.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            value = None
-    if type(value) is not datetime:
-        raise SettingError(f"[web] {key} must be a date and time with its zone, such as 2026-12-20T23:59:00+01:00 "
-                           f"or 2026-12-20T22:59:00Z, not {table.get(key)!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise SettingError(f"[web] {key} {value.isoformat()} has no time zone: write it with one, such as "
-                           f"{value.isoformat()}+01:00 or {value.isoformat()}Z")
-    return value
+def _moment(value: str | datetime) -> datetime:
+    """A TOML date-time (2026-12-20T23:59:00+01:00) or the same as text (a ValueError if it is none)."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
+
+
+def _has_zone(value: datetime, known: Mapping[str, Any]) -> bool:
+    return value.tzinfo is not None and value.utcoffset() is not None
+
+
+def _no_zone(value: datetime, known: Mapping[str, Any]) -> str:
+    moment = value.isoformat()
+    return (f"[web] {known['key']} {moment} has no time zone: write it with one, such as {moment}+01:00 or "
+            f"{moment}Z")
 
 
 def _is_date(text: str) -> bool:
@@ -126,3 +90,64 @@ def _is_date(text: str) -> bool:
     except ValueError:
         return False
     return len(text) == 10  # YYYY-MM-DD, not the week or ordinal forms fromisoformat also takes
+
+
+def _later_than_due(closes: datetime, known: Mapping[str, Any]) -> bool:
+    return known["due"] is None or closes >= known["due"]
+
+
+def _before_due(closes: datetime, known: Mapping[str, Any]) -> str:
+    return f"[web] closes ({closes.isoformat()}) must not come before due ({known['due'].isoformat()})"
+
+
+def _answer_says(answer: object, known: Mapping[str, Any]) -> str:
+    return (f"[prediction] answer must be the number of the right choice, 1 to {len(known['choices'])}, "
+            f"not {answer!r}")
+
+
+PREDICTION = Table("[prediction] ", (
+    Field("question", (str,), "[prediction] question must be the question's text, not {value!r}",
+          checks=(rule(lambda text: bool(text.strip()), "[prediction] question must be the question's text, "
+                                                            "not {value!r}"),)),
+    Field("choices", (list,), "[prediction] choices must list two or more answers as text, not {value!r}",
+          convert=tuple, checks=(rule(lambda choices: len(choices) >= 2 and all(
+              isinstance(c, str) and c.strip() for c in choices),
+              "[prediction] choices must list two or more answers as text, not {value!r}"),)),
+    Field("answer", (int,), _answer_says,
+          checks=(Check(lambda answer, known: 1 <= answer <= len(known["choices"]), _answer_says),)),
+    Field("why", (str,), "[prediction] why must be text (shown once answered), not {value!r}", default=""),
+    Field("hides", (list,), "[prediction] hides must list parts of the page to keep back until the answer, of "
+          + ", ".join(HIDEABLE) + "; not {value!r}", default=[], convert=tuple,
+          checks=(rule(lambda hides: all(isinstance(h, str) and h in HIDEABLE for h in hides),
+                       "[prediction] hides must list parts of the page to keep back until the answer, of "
+                       + ", ".join(HIDEABLE) + "; not {value!r}"),)),
+), build=lambda values, known: Prediction(values["question"], values["choices"], values["answer"] - 1,
+                                          values["why"], values["hides"]),
+    if_empty=None)
+
+_SOLUTION = ("[web] solution must be one of " + ", ".join(SOLUTION_RULES) + " or a date (YYYY-MM-DD), "
+             "not {value!r}")
+_MOMENT = ("[web] {key} must be a date and time with its zone, such as 2026-12-20T23:59:00+01:00 or "
+           "2026-12-20T22:59:00Z, not {value!r}")
+_PENALTY = "[web] late_penalty_per_day must be a percent of the exercise's points, 0 to 100, not {value!r}"
+_CAP = "[web] late_cap must be the percent of the points a late submission scores at most, 0 to 100, not {value!r}"
+_RELEASE = ("[web] release must be one of " + ", ".join(RELEASES) + " (when students see the hidden suites' "
+            "results and their score), not {value!r}")
+_INTERVAL = "[web] submission_interval_s must be a number of seconds, 0 or more, not {value!r}"
+
+WEB = Table("[web] ", (
+    # solution = 2026-12-24 is a TOML date: kept as its text, as a date in quotes is.
+    Field("solution", (str, date), _SOLUTION, default="never",
+          convert=lambda said: said.isoformat() if type(said) is date else said,
+          checks=(rule(lambda said: said in SOLUTION_RULES or _is_date(said), _SOLUTION),)),
+    Field("submission_interval_s", (int, float), _INTERVAL, default=None, convert=float,
+          checks=(rule(lambda interval: math.isfinite(interval) and interval >= 0, _INTERVAL),)),
+    # A time without a zone is refused: the server's zone, a student's and the author's may all differ.
+    Field("due", (str, datetime), _MOMENT, default=None, convert=_moment, checks=(Check(_has_zone, _no_zone),)),
+    Field("closes", (str, datetime), _MOMENT, default=None, convert=_moment,
+          checks=(Check(_has_zone, _no_zone), Check(_later_than_due, _before_due))),
+    Field("late_penalty_per_day", (int, float), _PENALTY, default=0, convert=float,
+          checks=(rule(is_percent, _PENALTY),)),
+    Field("late_cap", (int, float), _CAP, default=None, convert=float, checks=(rule(is_percent, _CAP),)),
+    Field("release", (str,), _RELEASE, default="at_once", checks=(rule(lambda release: release in RELEASES, _RELEASE),)),
+), build=lambda values, known: WebSettings(**values))

@@ -126,30 +126,63 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     for what, path in (("the reference", exercise.reference), ("the stub", exercise.stub)):
         if not path.is_file():
             raise ExerciseError(f"an audit grades {what}, and there is no {path}")
-    seeds = seeds or exercise.audit.seeds
-    covered = set(exercise.tiers[tier])
-    uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
-    seeded = seeded_tests(exercise)
-    local = threading.local()
-    made_backends: list[Backend] = []
+    grader = _AuditGrader(exercise, tier, seeds or exercise.audit.seeds, backend, backend_name, make_backend)
+    reference = _graded_reference(grader, on_row)
+    stub = _graded_stub(grader, on_row)
+    made = generate_mutants(exercise.reference.read_text(encoding="utf-8")) if generated else []
+    if on_start:
+        on_start(len(exercise.mutants) + len(made))
+    work: list[tuple[str, Path, bytes, Mutant | None]] = [
+        (f"mutant {path.stem}", path, path.read_bytes(), None) for path in exercise.mutants]
+    work += [(mutant.name, exercise.reference, mutant.source.encode(), mutant) for mutant in made]
+    ordered = _graded_mutants(grader, work, jobs, on_row)
+    mutants = ordered[:len(exercise.mutants)]
+    for row in mutants:
+        row.description = mutant_description(row.path)
+        _judge(row)
+    if len(mutants) == 0:
+        stub.problems.append(f"no mutants in {exercise.root / 'solutions' / exercise.slug / 'mutants'}")
+    generated_rows = ordered[len(exercise.mutants):]
+    warnings = _judge_generated(exercise, generated_rows, generated) + _diagnosis_warnings(exercise)
+    figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
+               for name, suites in exercise.tiers.items()]
+    found = check_seeds(exercise)
+    return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
+                 generated_rows, grader.seeds)
 
-    def grade_bytes_here(data: bytes, tier: str, seed: int | None = None) -> Scorecard:
-        if make_backend is None:
-            return grade_bytes(data, exercise, tier, backend, backend_name, seed)
-        if not hasattr(local, "backend"):
-            local.backend = make_backend()
-            made_backends.append(local.backend)
-        return grade_bytes(data, exercise, tier, local.backend, backend_name, seed)
 
-    def grade(label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
-        every_seed = audit_seeds(data, exercise, seeds) if mutant else [None]
-        row = AuditRow(label, path, grade_bytes_here(data, tier, every_seed[0]), mutant=made)
+class _AuditGrader:
+    """Grades the audit's files into rows: on `backend`, or on a backend of each grading thread's own
+    (`make_backend`), which `close` ends."""
+
+    def __init__(self, exercise: Exercise, tier: str, seeds: int, backend: Backend, backend_name: str,
+                 make_backend: Callable[[], Backend] | None) -> None:
+        self.exercise, self.tier, self.seeds = exercise, tier, seeds
+        self.backend, self.backend_name, self.make_backend = backend, backend_name, make_backend
+        covered = set(exercise.tiers[tier])
+        # The tiers running a suite the audited tier does not: a mutant is graded on each of them too.
+        self.uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
+        self.seeded = seeded_tests(exercise)
+        self.local = threading.local()
+        self.made_backends: list[Backend] = []
+
+    def card(self, data: bytes, tier: str, seed: int | None = None) -> Scorecard:
+        if self.make_backend is None:
+            return grade_bytes(data, self.exercise, tier, self.backend, self.backend_name, seed)
+        if not hasattr(self.local, "backend"):
+            self.local.backend = self.make_backend()
+            self.made_backends.append(self.local.backend)
+        return grade_bytes(data, self.exercise, tier, self.local.backend, self.backend_name, seed)
+
+    def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
+        every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
+        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0]), mutant=made)
         if mutant and made is None:
-            row.other_cards = {name: grade_bytes_here(data, name) for name in uncovered}
-        if mutant and row.caught_by and all(_base(name) in seeded for name in row.caught_by):
+            row.other_cards = {name: self.card(data, name) for name in self.uncovered}
+        if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
             # Only the random workloads caught it: each other seed must catch it too.
             for seed in every_seed[1:]:
-                row.more_seeds.append(grade_bytes_here(data, tier, seed))
+                row.more_seeds.append(self.card(data, self.tier, seed))
                 if row.missed_on:
                     break  # one seed that lets it through is enough to say so
         for card in (*row.cards, *row.other_cards.values()):
@@ -157,13 +190,25 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
                 row.problems.append(f"{card.tier}: {card.status}: {card.reason}")
         return row
 
-    reference = grade("reference", exercise.reference, exercise.reference.read_bytes())
+    def close(self) -> None:
+        for made_backend in self.made_backends:
+            made_backend.close()
+
+
+def _graded_reference(grader: _AuditGrader, on_row: Callable[[AuditRow], None] | None) -> AuditRow:
+    """The reference's row: it must get full marks."""
+    reference = grader.row("reference", grader.exercise.reference, grader.exercise.reference.read_bytes())
     if on_row:
         on_row(reference)
     if reference.card.score != reference.card.max_score or not reference.card.tests:
         failing = [t.name for t in reference.card.tests if t.status != "passed"]
         reference.problems.append(f"the reference must get full marks; it fails: {', '.join(failing) or 'everything'}")
-    stub = grade("stub", exercise.stub, exercise.stub.read_bytes())
+    return reference
+
+
+def _graded_stub(grader: _AuditGrader, on_row: Callable[[AuditRow], None] | None) -> AuditRow:
+    """The stub's row: it must score 0, every test failing with a clear 'not implemented'."""
+    stub = grader.row("stub", grader.exercise.stub, grader.exercise.stub.read_bytes())
     if on_row:
         on_row(stub)
     if stub.card.score != 0:
@@ -171,18 +216,19 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     unclear = [t.name for t in stub.card.tests if t.status != "failed" or "not implemented" not in t.message]
     if unclear:
         stub.problems.append(f"these tests do not fail the stub with a clear 'not implemented': {', '.join(unclear)}")
+    return stub
 
-    made = generate_mutants(exercise.reference.read_text(encoding="utf-8")) if generated else []
-    if on_start:
-        on_start(len(exercise.mutants) + len(made))
-    work: list[tuple[str, Path, bytes, Mutant | None]] = [
-        (f"mutant {path.stem}", path, path.read_bytes(), None) for path in exercise.mutants]
-    work += [(mutant.name, exercise.reference, mutant.source.encode(), mutant) for mutant in made]
+
+def _graded_mutants(grader: _AuditGrader, work: list[tuple[str, Path, bytes, Mutant | None]], jobs: int | None,
+                    on_row: Callable[[AuditRow], None] | None) -> list[AuditRow]:
+    """Each mutant's row, `jobs` at a time, in the order of `work`; the gradings' own backends are
+    closed at the end."""
     rows: dict[int, AuditRow] = {}
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1), thread_name_prefix="audit") as pool:
             pending: dict[Future[AuditRow], int] = {
-                pool.submit(grade, label, path, data, True, mutant): k for k, (label, path, data, mutant) in enumerate(work)}
+                pool.submit(grader.row, label, path, data, True, mutant): k
+                for k, (label, path, data, mutant) in enumerate(work)}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -190,18 +236,15 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
                     if on_row:
                         on_row(row)
     finally:
-        for made_backend in made_backends:
-            made_backend.close()
-    ordered = [rows[k] for k in range(len(work))]
-    mutants = ordered[:len(exercise.mutants)]
-    for row in mutants:
-        row.description = mutant_description(row.path)
-        _judge(row)
-    if len(mutants) == 0:
-        stub.problems.append(f"no mutants in {exercise.root / 'solutions' / exercise.slug / 'mutants'}")
+        grader.close()
+    return [rows[k] for k in range(len(work))]
+
+
+def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) -> list[str]:
+    """The generated mutants judged, but those [audit.equivalent] declares; warnings for a declared one
+    a test catches, or one the reference no longer gives."""
     warnings: list[str] = []
-    generated_rows = ordered[len(exercise.mutants):]
-    for row in generated_rows:
+    for row in rows:
         assert row.mutant is not None
         row.description = row.mutant.operator
         row.equivalent = exercise.audit.equivalent.get(row.mutant.name, "")
@@ -211,15 +254,10 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
         elif not row.equivalent:
             _judge(row)
     if generated:
-        names = {row.mutant.name for row in generated_rows if row.mutant}
+        names = {row.mutant.name for row in rows if row.mutant}
         warnings += [f"[audit.equivalent] names {name!r}, which the reference no longer gives: remove it"
                      for name in exercise.audit.equivalent if name not in names]
-    warnings += _diagnosis_warnings(exercise)
-    figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
-               for name, suites in exercise.tiers.items()]
-    found = check_seeds(exercise)
-    return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
-                 generated_rows, seeds)
+    return warnings
 
 
 def _diagnosis_warnings(exercise: Exercise) -> list[str]:

@@ -139,11 +139,33 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
     """Grade what is not graded yet (everything with `regrade`), `jobs` at a time; each result is saved
     the moment it arrives."""
     summary = BatchSummary()
-    todo: list[tuple[Candidate, bytes, str, str]] = []
+    todo = _take_in(store, exercise, tier, candidates, summary, regrade)
+    if on_start:
+        on_start(len(todo))
+    _Grading(store, exercise, tier, summary, on_done).run(todo, make_backend, jobs)
+    return summary
+
+
+# A file to grade: its candidate, its bytes, their sha256 and when it was taken in (stored once graded).
+Taken = tuple[Candidate, bytes, str, str]
+
+
+def _graded_before(store: Store, exercise: Exercise, tier: str) -> dict[tuple[str, str], Scorecard]:
+    """The stored results that still hold, by (student, sha256): of this tier, graded against the
+    exercise as it is now (its fingerprint), and not an error (always retried)."""
     fingerprint = exercise_fingerprint(exercise)
-    graded = {(s.student, s.sha256): s.card for s in store.submissions(exercise.slug)
-              if s.tier == tier and s.card and s.card.status != "error"
-              and s.card.exercise_fingerprint == fingerprint}
+    return {(s.student, s.sha256): s.card for s in store.submissions(exercise.slug)
+            if s.tier == tier and s.card and s.card.status != "error"
+            and s.card.exercise_fingerprint == fingerprint}
+
+
+def _take_in(store: Store, exercise: Exercise, tier: str, candidates: list[Candidate], summary: BatchSummary,
+             regrade: bool) -> list[Taken]:
+    """Each candidate's file, read: what cannot be graded goes to the summary's problems (or ignored), a
+    file graded before with the same content is handed in again and skipped (unless `regrade`), and the
+    rest is returned, to grade."""
+    graded = _graded_before(store, exercise, tier)
+    todo: list[Taken] = []
     for candidate in candidates:
         if candidate.ignored:
             summary.ignored.append((candidate.student, candidate.problem))
@@ -158,72 +180,94 @@ def run_batch(store: Store, exercise: Exercise, tier: str, make_backend: Callabl
             continue
         sha = hashlib.sha256(data).hexdigest()
         earlier = None if regrade else graded.get((candidate.student, sha))
-        if earlier is not None:
-            try:  # handed in again (it may be an earlier file than the student's last): the latest again
-                store.add_submission(candidate.student, exercise.slug, tier, sha, candidate.path.name, data,
-                                     submitted_at=utc_now())
-            except Exception as exc:
-                summary.problems.append((candidate.student, f"not stored: {type(exc).__name__}: {valid_text(exc, 500)}"))
-                continue
+        if earlier is None:
+            todo.append((candidate, data, sha, utc_now()))  # taken in now, stored once graded
+        elif _handed_in_again(store, exercise, tier, candidate, data, sha, summary):
             summary.skipped.append(candidate.student)
             summary.results[candidate.student] = earlier
-        else:
-            todo.append((candidate, data, sha, utc_now()))  # taken in now, stored once graded
-    if on_start:
-        on_start(len(todo))
-    local = threading.local()
-    backends: list[Backend] = []
+    return todo
 
-    def grade_one(data: bytes) -> Scorecard:
-        if not hasattr(local, "backend"):  # one backend (one engine connection, one warm sandbox) per thread
-            local.backend = make_backend()
-            backends.append(local.backend)
-        return grade_bytes(data, exercise, tier, local.backend)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade") as pool:
-        pending: dict[Future[Scorecard], tuple[Candidate, bytes, str, str]] = {
-            pool.submit(grade_one, data): (candidate, data, sha, taken) for candidate, data, sha, taken in todo}
-        def settle(future: Future[Scorecard]) -> None:
-            candidate, data, sha, taken = pending.pop(future)
-            try:
-                card = future.result()
-            except KeyboardInterrupt:
-                summary.interrupted = True
-                return
-            except Exception as exc:  # the grader failed on this one; the batch goes on
-                report(candidate.student, None, f"not graded: {valid_text(exc, 500)}")
-                return
-            try:
-                submission_id, _ = store.add_submission(candidate.student, exercise.slug, tier, sha,
-                                                        candidate.path.name, data, submitted_at=taken)
-                store.save_scorecard(submission_id, card)
-            except Exception as exc:  # storing this one failed (each save is its own transaction): go on
-                report(candidate.student, None, f"graded but not stored: {type(exc).__name__}: {valid_text(exc, 500)}")
-                return
-            summary.graded.append((candidate.student, card))
-            summary.results[candidate.student] = card
-            report(candidate.student, card, "")
+def _handed_in_again(store: Store, exercise: Exercise, tier: str, candidate: Candidate, data: bytes, sha: str,
+                     summary: BatchSummary) -> bool:
+    """A file graded before, stored again as the student's latest (it may be an earlier file than the
+    student's last); False, with the problem in the summary, when it could not be stored."""
+    try:
+        store.add_submission(candidate.student, exercise.slug, tier, sha, candidate.path.name, data,
+                             submitted_at=utc_now())
+    except Exception as exc:
+        summary.problems.append((candidate.student, f"not stored: {type(exc).__name__}: {valid_text(exc, 500)}"))
+        return False
+    return True
 
-        def report(student: str, card: Scorecard | None, problem: str) -> None:
-            if problem:
-                summary.problems.append((student, problem))
-            if on_done:
-                try:
-                    on_done(student, card, problem)
-                except Exception:  # a progress display must never cost another student's result
-                    pass
 
+@dataclass
+class _Grading:
+    """The gradings of one batch, `jobs` at a time: each result is saved the moment it arrives, one that
+    fails (to grade or to store) is a problem of its student and the batch goes on, and Ctrl-C keeps
+    every grading already finished or under way."""
+    store: Store
+    exercise: Exercise
+    tier: str
+    summary: BatchSummary
+    on_done: Callable[[str, Scorecard | None, str], None] | None
+    local: threading.local = field(default_factory=threading.local)
+    backends: list[Backend] = field(default_factory=list)
+
+    def run(self, todo: list[Taken], make_backend: Callable[[], Backend], jobs: int) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade") as pool:
+            pending: dict[Future[Scorecard], Taken] = {
+                pool.submit(self._grade, taken[1], make_backend): taken for taken in todo}
+            self._collect(pool, pending)
+        for backend in self.backends:
+            backend.close()  # the sandboxes still waiting for a submission
+
+    def _grade(self, data: bytes, make_backend: Callable[[], Backend]) -> Scorecard:
+        if not hasattr(self.local, "backend"):  # one backend (one engine connection, one warm sandbox) per thread
+            self.local.backend = make_backend()
+            self.backends.append(self.local.backend)
+        return grade_bytes(data, self.exercise, self.tier, self.local.backend)
+
+    def _collect(self, pool: ThreadPoolExecutor, pending: dict[Future[Scorecard], Taken]) -> None:
         try:
-            while pending and not summary.interrupted:
+            while pending and not self.summary.interrupted:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:  # save every finished grading before acting on an interrupt
-                    settle(future)
+                    self._settle(future, pending)
         except KeyboardInterrupt:  # Ctrl-C while waiting
-            summary.interrupted = True
-        if summary.interrupted:
+            self.summary.interrupted = True
+        if self.summary.interrupted:
             pool.shutdown(wait=True, cancel_futures=True)
             for future in [f for f in pending if f.done() and not f.cancelled()]:
-                settle(future)  # gradings that were under way when the interrupt came are kept too
-    for backend in backends:
-        backend.close()  # the sandboxes still waiting for a submission
-    return summary
+                self._settle(future, pending)  # gradings that were under way when the interrupt came are kept too
+
+    def _settle(self, future: Future[Scorecard], pending: dict[Future[Scorecard], Taken]) -> None:
+        candidate, data, sha, taken = pending.pop(future)
+        try:
+            card = future.result()
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            return
+        except Exception as exc:  # the grader failed on this one; the batch goes on
+            self._report(candidate.student, None, f"not graded: {valid_text(exc, 500)}")
+            return
+        try:
+            submission_id, _ = self.store.add_submission(candidate.student, self.exercise.slug, self.tier, sha,
+                                                         candidate.path.name, data, submitted_at=taken)
+            self.store.save_scorecard(submission_id, card)
+        except Exception as exc:  # storing this one failed (each save is its own transaction): go on
+            self._report(candidate.student, None,
+                         f"graded but not stored: {type(exc).__name__}: {valid_text(exc, 500)}")
+            return
+        self.summary.graded.append((candidate.student, card))
+        self.summary.results[candidate.student] = card
+        self._report(candidate.student, card, "")
+
+    def _report(self, student: str, card: Scorecard | None, problem: str) -> None:
+        if problem:
+            self.summary.problems.append((student, problem))
+        if self.on_done:
+            try:
+                self.on_done(student, card, problem)
+            except Exception:  # a progress display must never cost another student's result
+                pass
