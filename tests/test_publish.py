@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -14,6 +15,7 @@ import pytest
 from grader.cli import main
 from grader.course.publish import publish
 from grader.course.store import Store
+from tests import golden
 from tests.browser import Page, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
 
@@ -23,13 +25,18 @@ SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / 
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory) -> Path:
-    """alice: stub then reference; bob: reference then mutant; carol: the mutant once."""
-    folder = tmp_path_factory.mktemp("store")
-    db = folder / "class.db"
-    for student, files in {"alice": [STUB, REFERENCE], "bob": [REFERENCE, MUTANT], "carol": [MUTANT]}.items():
-        for path in files:
-            assert main(["submit", str(path), "--student", student, "--exercise", EXERCISE, "--tier", "premium",
-                         "--sandbox", "local", "--db", str(db)]) == 0
+    """alice: stub then reference; bob: reference then mutant; carol: the mutant once (their real
+    scorecards, graded once and kept in tests/golden/), each handed in a minute after the one before."""
+    db = tmp_path_factory.mktemp("store") / "class.db"
+    cards = {STUB: golden.load("stub"), REFERENCE: golden.load("reference"), MUTANT: golden.load("mutant")}
+    moment = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+    with Store(db) as store:
+        for student, files in {"alice": [STUB, REFERENCE], "bob": [REFERENCE, MUTANT], "carol": [MUTANT]}.items():
+            for path in files:
+                moment += timedelta(minutes=1)
+                submission, _ = store.add_submission(student, EXERCISE, "premium", cards[path].submission_sha256,
+                                                     path.name, path.read_bytes(), submitted_at=moment.isoformat())
+                store.save_scorecard(submission, cards[path])
     return db
 
 
