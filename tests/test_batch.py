@@ -121,6 +121,7 @@ def test_submit_stores_grades_once_and_the_policies_pick_latest_or_best(tmp_path
     assert report.is_file() and "<html" in report.read_text().lower()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("student", ["../etc", "a/b", "", ".hidden", "x" * 65, "bob smith", "bob\n", "bob\x1b[2J",
                                      "_x", "bob\u202e"])
 def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
@@ -130,6 +131,7 @@ def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.unit
 def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
     path = tmp_path / "s.db"
     with Store(path) as store:
@@ -141,6 +143,7 @@ def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
         Store(path)
 
 
+@pytest.mark.unit
 def test_the_store_location_follows_db_then_the_environment(tmp_path, monkeypatch):
     from grader.course.store import default_db_path
 
@@ -325,6 +328,7 @@ def test_a_batchs_gradebook_has_the_folders_students_on_its_tier(tmp_path, capsy
         [("ben", "10", "10", whole_points())]
 
 
+@pytest.mark.unit
 def test_ids_in_any_alphabet_are_students_and_one_in_two_spellings_or_forms_is_one(tmp_path):
     """`zoë` (typed composed, or listed decomposed by a Mac's file system) and `李雷` are student ids; one
     id differing from another in case only, in any alphabet, is refused."""

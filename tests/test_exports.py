@@ -28,6 +28,8 @@ from tests.helpers import EXERCISE, PROJECT
 from tests.test_exercise_data import FOLDER as COURSE_EXERCISE
 from tests.test_exercise_data import course_copy
 
+pytestmark = pytest.mark.unit
+
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 JUNIT_XSD = Path(__file__).parent / "schemas" / "junit-10.xsd"
 

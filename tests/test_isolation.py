@@ -620,6 +620,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(os.geteuid() != 0, reason="worker accounts are lent as root")
 def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
     from grader.sandbox.worker_accounts import APART_UIDS, WORKER_UIDS, worker_account
@@ -629,6 +630,7 @@ def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
         assert not set(WORKER_UIDS) & {first, second}
 
 
+@pytest.mark.unit
 def test_the_account_isolations_check_is_tried_again_when_its_probe_was_killed(monkeypatch):
     import grader.sandbox.local as local
 

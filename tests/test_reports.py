@@ -35,6 +35,8 @@ from grader.report import (
 from tests import golden
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
 
+pytestmark = pytest.mark.unit
+
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 EVIL = ("<script>alert(1)</script> {{ 7*7 }} {% raw %} [click](http://evil.example/x) "
         "![img](http://evil.example/i.png) ``` www.evil.example <img src=x onerror=alert(2)>")

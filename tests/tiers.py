@@ -79,6 +79,31 @@ def _guarded(item: pytest.Item) -> Iterator[None]:
     return result
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before unit tests run: the test lists of the project's own suites, which the host gets once from a
+    pytest collection (a subprocess) and then keeps on disk (`exercise.list_test_ids`), made here if missing,
+    so that a unit test reading an exercise finds them, as every grading after the first does."""
+    if any(_is_unit(item) for item in session.items):
+        warm_test_lists()
+
+
+def warm_test_lists() -> None:
+    from grader.core.exercise import list_test_ids, load_exercise
+    from tests.helpers import PROJECT
+
+    for folder in (PROJECT / "exercises", PROJECT / "tests" / "course" / "exercises"):
+        for toml in sorted(folder.glob("*/exercise.toml")):
+            for suite in load_exercise(str(toml.parent)).suites.values():
+                list_test_ids(suite)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers do not overlap: `-m unit`, `-m "not slow and not unit"` and `-m slow` are the whole suite once."""
+    both = [item.nodeid for item in items if item.get_closest_marker("unit") and item.get_closest_marker("slow")]
+    if both:
+        raise pytest.UsageError(f"tests marked both unit and slow (a unit test is fast): {both}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     return (yield from _guarded(item))
