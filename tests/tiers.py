@@ -5,6 +5,9 @@ While a unit test's setup and call run (not its teardown, where the session's fi
 may end their servers after the last test), the ways to start a process or reach a server raise
 `NotUnit`, a BaseException so that no `except Exception` in the code under test can swallow it; what was
 tried is also recorded, and the test fails with it even if something caught it anyway.
+
+To find tests that could join the tier: `GRADER_GUARD_EVERY_TEST=1 python -m pytest -m "not slow and not unit"`
+guards every test; those that still pass (from an empty `XDG_CACHE_HOME` too) qualify.
 """
 
 from __future__ import annotations
