@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import shutil
 import sqlite3
 import time
@@ -59,7 +60,7 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
                  "--tier", "free", "--db", str(db), "--gradebook", str(gradebook)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "graded 8" in out and "notes.txt" in out and "no scheduler.py" in out
-    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
     assert set(rows) == {"alice", "bob", "carol", "dave", "eve", "frank", "grace", "mallory"}
     # The reference gets full marks even while hostile submissions (killing every process they can
     # signal, forking without end) run beside it.
@@ -67,7 +68,7 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
     assert rows["alice"]["max_score"] == whole_points()  # a free 10/10 is 10 of the exercise's points, not full marks
     for student in ("bob", "dave", "eve", "frank", "mallory"):
         assert rows[student]["score"] == "0", student
-    header = next(csv.reader(gradebook.open()))
+    header = next(csv.reader(io.StringIO(gradebook.read_text())))
     assert header[:5] == ["student", "name", "tier", "score", "max_score"] and "test_decodes_run_before_the_prompt" in header
     assert rows["alice"]["tier"] == "free" and rows["alice"]["name"] == ""  # no roster gave names
     with Store(db) as store:
@@ -204,7 +205,7 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     out = " ".join(capsys.readouterr().out.split())
     assert "graded 3 in this run, 0 skipped" in out
     assert "1 graded, 1 rejected, 1 timed out" in out and "mean score 5.0/10 over 2" in out
-    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
     assert list(rows["alice"])[:10] == ["student", "name", "tier", "score", "max_score", "status", "reason",
                                         "submitted_at", "late", "graded_at"]
     assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
