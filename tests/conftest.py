@@ -12,6 +12,14 @@ import pytest
 from tests.browser import chromium_browser, find_chromium, new_page, page  # noqa: F401
 from tests.helpers import PROJECT
 
+# The unit tier's guard: a test marked `unit` that starts a process or opens a socket fails (tests/tiers.py).
+from tests.tiers import (  # noqa: F401
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
+
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"

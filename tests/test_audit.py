@@ -41,6 +41,7 @@ def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
 
 
 
+@pytest.mark.unit
 def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, monkeypatch):
     """No tier name is assumed: the top tier runs the most suites, and a tier it does not cover is
     graded on its own. Grading is stood in for: a file's text names the suite whose test it fails."""
@@ -128,6 +129,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     return audit.run_audit(exercise, backend=None, backend_name="none", generated=generated, jobs=2), graded
 
 
+@pytest.mark.unit
 def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(tmp_path, monkeypatch):
     firsts: dict[str, int] = {}
 
@@ -151,6 +153,7 @@ def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(t
     assert len({seed for text, seed in graded if text == "random_always"}) == 3
 
 
+@pytest.mark.unit
 def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_its_reason(tmp_path, monkeypatch):
     reference = "def f(x):\n    return x < 1\n"
 
@@ -167,6 +170,7 @@ def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_it
     assert any("'f: gone → away'" in warning and "no longer gives" in warning for warning in strong.warnings)
 
 
+@pytest.mark.unit
 def test_a_declared_equivalent_that_a_test_catches_is_pointed_out(tmp_path, monkeypatch):
     reference = "def f(x):\n    return x < 1\n"
     declared = {"f: return x < 1 → return x <= 1": "wrongly thought equivalent"}
@@ -176,12 +180,14 @@ def test_a_declared_equivalent_that_a_test_catches_is_pointed_out(tmp_path, monk
     assert any("is declared equivalent, but test_decodes_run_before_the_prompt catches it" in w for w in result.warnings)
 
 
+@pytest.mark.unit
 def test_audit_options_are_checked(capsys):
     with pytest.raises(SystemExit):
         main(["audit", EXERCISE, "--seeds", "0"])
     assert "0 must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_the_audit_says_what_keeps_the_diagnosis_from_naming_a_mistake(tmp_path, monkeypatch):
     result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: {"test_decodes_run_before_the_prompt"})
     assert "rule.py has no `Misconception:` hint in its docstring: no submission will be told its mistake" \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import shutil
 import sqlite3
 import time
@@ -59,7 +60,7 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
                  "--tier", "free", "--db", str(db), "--gradebook", str(gradebook)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "graded 8" in out and "notes.txt" in out and "no scheduler.py" in out
-    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
     assert set(rows) == {"alice", "bob", "carol", "dave", "eve", "frank", "grace", "mallory"}
     # The reference gets full marks even while hostile submissions (killing every process they can
     # signal, forking without end) run beside it.
@@ -67,7 +68,7 @@ def test_a_batch_with_broken_and_hostile_submissions_grades_everyone_fairly(tmp_
     assert rows["alice"]["max_score"] == whole_points()  # a free 10/10 is 10 of the exercise's points, not full marks
     for student in ("bob", "dave", "eve", "frank", "mallory"):
         assert rows[student]["score"] == "0", student
-    header = next(csv.reader(gradebook.open()))
+    header = next(csv.reader(io.StringIO(gradebook.read_text())))
     assert header[:5] == ["student", "name", "tier", "score", "max_score"] and "test_decodes_run_before_the_prompt" in header
     assert rows["alice"]["tier"] == "free" and rows["alice"]["name"] == ""  # no roster gave names
     with Store(db) as store:
@@ -121,6 +122,7 @@ def test_submit_stores_grades_once_and_the_policies_pick_latest_or_best(tmp_path
     assert report.is_file() and "<html" in report.read_text().lower()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("student", ["../etc", "a/b", "", ".hidden", "x" * 65, "bob smith", "bob\n", "bob\x1b[2J",
                                      "_x", "bob\u202e"])
 def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
@@ -130,6 +132,7 @@ def test_student_ids_with_path_tricks_are_refused(tmp_path, student, capsys):
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.unit
 def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
     path = tmp_path / "s.db"
     with Store(path) as store:
@@ -141,6 +144,7 @@ def test_the_store_has_a_schema_version_and_refuses_a_newer_one(tmp_path):
         Store(path)
 
 
+@pytest.mark.unit
 def test_the_store_location_follows_db_then_the_environment(tmp_path, monkeypatch):
     from grader.course.store import default_db_path
 
@@ -201,7 +205,7 @@ def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_
     out = " ".join(capsys.readouterr().out.split())
     assert "graded 3 in this run, 0 skipped" in out
     assert "1 graded, 1 rejected, 1 timed out" in out and "mean score 5.0/10 over 2" in out
-    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
     assert list(rows["alice"])[:10] == ["student", "name", "tier", "score", "max_score", "status", "reason",
                                         "submitted_at", "late", "graded_at"]
     assert (rows["alice"]["status"], rows["alice"]["reason"]) == ("graded", "")
@@ -325,6 +329,7 @@ def test_a_batchs_gradebook_has_the_folders_students_on_its_tier(tmp_path, capsy
         [("ben", "10", "10", whole_points())]
 
 
+@pytest.mark.unit
 def test_ids_in_any_alphabet_are_students_and_one_in_two_spellings_or_forms_is_one(tmp_path):
     """`zoë` (typed composed, or listed decomposed by a Mac's file system) and `李雷` are student ids; one
     id differing from another in case only, in any alphabet, is refused."""

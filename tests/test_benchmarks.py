@@ -121,6 +121,7 @@ def test_the_sandbox_benchmark_prints_every_way_of_grading_one_submission_agains
     assert "copies of the reference" in stdout and "namespaces add" in stdout, stdout
 
 
+@pytest.mark.unit
 def test_every_unprotected_case_grades_with_the_seed_the_grader_gives_the_submission(tmp_path, monkeypatch):
     """The cases compared do the same work: the in-process run is given the submission's own seed."""
     import benchmarks.unprotected as unprotected
@@ -149,6 +150,7 @@ def test_the_docker_benchmark_counts_each_case_with_its_containers_against_the_f
     assert "harness in container" in stdout, stdout
 
 
+@pytest.mark.unit
 def test_each_process_of_a_grading_is_put_down_to_its_role_from_the_shape_of_the_tree():
     """bench_roles.py knows a process by where it stands: a `bwrap` is started by a harness and runs a
     zygote, whose child with children is the loader; a `bwrap` whose Python forks nothing is the host's

@@ -33,6 +33,7 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
+@pytest.mark.unit
 def test_the_hierarchies_are_read_from_mountinfo_with_their_controllers(tmp_path):
     found = cgroups.hierarchies(write(tmp_path, "mountinfo", HYBRID))
     assert [(h.mountpoint, h.unified, "memory" in h.controllers) for h in found] == [
@@ -40,6 +41,7 @@ def test_the_hierarchies_are_read_from_mountinfo_with_their_controllers(tmp_path
         ("/sys/fs/cgroup/unified", True, False)]
 
 
+@pytest.mark.unit
 def test_a_group_is_found_under_its_mount_on_a_host_and_in_a_container(tmp_path):
     host = cgroups.Hierarchy(str(tmp_path), "/", False, frozenset({"memory"}))
     (tmp_path / "process_api" / "x").mkdir(parents=True)
@@ -52,11 +54,13 @@ def test_a_group_is_found_under_its_mount_on_a_host_and_in_a_container(tmp_path)
     assert inside.folder("/docker/other") is None and inside.folder("/") is None
 
 
+@pytest.mark.unit
 def test_each_controller_of_a_v1_line_is_named(tmp_path):
     path = write(tmp_path, "cgroup", "4:memory:/process_api/x\n2:cpu,cpuacct:/\n0::/grader-1\n")
     assert cgroups.own_groups(path) == {"memory": "/process_api/x", "cpu": "/", "cpuacct": "/", "": "/grader-1"}
 
 
+@pytest.mark.unit
 def test_a_deadline_without_a_control_group_moves_later_by_its_own_length_at_most():
     class Unproven:
         credit, proven = 0.0, False
@@ -72,6 +76,7 @@ def test_a_deadline_without_a_control_group_moves_later_by_its_own_length_at_mos
     assert deadline.left() <= 0
 
 
+@pytest.mark.unit
 def test_a_group_that_cannot_be_read_counts_as_busy_all_the_time():
     readings = iter([1.0, None])
     assert GroupCPU(lambda: next(readings)).used() == float("inf")

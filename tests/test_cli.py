@@ -25,6 +25,7 @@ from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
 FREE = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local"]
 
 
+@pytest.mark.unit
 def test_version_names_the_package_and_the_scorecard_schema(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
@@ -37,6 +38,7 @@ def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
     return [("", parser), *subcommands(parser)]
 
 
+@pytest.mark.unit
 def test_every_option_and_command_of_every_parser_has_help():
     undocumented = []
     for words, parser in every_parser():
@@ -49,6 +51,7 @@ def test_every_option_and_command_of_every_parser_has_help():
     assert undocumented == []
 
 
+@pytest.mark.unit
 def test_every_command_has_examples_and_every_example_parses():
     parser = build_parser()
     for words, sub in subcommands(parser):
@@ -63,6 +66,7 @@ def test_every_command_has_examples_and_every_example_parses():
             assert " ".join(command).startswith(words.split()[0]) and hasattr(args, "run")
 
 
+@pytest.mark.unit
 def test_defaults_are_shown_once():
     help_of = dict(every_parser())
     assert "submissions graded at once (default: 2)" in " ".join(help_of["batch"].format_help().split())
@@ -103,6 +107,7 @@ def test_report_and_export_write_to_standard_output_with_a_dash(cards, capsys, t
     assert not (tmp_path / "-").exists()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, expected", [("8", (8.0, False)), ("80%", (80.0, True)), ("0", (0.0, False)),
                                             ("100%", (100.0, True)), (" 7.5 ", (7.5, False))])
 def test_fail_under_reads_points_or_a_percentage(text, expected):
@@ -110,6 +115,7 @@ def test_fail_under_reads_points_or_a_percentage(text, expected):
     assert (found.value, found.percent) == expected
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ["", "%", "eighty", "-1", "101%", "nan", "inf"])
 def test_fail_under_refuses_what_is_not_a_score(text, capsys):
     with pytest.raises(SystemExit) as stop:
@@ -139,6 +145,7 @@ def column_text(printed: str, column: str, after: str | None = None) -> str:
     return "".join(line[start:end].strip() for line in rows)
 
 
+@pytest.mark.unit
 def test_the_terminal_table_shows_test_ids_whole_and_student_text_as_text():
     tests = [Result(id=f"t::{name}", name=name, suite="visible", status="failed", score=0, max_score=1,
                     message=message)
@@ -175,6 +182,7 @@ def test_a_reader_that_leaves_ends_grade_as_sigpipe_would_not_as_a_grading_it_ca
     assert done.stdout.strip() == "141" and done.stderr == "", (done.stdout, done.stderr)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", [
     ["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local", "--json", "{missing}/card.json"],
     ["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local", "--html", "{folder}"],
@@ -288,6 +296,7 @@ def test_a_base_url_that_is_no_public_address_is_refused_saying_what_is_wrong(gi
     assert not (tmp_path / "class.db").exists()  # refused before anything was made
 
 
+@pytest.mark.unit
 def test_serve_takes_its_public_address_from_base_url(monkeypatch):
     import grader.web.serve
 

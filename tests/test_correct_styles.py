@@ -298,6 +298,7 @@ def test_values_past_the_bounds_are_refused_with_what_was_too_large(body, what):
         assert thing.ok() == 1  # the worker is still there, and still answers
 
 
+@pytest.mark.unit
 def test_a_trace_keeps_a_bounded_number_of_segments_per_step_and_still_finds_the_difference():
     from grader.harness.feedback import MAX_SEGMENTS, Feedback
 

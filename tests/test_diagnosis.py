@@ -29,6 +29,8 @@ from grader.diagnosis.signatures import (
 from grader.diagnosis.words import card_diagnosis, diagnosis_sentence
 from tests.helpers import EXERCISE, PROJECT
 
+pytestmark = pytest.mark.unit
+
 SLUGS = ("continuous_batching", "paged_kv_cache")
 
 

@@ -189,6 +189,7 @@ def test_a_grading_container_is_locked_down_with_the_harness_headroom_on_top_of_
     assert "no-new-privileges" in host["SecurityOpt"]
 
 
+@pytest.mark.unit
 def test_the_harness_cpu_is_never_more_than_the_engine_has():
     """An engine refuses a CPU limit above its CPUs: on a one-CPU engine the container gets one."""
 

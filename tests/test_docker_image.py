@@ -79,6 +79,7 @@ def host_module(package: Path) -> None:
     (package / "cli.py").write_text("# host side, not in the image\n")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("change", [edit, one_byte, add_module, add_subpackage_module, rename])
 def test_tag_changes_when_harness_code_changes(tmp_path, change):
     files = harness_files()  # read once: others may be editing the real tree
@@ -89,6 +90,7 @@ def test_tag_changes_when_harness_code_changes(tmp_path, change):
     assert harness_tag(harness_files(package)) != original
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("change", [pyc, not_python, host_module])
 def test_tag_ignores_what_is_not_shipped(tmp_path, change):
     package = write_package(tmp_path, harness_files())
@@ -97,6 +99,7 @@ def test_tag_ignores_what_is_not_shipped(tmp_path, change):
     assert harness_tag(harness_files(package)) == original
 
 
+@pytest.mark.unit
 def test_tag_follows_the_base():
     files = harness_files()
     assert harness_tag(files, base="grader-base:0000000000000000") != harness_tag(files, base=base_tag())

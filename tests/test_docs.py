@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -23,6 +25,7 @@ def test_the_site_builds_in_strict_mode_with_every_page_in_its_nav(tmp_path):
     assert not missing, f"pages missing from mkdocs.yml's nav: {missing}"
 
 
+@pytest.mark.unit
 def test_the_readme_is_a_short_guide_whose_links_lead_to_files_that_exist():
     assert len(README.splitlines()) <= 250
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
@@ -63,17 +66,20 @@ GRADE_COMMAND = """\
 TEST_COMMAND = "pip install -e '.[test]' && python -m pytest"
 
 
+@pytest.mark.unit
 def test_the_readme_keeps_the_two_commands_ci_runs():
     assert GRADE_COMMAND in README
     lines = README.splitlines()
     test_line = lines[lines.index("# run the whole test suite") + 1]
     assert test_line == TEST_COMMAND
-    # .ci/run runs the README's test command in stages: the same install (quietly), then the fast tests
-    # and the slow ones, which together are the whole suite.
+    # .ci/run runs the README's test command in stages: the same install (quietly), then the unit tests,
+    # the rest of the fast tests and the slow ones, which together are the whole suite.
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     install, pytest = TEST_COMMAND.split(" && ")
     assert install.replace("pip install", "pip install -q") in ci
-    assert f'{pytest} -m "not slow"' in ci and f"{pytest} -m slow" in ci
+    stages = [line for line in ci if line.startswith(pytest)]
+    assert [stage[len(pytest):].split(" -n ")[0].strip().removeprefix("-m ") for stage in stages] == [
+        "unit", '"not slow and not unit"', "slow"], stages
 
 
 def commands_in_help(*words: str) -> list[str]:

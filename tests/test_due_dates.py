@@ -29,6 +29,7 @@ CLOSES = DUE + timedelta(days=2)
 PAGE = f"/exercises/{EXERCISE}"
 
 
+@pytest.mark.unit
 def test_a_due_date_needs_its_time_zone_and_closes_comes_after_it():
     import tomllib
 
@@ -42,6 +43,7 @@ def test_a_due_date_needs_its_time_zone_and_closes_comes_after_it():
             web(table)
 
 
+@pytest.mark.unit
 def test_an_exercise_with_a_due_date_without_a_zone_is_refused_at_load(tmp_path):
     import shutil
 
@@ -94,6 +96,7 @@ def submit(client: TestClient, csrf: str, code: str):
     return client.post(f"{PAGE}/submit", data={"csrf": csrf, "code": code}, follow_redirects=False)
 
 
+@pytest.mark.unit
 def test_late_submissions_are_marked_and_a_closed_exercise_takes_none_but_under_an_extension(course):
     exercise, store, now, sign_in = course
     ada, csrf = sign_in("student", "ada")
@@ -135,6 +138,7 @@ def test_late_submissions_are_marked_and_a_closed_exercise_takes_none_but_under_
     assert store.extensions() == {}
 
 
+@pytest.mark.unit
 def test_the_on_time_policy_counts_the_latest_before_each_students_own_due_date(course):
     exercise, store, now, sign_in = course
 
@@ -168,6 +172,7 @@ def test_the_on_time_policy_counts_the_latest_before_each_students_own_due_date(
     assert moved.headers["location"] == "/instructor/site/on-time/index.html"
 
 
+@pytest.mark.unit
 def test_publish_takes_the_on_time_policy_and_its_gradebook_says_who_was_late(tmp_path):
     from grader.cli import main
 
@@ -179,11 +184,12 @@ def test_publish_takes_the_on_time_policy_and_its_gradebook_says_who_was_late(tm
         store.save_scorecard(sid, new_scorecard(exercise, "premium", "local"))
     assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "on-time", "--names", "--db",
                  str(tmp_path / "class.db")]) == 0
-    rows = list(csv.DictReader((tmp_path / "site" / f"gradebook-{EXERCISE}.csv").open()))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "site" / f"gradebook-{EXERCISE}.csv").read_text())))
     assert [(r["student"], r["late"]) for r in rows] == [("ada", "False")]  # the project's exercise has no due date
     assert "on-time" in (tmp_path / "site" / "index.html").read_text()
 
 
+@pytest.mark.unit
 def test_a_due_date_without_a_closing_shows_on_the_page_before_and_after_the_prediction(course):
     exercise, store, now, sign_in = course
     unclosed = dataclasses.replace(exercise, web=dataclasses.replace(exercise.web, closes=None))
@@ -195,6 +201,7 @@ def test_a_due_date_without_a_closing_shows_on_the_page_before_and_after_the_pre
     assert "Closes" not in page.text and "Closed" not in page.text
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("rule, said", [
     ("after_first_graded", "opens after a first graded submission, and you have none: it stays closed"),
     ("after_full_marks", "opens with full marks, and no submission of yours has them: it stays closed"),
@@ -223,6 +230,7 @@ def test_a_closed_exercise_says_the_truth_of_its_solution(course, rule, said):
     assert refused.status_code == 403 and said in refused.text
 
 
+@pytest.mark.unit
 def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_closed(course):
     exercise, store, now, sign_in = course
     ada, csrf = sign_in("student", "ada")
@@ -246,6 +254,7 @@ def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_
     assert 'id="late"' not in ada.get(late).text
 
 
+@pytest.mark.unit
 def test_the_dashboard_changes_dates_and_late_policy_keeps_who_did_and_asks_for_no_regrade(course):
     from grader.core.exercise import exercise_fingerprint
 
@@ -282,6 +291,7 @@ def test_the_dashboard_changes_dates_and_late_policy_keeps_who_did_and_asks_for_
     assert set(store.exercise_terms()[EXERCISE]) == {"due", "closes", "late_penalty_per_day"}
 
 
+@pytest.mark.unit
 def test_gradebooks_take_off_the_late_penalty_and_add_an_adjustment_beside_the_raw_score(course):
     exercise, store, now, sign_in = course
     store.set_exercise_terms(EXERCISE, {"late_penalty_per_day": 10}, "test")

@@ -28,6 +28,7 @@ def exercise():
     return load_exercise(str(FOLDER))
 
 
+@pytest.mark.unit
 def test_the_exercise_declares_its_own_suites_and_tiers(exercise):
     assert list(exercise.tiers) == ["practice", "exam", "exam_only"] and exercise.default_tier == "practice"
     warmup, exam = exercise.suites["warmup"], exercise.suites["exam"]
@@ -78,6 +79,7 @@ def test_the_cli_takes_the_declared_tiers_and_defaults_to_the_declared_one(tmp_p
     assert "unknown tier 'premium'; this exercise has: practice, exam, exam_only" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_the_first_exercise_keeps_its_tiers_and_premium_default():
     exercise = load_exercise(EXERCISE)
     assert exercise.tiers == {"free": ("visible",), "premium": ("visible", "hidden")}
@@ -148,6 +150,7 @@ def test_two_tests_of_the_same_name_are_refused_naming_both_files(tmp_path, caps
     assert "two tests are named test_spread_of_three_values" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_points_for_a_test_that_does_not_exist_are_refused_with_the_nearest_name(tmp_path):
     folder = course_copy(tmp_path, "test_spread_of_a_random_list = 2", "test_spread_of_a_random_lst = 2")
     with pytest.raises(ExerciseError) as caught:
@@ -156,6 +159,7 @@ def test_points_for_a_test_that_does_not_exist_are_refused_with_the_nearest_name
     assert "did you mean test_spread_of_a_random_list?" in str(caught.value)
 
 
+@pytest.mark.unit
 def test_a_missing_reference_is_refused_when_a_suite_uses_it(tmp_path):
     folder = course_copy(tmp_path)
     (folder.parent.parent / "solutions" / "tiny_stats" / "stats.py").unlink()
@@ -165,6 +169,7 @@ def test_a_missing_reference_is_refused_when_a_suite_uses_it(tmp_path):
     assert "solutions/tiny_stats/stats.py" in str(caught.value)
 
 
+@pytest.mark.unit
 def test_two_test_files_of_the_same_name_in_the_suites_are_refused(tmp_path):
     # pytest would import one in place of the other: every grading would fail to collect.
     folder = course_copy(tmp_path, files={"exam_tests/tiny_stats/test_warmup.py": "def test_other():\n    pass\n"})
@@ -173,6 +178,7 @@ def test_two_test_files_of_the_same_name_in_the_suites_are_refused(tmp_path):
     assert "two test files are named test_warmup.py" in str(caught.value) and "rename one" in str(caught.value)
 
 
+@pytest.mark.unit
 def test_an_exercise_folder_whose_name_is_not_an_exercise_name_is_refused(tmp_path):
     folder = course_copy(tmp_path)
     odd = folder.rename(folder.parent / "tiny stats;x")
@@ -249,6 +255,7 @@ def test_exercise_toml_mistakes_are_named(tmp_path, old, new, expected):
     assert expected in str(caught.value) and "exercise.toml" in str(caught.value)
 
 
+@pytest.mark.unit
 def test_a_grading_refuses_an_exercise_whose_web_settings_are_wrong(tmp_path, capsys):
     folder = course_copy(tmp_path, "[limits]", '[web]\nsolution = "sometimes"\n\n[limits]')
     (tmp_path / "stats.py").write_text((folder / "stats.py").read_text())
@@ -256,6 +263,7 @@ def test_a_grading_refuses_an_exercise_whose_web_settings_are_wrong(tmp_path, ca
     assert "[web] solution must be one of" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_the_web_pages_settings_are_read_with_the_exercise(tmp_path):
     folder = course_copy(tmp_path, "[limits]", f"{PREDICTION}answer = 2\nwhy = \"Because.\"\n\n"
                                                "[web]\nsolution = 2027-01-15\nsubmission_interval_s = 0\n\n[limits]")
@@ -265,6 +273,7 @@ def test_the_web_pages_settings_are_read_with_the_exercise(tmp_path):
     assert load_exercise("continuous_batching").web == WebSettings("after_first_graded", 30.0)
 
 
+@pytest.mark.unit
 def test_the_fingerprint_covers_what_decides_a_grade_and_no_date_or_page_text(tmp_path):
     """A due date, a closing date, the title, the question, a suite's label and the web page's settings
     change no grade: scorecards graded before such an edit are not another version's ("regrade all").
@@ -311,6 +320,7 @@ def test_every_tier_grades_the_same_in_docker(exercise, docker_client, grading_i
     assert [t.name for t in card.tests if t.status != "passed"] == ["test_spread_of_a_random_list"]
 
 
+@pytest.mark.unit
 def test_an_asserts_own_message_comes_with_the_values_compared_where_details_are_shown():
     from grader.harness.plugin import assertion_message
 

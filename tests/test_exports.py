@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,15 +19,16 @@ from markdown_it import MarkdownIt
 
 from grader.cli import main
 from grader.core.exercise import VISIBILITIES, ExerciseError, load_exercise
-from grader.core.grading import grade_bytes
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
 from grader.harness.feedback import Feedback
 from grader.report.exports import EXPORTS, export, gradescope, junit, prairielearn, suite_visibility
-from grader.sandbox.local import run_local
-from tests.helpers import EXERCISE, PROJECT, REFERENCE
+from tests import golden
+from tests.helpers import EXERCISE, PROJECT
 from tests.test_exercise_data import FOLDER as COURSE_EXERCISE
 from tests.test_exercise_data import course_copy
+
+pytestmark = pytest.mark.unit
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 JUNIT_XSD = Path(__file__).parent / "schemas" / "junit-10.xsd"
@@ -45,13 +45,9 @@ HOSTILE = ("<script>alert(1)</script> <img src=x onerror=alert(1)> [link](javasc
 
 @pytest.fixture(scope="module")
 def cards() -> dict[str, Scorecard]:
-    exercise = load_exercise(EXERCISE)
-    jobs = {"mutant": (MUTANT.read_bytes(), "premium"), "free": (REFERENCE.read_bytes(), "free"),
-            "rejected": (b"def f(:\n", "premium")}
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(grade_bytes, data, exercise, tier, run_local, "local")
-                   for name, (data, tier) in jobs.items()}
-        graded = {name: future.result() for name, future in futures.items()}
+    # Real scorecards, graded once and kept (tests/golden/; tests/test_golden.py keeps them current).
+    graded = {name: golden.load(case) for name, case in {
+        "mutant": "mutant", "free": "reference_free", "rejected": "rejected_syntax"}.items()}
     graded["error"] = Scorecard(EXERCISE, "premium", "ef" * 32, "error", 0, 58, backend="docker",
                                 reason="the grading harness ended without results (exit status 137)",
                                 suite_visibility={"hidden": "after_published"}, open_suites=["visible"],

@@ -18,6 +18,8 @@ from grader.course.publish import build_site
 from grader.course.store import Store
 from tests.helpers import EXERCISE
 
+pytestmark = pytest.mark.unit
+
 DUE = datetime(2026, 12, 20, 23, 59, tzinfo=timezone.utc)
 
 

@@ -58,6 +58,7 @@ def test_the_stub_scores_zero_with_a_clear_message_on_every_test(exercise):
         assert "not implemented" in test.message
 
 
+@pytest.mark.unit
 def test_a_failed_test_is_reported_without_pytest_reading_source_files(monkeypatch):
     """A failing test's record is made by the harness (`explain`); pytest's own description of the
     failure, which re-parses the source of every frame, is never built."""
@@ -111,6 +112,7 @@ def test_results_without_this_runs_nonce_are_refused(exercise, reference_card):
     assert card.status == "error" and card.score == 0 and "forged" in card.reason
 
 
+@pytest.mark.unit
 def test_the_host_makes_the_run_and_the_card_keeps_the_seed_it_sent(exercise):
     """grade_bytes makes each run's nonce and seed once: the backend is handed them, the results must
     carry that nonce, and the card records that seed (a backend cannot pick either)."""
@@ -128,6 +130,7 @@ def test_the_host_makes_the_run_and_the_card_keeps_the_seed_it_sent(exercise):
     assert sent[0].nonce != sent[1].nonce and len(sent[0].nonce) == 32
 
 
+@pytest.mark.unit
 def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
     judge(card, RawRun(b"", -9, False, 1.0), exercise, "premium", "n")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 

@@ -17,6 +17,7 @@ import tomllib
 from tests.helpers import PROJECT
 
 
+@pytest.mark.unit
 def test_the_wheel_lists_every_package_of_the_source_tree():
     setuptools = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {".".join(p.parent.relative_to(PROJECT).parts) for p in (PROJECT / "grader").rglob("__init__.py")

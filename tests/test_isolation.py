@@ -8,6 +8,7 @@ with symlinks, hunting the machine for other students' work, and grading without
 from __future__ import annotations
 
 import csv
+import io
 import os
 import pwd
 import shutil
@@ -253,7 +254,7 @@ def test_hostile_neighbours_in_a_batch_never_cost_an_honest_student_a_point(tmp_
     db, gradebook = tmp_path / "class.db", tmp_path / "book.csv"
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--jobs", "2", "--sandbox", sandbox,
                  "--tier", "premium", "--db", str(db), "--gradebook", str(gradebook)]) == 0
-    rows = {row["student"]: row for row in csv.DictReader(gradebook.open())}
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
     for honest in ("alice", "bob"):
         assert rows[honest]["score"] == rows[honest]["max_score"] != "0", rows[honest]
     for hostile in ("mallory", "oscar", "trudy"):
@@ -620,6 +621,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(os.geteuid() != 0, reason="worker accounts are lent as root")
 def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
     from grader.sandbox.worker_accounts import APART_UIDS, WORKER_UIDS, worker_account
@@ -629,6 +631,7 @@ def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
         assert not set(WORKER_UIDS) & {first, second}
 
 
+@pytest.mark.unit
 def test_the_account_isolations_check_is_tried_again_when_its_probe_was_killed(monkeypatch):
     import grader.sandbox.local as local
 

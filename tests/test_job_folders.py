@@ -88,6 +88,7 @@ def test_a_sweep_removes_only_folders_of_its_own_kind(tmp_path):
     assert not scratch.exists() and job.is_dir()
 
 
+@pytest.mark.unit
 def test_a_folder_without_an_owner_file_is_removed_only_once_it_is_old(tmp_path):
     """One being made this instant has no owner file yet; one made by a grader without owner files may
     still be in use: only a day-old one is taken for abandoned."""

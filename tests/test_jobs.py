@@ -12,6 +12,8 @@ from grader.course.store import Store
 from grader.service import jobs
 from tests.helpers import EXERCISE
 
+pytestmark = pytest.mark.unit
+
 
 def card(score: int) -> Scorecard:
     return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="x", status="graded", score=score, max_score=10)

@@ -28,6 +28,7 @@ def view(card):
             [(t.id, t.status, t.message, t.traceback, t.artifacts) for t in card.tests])
 
 
+@pytest.mark.unit
 def test_a_single_grading_as_root_takes_two_lanes_and_a_warm_one_takes_one():
     assert LocalBackend().lane_count() == min(2, len(os.sched_getaffinity(0)))
     assert LocalBackend(warm=True).lane_count() == 1

@@ -404,6 +404,7 @@ def test_a_revoked_student_is_not_signed_in_by_a_launch(lti):
 
 # -- the command line -------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_add_platform_and_list(tmp_path, capsys):
     db = str(tmp_path / "class.db")
     args = ["lti", "add-platform", "--issuer", "https://canvas.example.edu", "--client-id", "100001",

@@ -46,11 +46,13 @@ SAMPLE = textwrap.dedent('''\
 ''')
 
 
+@pytest.mark.unit
 def test_every_kind_of_change_is_made_on_a_sample_that_has_one_of_each():
     kinds = Counter(m.operator for m in generate_mutants(SAMPLE))
     assert set(kinds) == set(OPERATORS), set(OPERATORS) - set(kinds)
 
 
+@pytest.mark.unit
 def test_each_mutant_parses_differs_from_the_reference_and_differs_from_every_other():
     for source in (SAMPLE, REFERENCE.read_text()):
         mutants = generate_mutants(source)
@@ -60,6 +62,7 @@ def test_each_mutant_parses_differs_from_the_reference_and_differs_from_every_ot
         assert len({m.name for m in mutants}) == len(mutants)  # a name picks out one mutant
 
 
+@pytest.mark.unit
 def test_a_mutant_keeps_the_references_text_around_its_one_change():
     mutants = generate_mutants(SAMPLE)
     boundary = next(m for m in mutants if m.name == "Pool.give_back: if block < 0: → if block <= 0:")
@@ -89,6 +92,7 @@ def test_the_mistakes_students_make_are_among_the_mutants(name, expected):
     assert expected in found[0].source
 
 
+@pytest.mark.unit
 def test_swapping_statements_that_cannot_see_each_other_makes_no_mutant():
     names = [m.name for m in generate_mutants(SAMPLE) if m.operator == "swap"]
     # Two independent assignments: the same program either way.
@@ -97,18 +101,21 @@ def test_swapping_statements_that_cannot_see_each_other_makes_no_mutant():
     assert "Pool.take: self.held[owner] = got ⇄ return list(got)" in names
 
 
+@pytest.mark.unit
 def test_an_early_return_goes_between_a_functions_statements():
     names = [m.name for m in generate_mutants(SAMPLE) if m.operator == "early return"]
     assert "Pool.give_back: return before del self.held[owner]" in names
     assert not any("return before got = self.held[owner]" in name for name in names)  # not before the first
 
 
+@pytest.mark.unit
 def test_text_that_is_not_ascii_before_a_change_on_its_line_keeps_the_change_in_place():
     source = 'def f(x):\n    return {"é": x < 1}["é"]\n'
     mutant = next(m for m in generate_mutants(source) if m.operator == "comparison")
     assert mutant.source == 'def f(x):\n    return {"é": x <= 1}["é"]\n'
 
 
+@pytest.mark.unit
 def test_messages_annotations_and_docstrings_are_left_alone():
     source = 'def f(x: int = 1) -> int:\n    """Doc 1."""\n    if x:\n        raise ValueError(f"{x + 1} bad")\n    return 2\n'
     for mutant in generate_mutants(source):
@@ -116,6 +123,7 @@ def test_messages_annotations_and_docstrings_are_left_alone():
         assert "bad" not in mutant.source or 'f"{x + 1} bad"' in mutant.source
 
 
+@pytest.mark.unit
 def test_the_name_stays_when_another_part_of_the_file_changes():
     before = {m.name for m in generate_mutants(SAMPLE)}
     edited = SAMPLE.replace("    def owners(self)", "    def size(self) -> int:\n        return len(self.free)\n\n"

@@ -100,6 +100,7 @@ def deprecated_keys(document: Any, schema: dict, root: dict, where: str = "") ->
     return found
 
 
+@pytest.mark.unit
 def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grader_and_the_exercise(exercise):
     with zipfile.ZipFile(io.BytesIO(gradescope_zip(exercise, "premium", None))) as archive:
         names = set(archive.namelist())
@@ -115,6 +116,7 @@ def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grad
     assert set(HOST_PACKAGES) <= set(packages) and "bubblewrap" in packages
 
 
+@pytest.mark.unit
 def test_the_prairielearn_question_is_valid_for_prairielearn_and_keeps_its_uuid(quick_exercise, tmp_path):
     import jsonschema
 
@@ -141,12 +143,14 @@ def test_the_prairielearn_question_is_valid_for_prairielearn_and_keeps_its_uuid(
     assert json.loads((tmp_path / "info.json").read_text())["uuid"] == first
 
 
+@pytest.mark.unit
 def test_the_schema_check_would_see_a_deprecated_key():
     schema = json.loads(QUESTION_SCHEMA.read_text())
     info = {"externalGradingOptions": {"enabled": True, "image": "a/b:1"}}
     assert deprecated_keys(info, schema, schema) == ["externalGradingOptions.enabled"]
 
 
+@pytest.mark.unit
 def test_prairielearn_refuses_limits_its_timeout_cannot_cover_and_says_what_to_lower(exercise, tmp_path, capsys):
     from grader.cli import main
 
@@ -159,6 +163,7 @@ def test_prairielearn_refuses_limits_its_timeout_cannot_cover_and_says_what_to_l
     assert not (tmp_path / "q" / "info.json").exists()
 
 
+@pytest.mark.unit
 def test_prairielearn_needs_the_image_name_it_will_pull(quick_exercise, tmp_path, capsys):
     from grader.cli import main
 
@@ -172,6 +177,7 @@ def test_prairielearn_needs_the_image_name_it_will_pull(quick_exercise, tmp_path
     assert "Sync page" in said
 
 
+@pytest.mark.unit
 def test_the_gradescope_message_names_the_base_image_and_the_timeout_and_asks_for_no_namespaces(tmp_path, capsys):
     from grader.cli import main
 
@@ -185,6 +191,7 @@ def test_the_gradescope_message_names_the_base_image_and_the_timeout_and_asks_fo
     assert "must allow" not in said and "namespaces" not in said and "--security-opt" not in said
 
 
+@pytest.mark.unit
 def test_the_package_command_refuses_options_of_the_other_platform(tmp_path, capsys):
     from grader.cli import main
 
@@ -198,6 +205,7 @@ def test_the_package_command_refuses_options_of_the_other_platform(tmp_path, cap
     assert "give --run SUBMISSION too" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_a_submitted_link_is_refused_even_alone_and_dotfiles_do_not_count(tmp_path):
     from grader.bundles.run import refusal, submitted_files
 
@@ -223,6 +231,7 @@ def test_grading_and_exporting_load_only_what_the_bundles_install():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.unit
 def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exercise):
     from grader.bundles.run import PLATFORMS, export_command
 
@@ -233,6 +242,7 @@ def test_the_chosen_visibility_travels_in_the_bundle_to_the_export_command(exerc
     assert "--hidden-visibility" not in export_command(Path("card.json"), PLATFORMS["gradescope"], None)
 
 
+@pytest.mark.unit
 def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tmp_path, capsys):
     from grader.cli import main
     from grader.core.grading import expected_max
@@ -250,6 +260,7 @@ def test_packaging_states_the_point_total_to_set_on_the_gradescope_assignment(tm
             assert f"Total points: **{total}**" in readme and "at least 10 minutes" in readme
 
 
+@pytest.mark.unit
 def test_hidden_tests_hold_the_total_back_and_packaging_says_so(exercise, tmp_path, capsys):
     from grader.cli import main
     from grader.core.grading import expected_max
@@ -271,6 +282,7 @@ def test_hidden_tests_hold_the_total_back_and_packaging_says_so(exercise, tmp_pa
     assert "top-level visibility after_published" in said
 
 
+@pytest.mark.unit
 def test_the_prairielearn_question_shows_the_statement_itself(quick_exercise, tmp_path):
     readme = quick_exercise.folder / "README.md"
     original = readme.read_text()
@@ -289,6 +301,7 @@ def test_the_prairielearn_question_shows_the_statement_itself(quick_exercise, tm
     assert html.count("{{") == html.count("}}") == 0
 
 
+@pytest.mark.unit
 def test_one_grading_image_serves_every_exercise_of_the_course(tmp_path, capsys):
     from grader.bundles import course_packages
     from grader.cli import main
@@ -363,6 +376,7 @@ class EngineWithout:
         self.images = Images()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("target, base, image", [("gradescope", None, "gradescope/autograder-base:ubuntu-22.04"),
                                                  ("prairielearn", None, "debian:bookworm-slim"),
                                                  ("gradescope", "mine/ubuntu:22.04", "mine/ubuntu:22.04")])
@@ -405,6 +419,7 @@ class FakeRunner:
         return Outcome(self.target, 0, "", folder, results)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("target", ["gradescope", "prairielearn"])
 def test_run_each_builds_the_image_once_and_prints_a_score_line_per_submission(tmp_path, monkeypatch, capsys, target):
     from grader.bundles import trial

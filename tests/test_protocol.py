@@ -21,6 +21,7 @@ def pipe():
             pass
 
 
+@pytest.mark.unit
 def test_messages_round_trip(pipe):
     read, write = pipe
     message = {"ok": [1, 2.5, "x", None, True, {"$t": [1, {"$ref": 3}]}]}
@@ -28,6 +29,7 @@ def test_messages_round_trip(pipe):
     assert protocol.Inbox(read).receive(time.monotonic() + 1) == message
 
 
+@pytest.mark.unit
 def test_messages_that_arrive_together_are_read_one_at_a_time(pipe):
     read, write = pipe
     for n in range(3):
@@ -36,6 +38,7 @@ def test_messages_that_arrive_together_are_read_one_at_a_time(pipe):
     assert [inbox.receive(time.monotonic() + 1) for _ in range(3)] == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
+@pytest.mark.unit
 def test_a_silent_peer_misses_the_deadline(pipe):
     read, _ = pipe
     started = time.monotonic()
@@ -44,6 +47,7 @@ def test_a_silent_peer_misses_the_deadline(pipe):
     assert time.monotonic() - started < 1
 
 
+@pytest.mark.unit
 def test_a_closed_pipe_is_reported(pipe):
     read, write = pipe
     os.close(write)
@@ -51,6 +55,7 @@ def test_a_closed_pipe_is_reported(pipe):
         protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
+@pytest.mark.unit
 def test_an_oversized_announcement_is_refused_before_reading(pipe):
     read, write = pipe
     os.write(write, protocol.HEADER.pack(protocol.MAX_MESSAGE_BYTES + 1))
@@ -58,6 +63,7 @@ def test_an_oversized_announcement_is_refused_before_reading(pipe):
         protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
+@pytest.mark.unit
 def test_a_body_that_is_not_json_is_a_protocol_error(pipe):
     read, write = pipe
     os.write(write, protocol.HEADER.pack(4) + b"\xff\xfe{}")
@@ -65,18 +71,21 @@ def test_a_body_that_is_not_json_is_a_protocol_error(pipe):
         protocol.Inbox(read).receive(time.monotonic() + 1)
 
 
+@pytest.mark.unit
 def test_sending_more_than_the_cap_is_refused(pipe):
     _, write = pipe
     with pytest.raises(protocol.ProtocolError):
         protocol.send(write, "x" * (protocol.MAX_MESSAGE_BYTES + 10))
 
 
+@pytest.mark.unit
 def test_a_send_to_a_peer_that_stops_reading_ends_at_its_deadline(pipe):
     _read, write = pipe  # nobody reads: the pipe's buffer fills and a blocking write would wait forever
     with pytest.raises(protocol.Deadline):
         protocol.send(write, {"plan": [[1, 1]] * 200_000}, time.monotonic() + 0.3)
 
 
+@pytest.mark.unit
 def test_a_send_with_a_deadline_delivers_a_message_larger_than_the_pipe(pipe):
     import threading
 
@@ -90,6 +99,7 @@ def test_a_send_with_a_deadline_delivers_a_message_larger_than_the_pipe(pipe):
     assert received == [message]
 
 
+@pytest.mark.unit
 def test_a_message_that_arrived_before_the_deadline_passed_is_still_read(pipe):
     read, write = pipe
     protocol.send(write, {"ready": True})
@@ -136,6 +146,7 @@ def test_the_worker_zip_carries_bytecode_and_a_foreign_python_compiles_the_sourc
         assert "SyntaxError" in done.stderr
 
 
+@pytest.mark.unit
 def test_the_worker_zip_is_kept_on_disk_and_a_kept_one_that_does_not_hold_the_sources_is_made_again(
         tmp_path, monkeypatch):
     """A later run reads the zip the first one kept instead of compiling the worker again; a kept file

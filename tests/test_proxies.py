@@ -389,6 +389,7 @@ def test_forged_rows_are_a_protocol_violation(forged):
             client.codec.decode({protocol.ROWS: forged}, "reading the rows")
 
 
+@pytest.mark.unit
 def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
     from grader.confined.worker import Worker
 
@@ -407,6 +408,7 @@ def test_a_plan_crosses_as_columns_and_other_lists_element_by_element():
         assert protocol.ROWS not in str(worker.encode(other))
 
 
+@pytest.mark.unit
 def test_lists_of_objects_cross_as_handles_with_every_bound_still_kept():
     from collections import deque
 

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -14,6 +15,7 @@ import pytest
 from grader.cli import main
 from grader.course.publish import publish
 from grader.course.store import Store
+from tests import golden
 from tests.browser import Page, problems, requests, screenshot
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
 
@@ -23,13 +25,18 @@ SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / 
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory) -> Path:
-    """alice: stub then reference; bob: reference then mutant; carol: the mutant once."""
-    folder = tmp_path_factory.mktemp("store")
-    db = folder / "class.db"
-    for student, files in {"alice": [STUB, REFERENCE], "bob": [REFERENCE, MUTANT], "carol": [MUTANT]}.items():
-        for path in files:
-            assert main(["submit", str(path), "--student", student, "--exercise", EXERCISE, "--tier", "premium",
-                         "--sandbox", "local", "--db", str(db)]) == 0
+    """alice: stub then reference; bob: reference then mutant; carol: the mutant once (their real
+    scorecards, graded once and kept in tests/golden/), each handed in a minute after the one before."""
+    db = tmp_path_factory.mktemp("store") / "class.db"
+    cards = {STUB: golden.load("stub"), REFERENCE: golden.load("reference"), MUTANT: golden.load("mutant")}
+    moment = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+    with Store(db) as store:
+        for student, files in {"alice": [STUB, REFERENCE], "bob": [REFERENCE, MUTANT], "carol": [MUTANT]}.items():
+            for path in files:
+                moment += timedelta(minutes=1)
+                submission, _ = store.add_submission(student, EXERCISE, "premium", cards[path].submission_sha256,
+                                                     path.name, path.read_bytes(), submitted_at=moment.isoformat())
+                store.save_scorecard(submission, cards[path])
     return db
 
 
@@ -38,6 +45,7 @@ def gradebook(site: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 
+@pytest.mark.unit
 def test_the_latest_and_best_policies_count_different_submissions(store_path, tmp_path):
     with Store(store_path) as store:
         latest = publish(store, tmp_path / "latest", policy="latest")
@@ -56,6 +64,7 @@ def test_the_latest_and_best_policies_count_different_submissions(store_path, tm
     assert "first difference" in student  # the counted (mutant) report, with its trace, is on the page
 
 
+@pytest.mark.unit
 def test_pseudonyms_hide_ids_and_stay_stable(store_path, tmp_path):
     with Store(store_path) as store:
         publish(store, tmp_path / "one", pseudonymous=True)
@@ -70,6 +79,7 @@ def test_pseudonyms_hide_ids_and_stay_stable(store_path, tmp_path):
     assert all(p.name.startswith("student-") for p in (tmp_path / "one" / "students").iterdir())
 
 
+@pytest.mark.unit
 def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(store_path, tmp_path, capsys):
     site, private = tmp_path / "site", tmp_path / "instructor" / "pseudonyms.csv"
     private.parent.mkdir()
@@ -99,6 +109,7 @@ def test_the_pseudonym_map_is_for_the_instructor_only_and_never_in_the_site(stor
     assert main([*argv, "--pseudonymous", "--names"]) == 2 and "contradict" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_path, capsys):
     site = tmp_path / "site"
     assert main(["publish", "--out", str(site), "--db", str(store_path), "--names"]) == 0
@@ -111,6 +122,7 @@ def test_a_site_published_again_replaces_the_earlier_one_whole(store_path, tmp_p
     assert oct((site / "index.html").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
 
 
+@pytest.mark.unit
 def test_publishing_again_keeps_what_the_site_did_not_write_and_deletes_only_its_own(store_path, tmp_path,
                                                                                     monkeypatch):
     site = tmp_path / "site"
@@ -130,6 +142,7 @@ def test_publishing_again_keeps_what_the_site_did_not_write_and_deletes_only_its
     assert (site / "index.html").is_file() and not list(site.glob(".publishing-*"))
 
 
+@pytest.mark.unit
 def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_out(store_path, tmp_path, capsys):
     mine = tmp_path / "notes"
     mine.mkdir()
@@ -150,6 +163,7 @@ def test_publish_refuses_a_folder_of_other_files_a_missing_store_and_a_file_for_
     assert "the folder" in capsys.readouterr().err and not (tmp_path / "site").exists()
 
 
+@pytest.mark.unit
 def test_a_result_the_grader_cannot_vouch_for_is_left_out_of_the_figures(tmp_path):
     from grader.core.scorecard import Scorecard
 
@@ -172,6 +186,7 @@ def current_umask() -> int:
     return mask
 
 
+@pytest.mark.unit
 def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GRADER_DB", str(store_path))
     assert main(["publish", "--out", str(tmp_path / "site"), "--policy", "best"]) == 0
@@ -179,6 +194,7 @@ def test_the_cli_publishes_from_the_store_named_by_the_environment(store_path, t
     assert (tmp_path / "site" / "index.html").is_file()
 
 
+@pytest.mark.unit
 def test_the_cli_publishes_under_pseudonyms_unless_asked_for_names(store_path, tmp_path):
     assert main(["publish", "--out", str(tmp_path / "plain"), "--db", str(store_path)]) == 0
     everything = " ".join(p.read_text() for p in (tmp_path / "plain").rglob("*") if p.is_file())
@@ -222,6 +238,7 @@ def test_the_site_opens_in_chromium_with_no_error_no_request_and_no_dead_link(st
     print("overview on a phone:", screenshot(phone, SHOTS / "overview-phone.png"))
 
 
+@pytest.mark.unit
 def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_never_beats_a_result(tmp_path):
     from grader.core.scorecard import Scorecard
     from grader.course.gradebook import pick
@@ -238,6 +255,7 @@ def test_the_best_submission_is_the_highest_share_of_its_points_and_an_error_nev
         assert latest.score == 5
 
 
+@pytest.mark.unit
 def test_the_class_overview_counts_students_per_misconception(tmp_path):
     from grader.core.scorecard import Diagnosis, Scorecard, TestResult
 

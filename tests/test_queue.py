@@ -177,6 +177,7 @@ def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_
     assert {s for (s,) in rows(engine, "SELECT status FROM scorecards")} == {"graded"}
 
 
+@pytest.mark.unit
 def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monkeypatch):
     """On the broker's path too, a student's many submissions wait behind everyone else's first: a
     message names a submission, the store says whose turn it is, and each message grades one."""
@@ -208,6 +209,7 @@ def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monk
         assert [len(store.scorecards(i)) for i in (alice[1], bob)] == [1, 1]
 
 
+@pytest.mark.unit
 def test_a_worker_whose_late_result_is_dropped_says_so_and_why_instead_of_graded(tmp_path, monkeypatch, capsys):
     from sqlalchemy import update
 

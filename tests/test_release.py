@@ -10,6 +10,8 @@ import re
 import zipfile
 from datetime import timedelta
 
+import pytest
+
 from grader.core.grading import expected_max, new_scorecard
 from grader.core.scorecard import Diagnosis, Scorecard
 from grader.core.scorecard import TestResult as Result
@@ -17,6 +19,8 @@ from grader.service import accounts
 from tests.helpers import EXERCISE
 from tests.test_due_dates import DUE
 from tests.test_web_in_process import PAGE, site  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.unit
 
 SECRET = "the hidden check saw 7 where 8 was due"  # every failed hidden test's message
 HINT = Diagnosis("13_first_token_late", "emits a request's first token a step late", 0.9)

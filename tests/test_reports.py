@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import re
-from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,8 +12,6 @@ import pytest
 from markdown_it import MarkdownIt
 
 from grader.cli import main
-from grader.core.exercise import load_exercise
-from grader.core.grading import grade_bytes
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
 from grader.harness.feedback import Feedback
@@ -35,8 +32,10 @@ from grader.report import (
     timeline,
     trace_rows,
 )
-from grader.sandbox.local import run_local
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+from tests import golden
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+
+pytestmark = pytest.mark.unit
 
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
 EVIL = ("<script>alert(1)</script> {{ 7*7 }} {% raw %} [click](http://evil.example/x) "
@@ -50,30 +49,12 @@ OUR_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", 
             "rect", "line", "path", "text"}
 
 
-def submission_with(body: str) -> bytes:
-    """The stub, with the body of schedule() replaced."""
-    source = STUB.read_text(encoding="utf-8")
-    assert NOT_IMPLEMENTED in source
-    return source.replace(NOT_IMPLEMENTED, body, 1).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
-def cards(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Scorecard]:
-    """Real scorecards, each graded once, several at a time."""
-    exercise = load_exercise(EXERCISE)
-    quick = load_exercise(str(exercise_copy(tmp_path_factory.mktemp("quick"), call_timeout_s=1)))
-    jobs = {
-        "reference": (REFERENCE.read_bytes(), exercise, "premium"),
-        "stub": (STUB.read_bytes(), exercise, "premium"),
-        "mutant": (MUTANT.read_bytes(), exercise, "premium"),
-        "evil": (submission_with(f"print({EVIL!r}); raise ValueError({EVIL!r})"), exercise, "free"),
-        "timeout": (submission_with("while True: pass"), quick, "free"),
-        "rejected": (b"def schedule(self:\n    return []\n", exercise, "premium"),
-    }
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(grade_bytes, data, ex, tier, run_local, "local")
-                   for name, (data, ex, tier) in jobs.items()}
-        return {name: future.result() for name, future in futures.items()}
+def cards() -> dict[str, Scorecard]:
+    """Real scorecards, graded once and kept (tests/golden/; tests/test_golden.py keeps them current)."""
+    return {name: golden.load(case) for name, case in {
+        "reference": "reference", "stub": "stub", "mutant": "mutant", "evil": "evil_free",
+        "timeout": "timeout_free", "rejected": "rejected_unclosed"}.items()}
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,7 @@ def probe(tmp_path: Path) -> dict[str, object]:
         subprocess.run(["rm", "-rf", str(scratch)], check=False)
 
 
+@pytest.mark.unit
 def test_the_filter_refuses_sockets_of_every_family_but_unix_and_keeps_the_namespaced_program():
     namespaced, account = seccomp_program(network=True), seccomp_program(network=False)
     assert namespaced is not None and account is not None

@@ -12,6 +12,7 @@ from grader.course.store import Store
 from grader.service import accounts
 
 
+@pytest.mark.unit
 def test_a_roster_import_prints_a_full_link_per_new_student_and_keeps_active_ones(tmp_path, capsys):
     roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
     roster.write_text("id,name,tier\nalice,Alice Liddell,premium\nbob,,\n")
@@ -29,6 +30,7 @@ def test_a_roster_import_prints_a_full_link_per_new_student_and_keeps_active_one
     assert "has an active link" in capsys.readouterr().out
 
 
+@pytest.mark.unit
 def test_a_roster_with_a_bad_line_is_refused_whole(tmp_path, capsys):
     roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
     roster.write_text("id,tier\ncarol,free\n../etc,free\n")
@@ -41,6 +43,7 @@ def test_a_roster_with_a_bad_line_is_refused_whole(tmp_path, capsys):
     assert "'id' column" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_a_spreadsheets_csv_utf8_export_is_read_with_its_byte_order_mark(tmp_path, capsys):
     roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
     roster.write_bytes("\ufeffid,name,tier\r\nexcel1,Émile,free\r\n".encode())
@@ -66,6 +69,7 @@ def test_a_roster_csv_cannot_read_whole_is_refused_naming_the_line(tmp_path, cap
         assert accounts.students(store) == []
 
 
+@pytest.mark.unit
 def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_path):
     with Store(tmp_path / "class.db") as store:
         first = accounts.new_link(store, "instructor")
@@ -76,6 +80,7 @@ def test_a_new_instructor_link_replaces_an_unused_one_and_each_works_once(tmp_pa
         assert accounts.sign_in(store, second) is None
 
 
+@pytest.mark.unit
 def test_a_roster_names_every_bad_line_at_once(tmp_path, capsys):
     roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
     roster.write_text("id,tier\nann,free\n../etc,free\nbob,gold\nann,premium\ncy,premium\nzed,\"open\n")

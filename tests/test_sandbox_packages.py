@@ -31,12 +31,14 @@ def course_with_packages(tmp_path: Path, packages: list[str]) -> Path:
     return folder
 
 
+@pytest.mark.unit
 def test_packages_are_read_sorted_once_each(tmp_path):
     exercise = load_exercise(str(course_with_packages(tmp_path, ["python3-six", "jq", "python3-six"])))
     assert exercise.packages == ("jq", "python3-six")
     assert load_exercise(EXERCISE).packages == ()
 
 
+@pytest.mark.unit
 def test_the_tags_cover_the_extra_packages_and_nothing_changes_without_them():
     assert base_recipe()["packages"] == sorted(PACKAGES) == base_recipe(())["packages"]
     assert base_tag(()) == base_tag() == base_tag([PACKAGES[0]])  # a package the base has already

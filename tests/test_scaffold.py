@@ -22,6 +22,7 @@ def skeleton(tmp_path_factory):
     return project
 
 
+@pytest.mark.unit
 def test_the_skeleton_is_a_whole_exercise_with_a_private_key_and_every_key_written_out(skeleton):
     exercise = load_exercise(str(skeleton / "exercises" / "running-max"))
     assert exercise.submission_file == "running.py" and set(exercise.tiers) == {"free", "premium"}
@@ -35,6 +36,7 @@ def test_the_skeleton_is_a_whole_exercise_with_a_private_key_and_every_key_writt
     assert tomllib.loads(text)["submission"] == "running.py"
 
 
+@pytest.mark.unit
 def test_grader_new_refuses_an_exercise_that_exists_and_a_bad_name(skeleton, capsys):
     assert main(["new", "running-max", "--project", str(skeleton)]) == 2
     assert "exists: choose another name" in capsys.readouterr().err

@@ -14,6 +14,8 @@ from grader.core.seed_checks import check_seeds
 from grader.course.audit import Audit, AuditRow
 from tests.helpers import EXERCISE, exercise_copy
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_shipped_exercises_draw_per_submission_from_their_keys():
     for slug in (EXERCISE, "paged_kv_cache"):

@@ -24,6 +24,7 @@ def exercise():
     return load_exercise(EXERCISE)
 
 
+@pytest.mark.unit
 def test_the_seed_depends_on_the_submission_and_the_key(exercise, tmp_path, monkeypatch):
     monkeypatch.delenv("GRADER_SEED_KEY", raising=False)
     a, b = "a" * 64, "b" * 64
@@ -39,6 +40,7 @@ def test_the_seed_depends_on_the_submission_and_the_key(exercise, tmp_path, monk
     assert derive_seed(a, exercise) == derive_seed(a, copy) != derive_seed(a, replace(copy, slug="another"))
 
 
+@pytest.mark.unit
 def test_the_job_carries_the_seed_the_scorecard_records(exercise):
     source = REFERENCE.read_bytes()
     run = new_run(exercise, source)

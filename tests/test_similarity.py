@@ -73,6 +73,7 @@ def tokens_of(source: str) -> list[str]:
     return [t.text for t in python_tokens(source)]
 
 
+@pytest.mark.unit
 def test_names_comments_and_layout_do_not_change_the_tokens():
     one = "def f(a, b):\n    # add them\n    return a + b * 2\n"
     other = "def add_up(x,y):\n\n    return x+y*2   # the sum\n"
@@ -81,6 +82,7 @@ def test_names_comments_and_layout_do_not_change_the_tokens():
     assert "len" in tokens_of("n = len(items)\n"), "a builtin was taken for a name of the student's"
 
 
+@pytest.mark.unit
 def test_a_file_python_cannot_read_is_compared_word_by_word():
     broken = "def f(a:\n    return a +\n"
     found = python_tokens(broken)
@@ -88,6 +90,7 @@ def test_a_file_python_cannot_read_is_compared_word_by_word():
     assert found[-1].line == 2
 
 
+@pytest.mark.unit
 def test_winnowing_finds_every_shared_run_of_k_plus_w_minus_1_tokens():
     shared = [f"t{i % 7}" for i in range(K + W - 1)]
     for before, after in ((["a"] * 3, ["b"] * 40), (["c", "d"] * 30, [])):
@@ -96,6 +99,7 @@ def test_winnowing_finds_every_shared_run_of_k_plus_w_minus_1_tokens():
         assert {f.hash for f in one} & {f.hash for f in other}, "a shared run of the guaranteed length was missed"
 
 
+@pytest.mark.unit
 def test_a_disguised_copy_is_found_and_its_moved_functions_are_two_regions():
     honest = textwrap.dedent('''
         def biggest(values, bound):
@@ -123,6 +127,7 @@ def test_a_disguised_copy_is_found_and_its_moved_functions_are_two_regions():
     assert report.clusters == [["ada", "bob"]]
 
 
+@pytest.mark.unit
 def test_the_given_code_never_makes_two_students_alike():
     """Two students who hand in the stub as given share nothing; two who keep the stub and write
     their own code are compared on their own code alone."""
@@ -134,6 +139,7 @@ def test_the_given_code_never_makes_two_students_alike():
     assert without_stub.pairs and without_stub.pairs[0].score == 1.0, "the stub alone matched nothing"
 
 
+@pytest.mark.unit
 def test_the_reference_is_compared_with_code_the_whole_class_holds():
     """Code more than the common limit of students hold is left out between students, not against
     the reference: a solution passed round the whole class still shows."""
@@ -156,6 +162,7 @@ def card(tests: list[tuple[str, str, str]]) -> Scorecard:
                      score=sum(r.score for r in results), max_score=len(results), tests=results)
 
 
+@pytest.mark.unit
 def test_two_files_that_fail_alike_are_the_strong_sign():
     wrong = [("a", "passed", ""), ("b", "failed", "got 3, expected 4"), ("c", "failed", "step 2: no decode")]
     same = compare_behaviour(card(wrong), card(wrong))
@@ -193,6 +200,7 @@ def write_exercise(root: Path, given: str) -> Path:
     return folder
 
 
+@pytest.mark.unit
 def test_an_exercise_lists_its_given_files_and_a_wrong_one_is_refused(tmp_path):
     folder = write_exercise(tmp_path / "good", '["helpers.py"]')
     assert load_exercise(str(folder)).given_code == (folder / "helpers.py",)
@@ -245,6 +253,7 @@ def test_the_command_says_what_is_wrong(tmp_path):
         assert said in " ".join(done.stderr.split()), (args, done.stderr)
 
 
+@pytest.mark.unit
 def test_the_services_report_is_for_instructors_only(tmp_path):
     from starlette.testclient import TestClient
 

@@ -30,6 +30,7 @@ def class_report(folder: Path = CLASS):
     return compare(documents, sources.given_code(exercise), EXERCISE, limit=None)
 
 
+@pytest.mark.unit
 def test_the_folder_is_what_its_answers_say():
     students = {p.stem for p in CLASS.glob("*.py")}
     listed = {*ANSWERS["honest"], *ANSWERS["stub"], *(c["copy"] for c in ANSWERS["copies"]),
@@ -40,6 +41,7 @@ def test_the_folder_is_what_its_answers_say():
     assert any(c["dead_code"] for c in ANSWERS["copies"])
 
 
+@pytest.mark.unit
 def test_every_copy_ranks_above_every_honest_pair_and_the_stubs_match_nothing():
     report = class_report()
     scored = {frozenset((p.a.label, p.b.label)): p.score for p in report.pairs}

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from grader.core.scorecard import Scorecard
 from grader.core.scorecard import TestResult as Result
 from grader.course.publish import publish
 from grader.course.store import Store
 from tests.helpers import EXERCISE
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_pass_rates_say_that_rejected_files_ran_no_test(tmp_path):

@@ -14,6 +14,8 @@ from grader.service.accounts import Session
 from grader.service.recent_sessions import RecentSessions
 from grader.service.spool import BROKEN, Spool, Spooled, SpoolFull, default_folder
 
+pytestmark = pytest.mark.unit
+
 ARRIVED = datetime(2026, 3, 1, 9, 30, 5, tzinfo=timezone.utc)
 
 

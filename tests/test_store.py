@@ -70,6 +70,7 @@ def small_card(score: int) -> Scorecard:
                      max_score=10)
 
 
+@pytest.mark.unit
 def test_a_store_from_before_alembic_is_upgraded_in_place_keeping_its_rows(tmp_path):
     path = tmp_path / "old.db"
     database = sqlite3.connect(path)
@@ -85,7 +86,7 @@ def test_a_store_from_before_alembic_is_upgraded_in_place_keeping_its_rows(tmp_p
         assert store.setting("pseudonym_key") == "feedfeedfeedfeedfeedfeedfeedfeed"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=[pytest.param("sqlite", marks=pytest.mark.unit), "postgresql"])
 def location(request, tmp_path):
     """The same schema and migrations on both databases: an SQLite file, or a fresh PostgreSQL database."""
     if request.param == "sqlite":
@@ -258,6 +259,7 @@ def test_concurrent_claims_never_give_one_student_more_than_their_share(location
         assert len({m[0] for m in more if m}) == 5 and more[-1] is None
 
 
+@pytest.mark.unit
 def test_a_postgres_url_in_either_spelling_reaches_psycopg_and_a_malformed_one_is_named():
     from grader.db.engine import make_engine, sqlite_path
 

@@ -13,6 +13,7 @@ NOTEBOOK = {"cells": [{"cell_type": "code", "source": ["class Scheduler:\n", "  
             "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
 
 
+@pytest.mark.unit
 def test_a_notebook_is_refused_as_a_notebook_with_how_to_export_it():
     data = json.dumps(NOTEBOOK, indent=1).encode()
     compile(data, "x.py", "exec")  # it is valid Python (a dict display): only the check tells it apart

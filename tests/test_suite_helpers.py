@@ -102,6 +102,7 @@ def test_each_step_reads_the_live_requests_and_the_end_reads_everyone(helpers, r
     assert caught.value.step < ref[-1].step or "after the last step, r" in message, message
 
 
+@pytest.mark.unit
 def test_the_reference_stops_at_the_step_a_candidate_is_judged_on(helpers, reference):
     sc = helpers.random_scenario("until", "mixed")
     whole = helpers.run_reference(reference, sc)
@@ -114,6 +115,7 @@ class Count(int):
     pass
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("raw, expected", [
     ("pairs", [(1, 3), (2, 1)]),
     ("lists", [(1, 3)]),
@@ -140,6 +142,7 @@ def test_a_plan_is_read_as_rids_and_token_counts_or_refused_with_what_is_wrong(h
         assert str(refused.value) == f"step 4: schedule() must return a list of (request, n_tokens) pairs, but {expected}"
 
 
+@pytest.mark.unit
 def test_a_queue_holding_anything_but_the_added_requests_is_named(helpers):
     a = object()
     ids = {id(a): 7}
@@ -148,6 +151,7 @@ def test_a_queue_holding_anything_but_the_added_requests_is_named(helpers):
         "running holds something else than the Req objects passed to add()"
 
 
+@pytest.mark.unit
 def test_a_missing_attribute_is_named_as_missing_with_the_statements_words_not_as_none(helpers):
     a = object()
     ids = {id(a): 7}
@@ -173,6 +177,7 @@ def test_progress_says_too_many_tokens_apart_from_too_few(helpers, generated, ex
     helpers.expect_progress(sc, {0: 5, 1: 2}, cap=100)  # exactly max_new each: no failure
 
 
+@pytest.mark.unit
 def test_a_plan_holding_a_request_twice_says_so(helpers):
     assert helpers.fmt_plan([(7, 4), (7, 4)]) == "[(r7, 4), (r7, 4)] (r7 2 times in one plan)"
     assert helpers.fmt_plan([(7, 4), (8, 1)]) == "[(r7, 4), (r8, 1)]"

@@ -14,6 +14,8 @@ from grader.course.store import Store
 from grader.course.terms import DAY_S, LatePolicy, Terms, TermsError, checked_changes, terms_of
 from tests.helpers import EXERCISE
 
+pytestmark = pytest.mark.unit
+
 DUE = datetime(2026, 12, 20, 23, 59, tzinfo=timezone.utc)
 
 @pytest.mark.parametrize("policy, late_by_s, score, lost", [

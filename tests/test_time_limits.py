@@ -176,6 +176,7 @@ def test_what_a_process_of_the_account_used_before_the_count_began_is_not_counte
             earlier.wait()
 
 
+@pytest.mark.unit
 def test_a_deadline_never_moves_earlier_and_without_readings_is_the_wall_clock():
     deadline = OwnDeadline(0.2, process_charge(lambda: None))
     assert 0.1 < deadline.left() <= 0.2

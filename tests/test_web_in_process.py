@@ -67,6 +67,7 @@ def dashboard(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_scorecards_of_another_grader_are_flagged_for_a_regrade(dashboard):
     exercise, grade, page = dashboard
     grade("ada", None)
@@ -78,6 +79,7 @@ def test_scorecards_of_another_grader_are_flagged_for_a_regrade(dashboard):
     assert flag.group(1).startswith("2 scorecard(s)") and "regrade" in flag.group(1)
 
 
+@pytest.mark.unit
 def test_a_store_outage_is_the_services_own_503_page_on_every_route(tmp_path):
     """A PostgreSQL restart or a lost connection: sign-in and every other page say the service is back in a
     moment (503, Retry-After), never a bare 500."""
@@ -140,6 +142,7 @@ def site(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_signed_out_every_page_asks_for_a_sign_in(site):
     _, client, _, _, _ = site
     for path in ("/history", PAGE, "/submissions/1", "/submissions/1/report", "/instructor"):
@@ -147,6 +150,7 @@ def test_signed_out_every_page_asks_for_a_sign_in(site):
     assert client().post(f"{PAGE}/submit", data={"code": "x = 1\n"}).status_code == 401
 
 
+@pytest.mark.unit
 def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
     _, client, _, store, _ = site
     assert client().get("/signin/not-a-token", follow_redirects=False).status_code == 403
@@ -162,6 +166,7 @@ def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
     assert late.post(f"/signin/{token}", data={"csrf": "x" * 32}).status_code == 403
 
 
+@pytest.mark.unit
 def test_a_student_is_kept_off_the_instructors_pages(site):
     _, _, sign_in, _, _ = site
     browser, csrf = sign_in("student", "ada")
@@ -170,6 +175,7 @@ def test_a_student_is_kept_off_the_instructors_pages(site):
     assert browser.post("/instructor/roster", data={"csrf": csrf, "csv": "id\neve\n"}).status_code == 403
 
 
+@pytest.mark.unit
 def test_a_form_without_the_sessions_token_is_refused_and_stores_nothing(site):
     _, _, sign_in, store, recorded = site
     browser, _ = sign_in("student", "ada")
@@ -180,6 +186,7 @@ def test_a_form_without_the_sessions_token_is_refused_and_stores_nothing(site):
     assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
 
 
+@pytest.mark.unit
 def test_a_body_over_the_limit_is_refused_with_413(site):
     _, _, sign_in, _, recorded = site
     browser, csrf = sign_in("student", "ada")
@@ -187,6 +194,7 @@ def test_a_body_over_the_limit_is_refused_with_413(site):
     assert refused.status_code == 413 and recorded.queued == []
 
 
+@pytest.mark.unit
 def test_a_submission_is_queued_and_a_second_too_soon_says_how_long_to_wait(site):
     _, _, sign_in, _, recorded = site
     browser, csrf = sign_in("student", "ada")
@@ -200,6 +208,7 @@ def test_a_submission_is_queued_and_a_second_too_soon_says_how_long_to_wait(site
     assert "# mine" in again.text and len(recorded.queued) == 1  # the code typed stays in the editor
 
 
+@pytest.mark.unit
 def test_a_student_never_reaches_another_students_submission(site):
     _, _, sign_in, _, _ = site
     owner, csrf = sign_in("student", "ada")
@@ -211,6 +220,7 @@ def test_a_student_never_reaches_another_students_submission(site):
         assert other.get(where).status_code == 404, where
 
 
+@pytest.mark.unit
 def test_a_refused_roster_keeps_the_text_pasted_and_names_its_line(site):
     _, _, sign_in, _, _ = site
     browser, csrf = sign_in("instructor")
@@ -221,6 +231,7 @@ def test_a_refused_roster_keeps_the_text_pasted_and_names_its_line(site):
     assert kept and kept.group(1) == 'id,name\nzed,&#34;Z\n'
 
 
+@pytest.mark.unit
 def test_an_instructor_makes_a_new_instructor_link_that_signs_in_once(site):
     _, client, sign_in, _, _ = site
     browser, csrf = sign_in("instructor")
@@ -238,6 +249,7 @@ def test_an_instructor_makes_a_new_instructor_link_that_signs_in_once(site):
     assert student.post("/instructor/link", data={"csrf": student_csrf}).status_code == 403
 
 
+@pytest.mark.unit
 def test_the_command_line_prints_a_working_instructor_link(site, capsys):
     from grader.cli import main
 
@@ -247,6 +259,7 @@ def test_the_command_line_prints_a_working_instructor_link(site, capsys):
     assert link and press_sign_in(client(), link.group(1)).status_code == 303
 
 
+@pytest.mark.unit
 def test_the_editor_opens_with_the_latest_submission_and_its_page_shows_the_code_graded(site):
     _, _, sign_in, _, _ = site
     browser, csrf = sign_in("student", "ada")
@@ -263,6 +276,7 @@ def test_the_editor_opens_with_the_latest_submission_and_its_page_shows_the_code
         assert "x = 1  # mine &lt;/textarea&gt;&lt;script&gt;" in page.text and "<script>alert" not in page.text
 
 
+@pytest.mark.unit
 def test_a_free_tier_score_says_its_tier_and_is_never_shown_as_the_exercises_full_marks(site):
     service, _, sign_in, store, _ = site
     exercise = service.exercises[EXERCISE]
@@ -283,6 +297,7 @@ def test_a_free_tier_score_says_its_tier_and_is_never_shown_as_the_exercises_ful
     assert re.search(r"10/10 <span class=\"muted\">free</span>", browser.get("/history").text)
 
 
+@pytest.mark.unit
 def test_a_locked_solution_says_why_in_the_words_that_fit_the_student(site):
     _, _, sign_in, store, _ = site
     free, _ = sign_in("student", "ada")
@@ -295,6 +310,7 @@ def test_a_locked_solution_says_why_in_the_words_that_fit_the_student(site):
     assert "part of Premium" not in locked.text and "Premium</h1>" not in locked.text
 
 
+@pytest.mark.unit
 def test_the_report_page_leads_back_to_its_submission(site):
     service, _, sign_in, store, _ = site
     exercise = service.exercises[EXERCISE]
@@ -307,6 +323,7 @@ def test_the_report_page_leads_back_to_its_submission(site):
     assert f'<p class="back"><a href="/submissions/{submission_id}">' in page.text
 
 
+@pytest.mark.unit
 def test_each_request_is_logged_once_with_its_status_and_never_a_sign_in_token(site, caplog):
     import logging
 
@@ -322,6 +339,7 @@ def test_each_request_is_logged_once_with_its_status_and_never_a_sign_in_token(s
     assert token not in caplog.text
 
 
+@pytest.mark.unit
 def test_a_grading_is_one_key_value_line(site):
     service, _, _, store, _ = site
     exercise = service.exercises[EXERCISE]
@@ -336,6 +354,7 @@ def test_a_grading_is_one_key_value_line(site):
         f"submission={submission_id} outcome=graded score=7/10 seconds=0.50"
 
 
+@pytest.mark.unit
 def test_signing_out_ends_the_session_and_needs_the_sessions_own_token(site):
     _, client, sign_in, _, _ = site
     browser, csrf = sign_in("student", "ada")
@@ -354,6 +373,7 @@ def test_signing_out_ends_the_session_and_needs_the_sessions_own_token(site):
     assert client().post("/signout", data={"csrf": csrf}).status_code == 401  # signed out: nobody to sign out
 
 
+@pytest.mark.unit
 def test_a_student_link_signs_in_again_and_again_with_a_cookie_scripts_cannot_read(site):
     _, client, _, store, _ = site
     link = f"/signin/{accounts.new_link(store, 'student', 'ada')}"
@@ -373,6 +393,7 @@ def signed_in_as(browser: TestClient) -> str | None:
     return found.group(1) if found else None
 
 
+@pytest.mark.unit
 def test_opening_a_students_link_signs_nobody_in_only_its_button_does(site):
     """A student who passes their link off as "the course link": whoever opens it (or is sent to it by a
     page of another site) is not signed in to the student's account. The page names whose link it is."""
@@ -391,6 +412,7 @@ def test_opening_a_students_link_signs_nobody_in_only_its_button_does(site):
     assert press_sign_in(browser, link).status_code == 303 and signed_in_as(browser) == "mallory"
 
 
+@pytest.mark.unit
 def test_the_sign_in_button_needs_the_token_its_own_page_set(site):
     """Login CSRF: a page of another site that posts the sign-in form from a classmate's browser has at
     best the token of a page its author opened, never the cookie of the classmate's browser."""
@@ -412,6 +434,7 @@ def test_the_sign_in_button_needs_the_token_its_own_page_set(site):
     assert signed_in_as(victim) is None
 
 
+@pytest.mark.unit
 def test_a_sign_in_never_replaces_another_accounts_open_session_without_the_explicit_switch(site):
     _, client, sign_in, store, _ = site
     victim, csrf = sign_in("student", "ada")
@@ -440,6 +463,7 @@ def test_a_sign_in_never_replaces_another_accounts_open_session_without_the_expl
     assert stale.get("/history").status_code == 401, "ada's session outlived the switch away from it"
 
 
+@pytest.mark.unit
 def test_signing_in_again_to_the_account_signed_in_is_harmless(site):
     _, client, sign_in, store, _ = site
     browser = client()
@@ -459,6 +483,7 @@ def test_signing_in_again_to_the_account_signed_in_is_harmless(site):
     assert press_sign_in(client(), one_time).status_code == 303, "opening it signed in used the one-time link up"
 
 
+@pytest.mark.unit
 def test_behind_an_https_address_every_cookie_is_secure_and_every_link_uses_the_address(tmp_path):
     exercise = load_exercise(EXERCISE)
     store = Store(tmp_path / "grader.db")
@@ -482,6 +507,7 @@ def test_behind_an_https_address_every_cookie_is_secure_and_every_link_uses_the_
     store.close()
 
 
+@pytest.mark.unit
 def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error(site):
     _, client, _, store, _ = site
     browser = client()  # a student who has not answered yet: the prediction's form is still open to her
@@ -497,6 +523,7 @@ def test_numbers_written_in_other_digits_are_refused_as_input_not_a_server_error
             assert answer.status_code == 404 and "No such submission" in answer.text, path
 
 
+@pytest.mark.unit
 def test_starlettes_own_refusals_are_the_services_pages(site):
     _, _, sign_in, _, _ = site
     browser, csrf = sign_in("student", "ada")
@@ -510,6 +537,7 @@ def test_starlettes_own_refusals_are_the_services_pages(site):
         assert "content-security-policy" in answer.headers
 
 
+@pytest.mark.unit
 def test_a_code_field_sent_as_a_file_is_refused_not_graded_as_its_description(site):
     _, _, sign_in, store, recorded = site
     browser, csrf = sign_in("student", "ada")
@@ -518,6 +546,7 @@ def test_a_code_field_sent_as_a_file_is_refused_not_graded_as_its_description(si
     assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
 
 
+@pytest.mark.unit
 def test_no_request_steers_a_path_on_disk(site):
     _, _, sign_in, _, _ = site
     browser, _ = sign_in("instructor")
@@ -528,6 +557,7 @@ def test_no_request_steers_a_path_on_disk(site):
     assert browser.get("/instructor/site/index.html").status_code == 200
 
 
+@pytest.mark.unit
 def test_a_new_link_and_a_revocation_ask_first_and_sign_the_student_out_once(site):
     _, client, sign_in, store, _ = site
     instructor, csrf = sign_in("instructor")
@@ -572,6 +602,7 @@ def test_a_new_link_and_a_revocation_ask_first_and_sign_the_student_out_once(sit
     assert tier.status_code == 303 and "bob is now premium." in instructor.get(tier.headers["location"]).text
 
 
+@pytest.mark.unit
 def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
     exercise = load_exercise(EXERCISE)
     store = Store(tmp_path / "grader.db")
@@ -617,6 +648,7 @@ def test_a_regrade_asks_first_and_then_says_which_scores_changed(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_the_prediction_comes_before_what_gives_its_answer_away(site):
     """The statement's order of a step and the visible tests say what runs first: they open once the
     student has answered, as the exercise's [prediction] hides says. Instructors see the whole page."""
@@ -635,6 +667,7 @@ def test_the_prediction_comes_before_what_gives_its_answer_away(site):
     assert 'id="visible-tests"' in instructor.get(PAGE).text
 
 
+@pytest.mark.unit
 def test_instructors_see_the_answers_counted_per_choice_and_each_students_name_tier_and_answer(site):
     service, _, sign_in, store, _ = site
     accounts.import_roster(store, "id,name,tier\nada,Ada Lovelace,premium\nbob,Bob Byte,free\n")
@@ -654,6 +687,7 @@ def test_instructors_see_the_answers_counted_per_choice_and_each_students_name_t
     assert "not right" in instructor.get("/instructor/students/bob").text
 
 
+@pytest.mark.unit
 def test_gradebooks_name_each_student_and_tier_and_a_pseudonymous_site_names_nobody(site):
     from grader.course.publish import build_site
 
@@ -672,6 +706,7 @@ def test_gradebooks_name_each_student_and_tier_and_a_pseudonymous_site_names_nob
     assert rows[0]["student"].startswith("student-") and rows[0]["name"] == "" and rows[0]["tier"] == "premium"
 
 
+@pytest.mark.unit
 def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     """From the store: something has waited over two minutes, nothing is being graded and nothing was
     graded meanwhile. The queue's own answer says why (no worker, Redis away) where it can tell."""
@@ -700,6 +735,7 @@ def test_a_queued_submission_says_when_no_grader_takes_work_and_why(site):
     assert jobs.stalled_for(store) is None
 
 
+@pytest.mark.unit
 def test_the_dashboard_says_what_keeps_the_graders_from_taking_work(site):
     _, _, sign_in, _, recorded = site
     instructor, _ = sign_in("instructor")
@@ -712,6 +748,7 @@ def test_the_dashboard_says_what_keeps_the_graders_from_taking_work(site):
     assert shown and re.findall(r"<li>([^<]*)</li>", shown.group(1)) == recorded.why
 
 
+@pytest.mark.unit
 def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkeypatch):
     import grader.web.app as app_module
 
@@ -728,6 +765,7 @@ def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkey
     assert "Something went wrong here" in page.text and "a bug in a page" not in page.text
 
 
+@pytest.mark.unit
 def test_a_submission_page_says_the_likely_cause_and_the_dashboard_counts_students_per_misconception(site):
     from grader.core.scorecard import Diagnosis, TestResult
 
@@ -804,6 +842,7 @@ def test_serve_with_an_https_base_url_prints_and_shows_its_links_there_and_sets_
     assert all(re.search(r";\s*secure\b", cookie, re.I) for cookie in cookies), cookies
 
 
+@pytest.mark.unit
 def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_interval(site):
     """ada's graded 5/10, then a file with a syntax error: the file is kept and shown to her with its reason,
     her fix is taken at once (the rejected file started no wait), and the gradebook, the overview and
@@ -858,6 +897,7 @@ def test_a_rejected_file_keeps_the_graded_standing_and_does_not_use_up_the_inter
     assert table and "13_first_token_late" in table.group(1)
 
 
+@pytest.mark.unit
 def test_a_body_over_the_limit_is_the_services_page_with_the_code_typed_kept(site):
     """A file too large to upload beside the code in the editor: the service's own page (413) says the
     limit, how to submit a smaller file, and keeps the editor's code; nothing is stored."""
@@ -876,6 +916,7 @@ def test_a_body_over_the_limit_is_the_services_page_with_the_code_typed_kept(sit
     assert recorded.queued == [] and store.submissions(EXERCISE, "ada") == []
 
 
+@pytest.mark.unit
 def test_code_too_large_to_keep_gets_a_page_that_says_what_happened_and_leads_back(site):
     """Code past the limit cannot be read whole: the page says so, how to submit a smaller file, and links
     back to the exercise, and never shows a part of the code as if it were all of it."""
@@ -897,6 +938,7 @@ def test_code_too_large_to_keep_gets_a_page_that_says_what_happened_and_leads_ba
     assert recorded.queued == []
 
 
+@pytest.mark.unit
 def test_a_regrade_counts_a_new_maximum_as_a_change_and_says_when_it_is_done(site):
     """0/10 then 0/15 is a changed score (the suites gained points); once nothing waits, the page says the
     regrade is done and no longer offers its button as if work were pending."""
@@ -934,6 +976,7 @@ def test_a_regrade_counts_a_new_maximum_as_a_change_and_says_when_it_is_done(sit
     assert button and "disabled" not in button.group(1) and "again" in button.group(2)
 
 
+@pytest.mark.unit
 def test_a_refused_roster_names_every_bad_line_on_the_dashboard(site):
     _, _, sign_in, store, _ = site
     browser, csrf = sign_in("instructor")
@@ -947,6 +990,7 @@ def test_a_refused_roster_names_every_bad_line_on_the_dashboard(site):
     assert "3 problems" in refused.text and "fay" not in {s.id for s in accounts.students(store)}
 
 
+@pytest.mark.unit
 def test_the_overview_names_each_student_with_their_id_and_leads_back_to_the_dashboard(site, tmp_path):
     from grader.course.publish import publish
 
@@ -970,6 +1014,7 @@ def test_the_overview_names_each_student_with_their_id_and_leads_back_to_the_das
     assert "Ada Lovelace" in (tmp_path / "site" / "index.html").read_text()
 
 
+@pytest.mark.unit
 def test_the_overview_and_its_gradebook_tell_timeouts_from_wrong_answers(site):
     """ada's answers are wrong, bob's program ran out of time on a test, cy's whole run was stopped at the
     exercise's time limit: the gradebook counts failed and timed-out tests apart, and the overview says
@@ -1031,6 +1076,7 @@ def outage(site, tmp_path):
     gone.dispose()
 
 
+@pytest.mark.unit
 def test_a_submission_while_the_store_is_away_is_kept_on_disk_and_said_so(outage):
     import base64
     import hashlib
@@ -1060,6 +1106,7 @@ def test_a_submission_while_the_store_is_away_is_kept_on_disk_and_said_so(outage
     assert len(outage.spool.files()) == 1 and outage.recorded.queued == []
 
 
+@pytest.mark.unit
 def test_while_the_store_is_away_a_session_this_process_has_not_verified_recently_is_refused_with_its_code(outage):
     bob, csrf = outage.sign_in("student", "bob")
     outage.service.sessions.forget_student("bob")  # as if bob had opened no page here in the last minutes
@@ -1071,6 +1118,7 @@ def test_while_the_store_is_away_a_session_this_process_has_not_verified_recentl
     assert outage.spool.files() == []
 
 
+@pytest.mark.unit
 def test_the_spool_keeps_a_bounded_number_per_student_and_says_when_it_is_full(outage):
     outage.spool.max_per_student = 3
     ada, csrf = outage.sign_in("student", "ada")
@@ -1085,6 +1133,7 @@ def test_the_spool_keeps_a_bounded_number_per_student_and_says_when_it_is_full(o
     assert len(outage.spool.files()) == 4
 
 
+@pytest.mark.unit
 def test_a_closed_exercise_is_closed_by_the_last_deadlines_known_while_the_store_is_away(outage):
     from datetime import datetime, timezone
 
@@ -1098,6 +1147,7 @@ def test_a_closed_exercise_is_closed_by_the_last_deadlines_known_while_the_store
     assert outage.spool.files() == []
 
 
+@pytest.mark.unit
 def test_the_drainer_stores_each_kept_submission_once_with_its_arrival_time_and_queues_it(outage):
     import shutil
 

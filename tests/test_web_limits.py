@@ -33,6 +33,7 @@ async def _stalled_upload(guard: Guard) -> list[dict]:
     return sent
 
 
+@pytest.mark.unit
 def test_a_body_that_stops_arriving_is_refused_when_its_time_is_up():
     async def never_called(scope, receive, send):
         raise AssertionError("the application ran on a body that never came whole")
@@ -117,6 +118,7 @@ def _oversize(guard: Guard, declared: int, chunks: list[bytes]) -> tuple[list[di
     return sent, len(waiting)
 
 
+@pytest.mark.unit
 def test_a_body_over_the_cap_gets_the_applications_page_made_from_no_more_than_the_cap():
     from starlette.responses import HTMLResponse
 

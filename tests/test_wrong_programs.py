@@ -94,6 +94,7 @@ def gradings(path: Path, exercise: Exercise, backend: LocalBackend) -> list[Scor
             for seed in audit_seeds(source, exercise, SEEDS)]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("slug", SLUGS)
 def test_there_are_enough_programs_each_saying_its_mistake_and_none_a_mutant(slug):
     wrong, correct = programs(slug), programs(slug, "correct")
@@ -106,6 +107,7 @@ def test_there_are_enough_programs_each_saying_its_mistake_and_none_a_mutant(slu
         assert path.read_text() not in given, f"{name} is the reference or a mutant"
 
 
+@pytest.mark.unit
 def test_every_paged_kv_cache_program_is_listed_with_a_named_test_that_catches_it():
     assert sorted(KV_CAUGHT_BY) == programs("paged_kv_cache")
     seeded = seeded_tests(load_exercise("paged_kv_cache"))
