@@ -192,7 +192,7 @@ def timing_out_backend():
 
 
 def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: timing_out_backend())
+    monkeypatch.setattr("grader.sandbox.choose.choose_backend", lambda *args, **kwargs: timing_out_backend())
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "dave.py": ATTACKS / "syntax_error.py"})
     (folder / "tim.py").write_text(REFERENCE.read_text() + "\n# TIME_ME_OUT\n")
     db, gradebook = tmp_path / "class.db", tmp_path / "gradebook.csv"
@@ -226,7 +226,7 @@ def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, c
     def slow_backend(exercise, source, tier, run):
         time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
         return run_local(exercise, source, tier, run)
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: PlainBackend(slow_backend, "local"))
+    monkeypatch.setattr("grader.sandbox.choose.choose_backend", lambda *args, **kwargs: PlainBackend(slow_backend, "local"))
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
                  "--db", str(tmp_path / "class.db"), "--gradebook", "-"]) == 0

@@ -183,7 +183,7 @@ def test_a_reader_that_leaves_ends_grade_as_sigpipe_would_not_as_a_grading_it_ca
 ])
 def test_an_output_that_cannot_be_written_is_refused_before_any_grading(tmp_path, capsys, monkeypatch, command):
     graded = []
-    monkeypatch.setattr("grader.cli.grade_bytes", lambda *args: graded.append(args))
+    monkeypatch.setattr("grader.core.grading.grade_bytes", lambda *args: graded.append(args))
     folder, missing = tmp_path / "class", tmp_path / "nodir"
     folder.mkdir()
     argv = [part.format(folder=folder, missing=missing) for part in command]
