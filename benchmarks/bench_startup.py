@@ -5,7 +5,8 @@ Cases, alternating in every round, each a subprocess; a case's CPU is its own pr
 `resource.getrusage(RUSAGE_CHILDREN)` around it, which count every descendant that was waited for),
 never the machine's:
 
-  grade    `grader grade SUBMISSION --exercise E --sandbox local --tier T`, the whole command
+  grade    `grader grade SUBMISSION --exercise E --sandbox local --tier T`, the whole command (the
+           console script's code, run from this checkout)
   pytest   a fresh `python -m pytest -p grader.harness.inprocess` of the tier's suites, the
            submission imported into pytest itself, with the seed the grader gives it
   import   `python -c "import grader.cli"`: what the command line costs before any command runs
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -55,12 +55,9 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> Run:
 
 
 def grader_command() -> list[str]:
-    """The `grader` console script installed beside this Python (what a user runs), else what it does."""
-    script = Path(sys.executable).parent / "grader"
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("grader")
-    return [found] if found else [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
+    """What the `grader` console script runs, started from this checkout: an installed script imports the
+    checkout it was installed from, which may be another one (a `git worktree`)."""
+    return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
 
 
 def commands(exercise_slug: str, tier: str, submission: Path) -> dict[str, tuple[list[str], dict[str, str] | None]]:
