@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--grade", action="store_true", help="single gradings in turn instead of batches at once")
     args = parser.parse_args()
     other = args.other.resolve()
-    if not (other / "grader" / "cli.py").is_file():
+    if not (other / "grader" / "__init__.py").is_file():  # grader/cli.py before it became a package
         raise SystemExit(f"{other} is not a checkout of this project")
     exercise = load_exercise(args.exercise, ROOT)
     with tempfile.TemporaryDirectory(prefix="grader-bench-side-") as scratch:

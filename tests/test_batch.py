@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 import sqlite3
 import time
@@ -196,7 +197,7 @@ def timing_out_backend():
 
 
 def test_the_batch_summary_counts_each_outcome_and_its_mean_covers_a_resume(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: timing_out_backend())
+    monkeypatch.setattr("grader.sandbox.choose.choose_backend", lambda *args, **kwargs: timing_out_backend())
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "dave.py": ATTACKS / "syntax_error.py"})
     (folder / "tim.py").write_text(REFERENCE.read_text() + "\n# TIME_ME_OUT\n")
     db, gradebook = tmp_path / "class.db", tmp_path / "gradebook.csv"
@@ -230,7 +231,7 @@ def test_a_batch_records_each_file_taken_in_before_its_grading_ended(tmp_path, c
     def slow_backend(exercise, source, tier, run):
         time.sleep(1.2)  # longer than the timestamps' second, so that their order shows
         return run_local(exercise, source, tier, run)
-    monkeypatch.setattr("grader.cli.choose_backend", lambda *args, **kwargs: PlainBackend(slow_backend, "local"))
+    monkeypatch.setattr("grader.sandbox.choose.choose_backend", lambda *args, **kwargs: PlainBackend(slow_backend, "local"))
     folder = class_folder(tmp_path / "class", {"alice.py": REFERENCE, "bob.py": STUB})
     assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
                  "--db", str(tmp_path / "class.db"), "--gradebook", "-"]) == 0
@@ -356,3 +357,28 @@ def test_a_batch_grades_students_of_any_alphabet_and_fails_on_a_file_named_no_st
     with Store(tmp_path / "class.db") as store:
         graded = {s.student: s.card.score for s in store.submissions(EXERCISE)}
     assert graded == {"zo\u00eb": 10, "bob": 10}
+
+
+def test_a_folder_with_no_submission_is_refused_saying_what_it_holds(tmp_path, capsys):
+    folder, db = tmp_path / "class", tmp_path / "class.db"
+    folder.mkdir()
+    argv = ["batch", str(folder), "--exercise", EXERCISE, "--sandbox", "local", "--db", str(db)]
+    assert main(argv) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no submission of {EXERCISE} to grade (it is empty)" in err and "alice/scheduler.py" in err
+    (folder / "README.md").write_text("the class of 2026\n")
+    assert main(argv) == 2
+    assert "(it holds only README.md)" in " ".join(capsys.readouterr().err.split())
+    assert not db.exists()  # no store made for nothing
+
+
+def test_a_batch_prints_each_students_score_by_student(tmp_path, capsys):
+    folder = class_folder(tmp_path / "class", {"zoe.py": STUB, "alice.py": REFERENCE,
+                                               "dave.py": ATTACKS / "syntax_error.py"})
+    assert main(["batch", str(folder), "--exercise", EXERCISE, "--tier", "free", "--sandbox", "local",
+                 "--db", str(tmp_path / "class.db")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [next(i for i, line in enumerate(lines) if re.fullmatch(pattern, line.strip()))
+            for pattern in (r"student\s+score\s+result", r"alice\s+10/10\s+graded", r"dave\s+0/10\s+rejected",
+                            r"zoe\s+0/10\s+graded")]
+    assert rows == sorted(rows), lines

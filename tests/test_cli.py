@@ -191,7 +191,7 @@ def test_a_reader_that_leaves_ends_grade_as_sigpipe_would_not_as_a_grading_it_ca
 ])
 def test_an_output_that_cannot_be_written_is_refused_before_any_grading(tmp_path, capsys, monkeypatch, command):
     graded = []
-    monkeypatch.setattr("grader.cli.grade_bytes", lambda *args: graded.append(args))
+    monkeypatch.setattr("grader.core.grading.grade_bytes", lambda *args: graded.append(args))
     folder, missing = tmp_path / "class", tmp_path / "nodir"
     folder.mkdir()
     argv = [part.format(folder=folder, missing=missing) for part in command]
@@ -306,3 +306,33 @@ def test_serve_takes_its_public_address_from_base_url(monkeypatch):
                           ("HTTPS://Grader.example.edu:8443", "https://Grader.example.edu:8443"), (None, None)):
         assert main(["serve", *(["--base-url", address] if address else [])]) == 0
         assert given.pop().base_url == kept
+
+
+def test_the_choices_the_parser_spells_out_are_those_of_the_modules_it_leaves_unimported():
+    from grader.bundles import TARGETS
+    from grader.cli import common, package
+    from grader.core.exercise import VISIBILITIES
+    from grader.sandbox.choose import SANDBOXES
+
+    assert (common.SANDBOXES, common.VISIBILITIES, package.TARGETS) == (SANDBOXES, VISIBILITIES, TARGETS)
+
+
+def test_the_command_line_imports_no_command_until_one_runs():
+    """`grader grade` pays for what grading needs, not for the store, the bundles or the web service:
+    the parsers are registered without importing what their commands use."""
+    heavy = ["grader.core.exercise", "grader.sandbox.choose", "grader.bundles", "grader.course.store", "grader.web",
+             "grader.report", "rich.console", "jinja2", "sqlalchemy"]
+    code = f"import sys, grader.cli; grader.cli.build_parser(); print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_file_not_named_as_the_exercises_submission_file_is_said_to_be_graded_as_it(tmp_path, capsys):
+    answer = tmp_path / "my answer.txt"
+    answer.write_bytes(REFERENCE.read_bytes())
+    assert main(["grade", str(answer), *FREE]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: my answer.txt graded as scheduler.py, the exercise's submission file" in out
+    assert main(["grade", str(REFERENCE), *FREE, "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "graded as" not in captured.err and json.loads(captured.out)["score"] == 10

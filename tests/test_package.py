@@ -108,7 +108,8 @@ def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grad
         config = json.loads(archive.read("bundle.json"))
         packages = archive.read("packages.txt").decode().split()
     assert {"setup.sh", "run_autograder"} <= names and modes["run_autograder"] & 0o111
-    assert {"grader/cli.py", "grader/bundles/run.py", "grader/confined/worker.py", "grader/templates/report.html.j2",
+    assert {"grader/cli/__init__.py", "grader/cli/__main__.py", "grader/bundles/run.py", "grader/confined/worker.py",
+            "grader/templates/report.html.j2",
             "project/exercises/continuous_batching/exercise.toml", "project/hidden_tests/continuous_batching/seed.key",
             "project/solutions/continuous_batching/scheduler.py"} <= names
     assert not any("/mutants/" in name or "__pycache__" in name for name in names)

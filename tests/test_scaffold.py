@@ -55,3 +55,19 @@ def test_the_skeleton_is_audited_strong_as_written(skeleton):
     assert len(audit.generated) >= 10 and not audit.survivors
     assert [row.equivalent for row in audit.generated if row.equivalent] == [
         "a value equal to the largest so far is appended either way: the same number"]
+
+
+def test_each_skeleton_names_its_own_exercise(skeleton, tmp_path):
+    assert main(["new", "word-count", "--project", str(tmp_path), "--file", "counter"]) == 0
+    exercise = load_exercise(str(tmp_path / "exercises" / "word-count"))
+    assert exercise.title == "Word count" and exercise.names == ("word_count",)
+    statement = (tmp_path / "exercises" / "word-count" / "README.md").read_text()
+    assert statement.startswith("# Word count\n") and "`word_count(values)`" in statement
+    assert statement != (skeleton / "exercises" / "running-max" / "README.md").read_text()
+    assert "def word_count(" in (tmp_path / "exercises" / "word-count" / "counter.py").read_text()
+    hidden = (tmp_path / "hidden_tests" / "word-count" / "test_word_count_hidden.py").read_text()
+    assert "def test_word_count_of_a_random_list(" in hidden and 'ns["word_count"]' in hidden
+    # A name that would shadow a builtin the skeleton calls, or is no Python name, is made one.
+    assert main(["new", "max", "--project", str(tmp_path)]) == 0 and main(["new", "2sum", "--project", str(tmp_path)]) == 0
+    assert "def exercise_max(" in (tmp_path / "solutions" / "max" / "solution.py").read_text()
+    assert "def exercise_2sum(" in (tmp_path / "exercises" / "2sum" / "solution.py").read_text()

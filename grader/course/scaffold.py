@@ -8,18 +8,21 @@ at a time rather than guessing at the layout. Every key exercise.toml knows is w
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import secrets
+import string
 from pathlib import Path
 
 from grader.core.exercise import SLUG, ExerciseError
 
 EXERCISE_TOML = '''\
 # The exercise's settings. Every key the grader knows is here; the commented ones show their defaults.
-title = "Running maximum"
+title = "{title}"
 # The file name a submission is graded as (students hand in a file of this name; tests import it).
 submission = "{module}.py"
-# The names of the submission the tests ask for, through the `ns` fixture: ns["running_max"].
-names = ["running_max"]
+# The names of the submission the tests ask for, through the `ns` fixture: ns["{function}"].
+names = ["{function}"]
 # The tier `grade` and `package` use when none is named (default: the last tier below).
 default_tier = "premium"
 # The largest submission accepted, in KiB.
@@ -67,7 +70,7 @@ premium = ["visible", "hidden"]
 
 # Points of single tests, by function name, over their suite's points.
 [points]
-# test_running_max_of_a_random_list = 3
+# test_{function}_of_a_random_list = 3
 
 # Debian packages the grading image needs beyond Python, pytest and pytest-timeout.
 # [sandbox]
@@ -75,7 +78,7 @@ premium = ["visible", "hidden"]
 
 # "Before you code": a question answered on the exercise's web page before the editor opens.
 # [prediction]
-# question = "What is running_max([3, 1, 4, 1, 5])?"
+# question = "What is {function}([3, 1, 4, 1, 5])?"
 # choices = ["[3, 3, 4, 4, 5]", "[3, 1, 4, 1, 5]", "[5, 5, 5, 5, 5]"]
 # answer = 1   # counting from 1
 # why = "Each entry is the largest value seen so far."
@@ -103,31 +106,36 @@ premium = ["visible", "hidden"]
 seeds = 3
 
 [audit.equivalent]
-"running_max: out.append(value if not out or value > out[-1] else out[-1]) → out.append(value if not out or \
+"{function}: out.append(value if not out or value > out[-1] else out[-1]) → out.append(value if not out or \
 value >= out[-1] else out[-1])" = "a value equal to the largest so far is appended either way: the same number"
 '''
 
 STATEMENT = '''\
-# Running maximum
+# $title
 
-Write `running_max(values)`: for a list of numbers, the list of the largest value seen so far at each
-position. `running_max([3, 1, 4, 1, 5])` is `[3, 3, 4, 4, 5]`; an empty list gives an empty list. The
+`grader new $slug` wrote this exercise as a working example to make your own: its task, a running
+maximum, is asked for under the exercise's name. Replace this statement, the stub, the reference, the
+suites and the mutant with your exercise's, one working thing at a time, and run `grader audit $slug`
+after each.
+
+Write `$function(values)`: for a list of numbers, the list of the largest value seen so far at each
+position. `$function([3, 1, 4, 1, 5])` is `[3, 3, 4, 4, 5]`; an empty list gives an empty list. The
 list passed in is left as it is.
 '''
 
 STUB = '''\
-"""Running maximum: the statement is in README.md."""
+"""$title: the statement is in README.md."""
 
 
-def running_max(values: list[float]) -> list[float]:
-    raise NotImplementedError("running_max() is not implemented yet")
+def $function(values: list[float]) -> list[float]:
+    raise NotImplementedError("$function() is not implemented yet")
 '''
 
 REFERENCE = '''\
-"""Running maximum: the reference solution (students never see it; the hidden suite compares with it)."""
+"""$title: the reference solution (students never see it; the hidden suite compares with it)."""
 
 
-def running_max(values: list[float]) -> list[float]:
+def $function(values: list[float]) -> list[float]:
     out: list[float] = []
     for value in values:
         out.append(value if not out or value > out[-1] else out[-1])
@@ -141,7 +149,7 @@ Misconception: compares each value with the one just before it instead of the la
 """
 
 
-def running_max(values: list[float]) -> list[float]:
+def $function(values: list[float]) -> list[float]:
     return [value if i == 0 else max(value, values[i - 1]) for i, value in enumerate(values)]
 '''
 
@@ -150,9 +158,9 @@ VISIBLE = '''\
 
 
 def test_the_example_of_the_statement(ns):
-    """running_max([3, 1, 4, 1, 5]) is [3, 3, 4, 4, 5]."""
-    got = ns["running_max"]([3, 1, 4, 1, 5])
-    assert list(got) == [3, 3, 4, 4, 5], f"running_max([3, 1, 4, 1, 5]) should be [3, 3, 4, 4, 5], got {got!r}"
+    """$function([3, 1, 4, 1, 5]) is [3, 3, 4, 4, 5]."""
+    got = ns["$function"]([3, 1, 4, 1, 5])
+    assert list(got) == [3, 3, 4, 4, 5], f"$function([3, 1, 4, 1, 5]) should be [3, 3, 4, 4, 5], got {got!r}"
 '''
 
 HIDDEN = '''\
@@ -167,43 +175,64 @@ import random
 
 def test_an_empty_list_gives_an_empty_list(ns):
     """An empty list has no maxima."""
-    got = ns["running_max"]([])
-    assert list(got) == [], f"running_max([]) should be [], got {got!r}"
+    got = ns["$function"]([])
+    assert list(got) == [], f"$function([]) should be [], got {got!r}"
 
 
 def test_each_value_is_compared_with_the_largest_so_far(ns):
     """After [1, 3], a 2 is below the largest so far (3), though above the first value (1)."""
-    got = ns["running_max"]([1, 3, 2])
-    assert list(got) == [1, 3, 3], f"running_max([1, 3, 2]) should be [1, 3, 3], got {got!r}"
+    got = ns["$function"]([1, 3, 2])
+    assert list(got) == [1, 3, 3], f"$function([1, 3, 2]) should be [1, 3, 3], got {got!r}"
 
 
 def test_a_value_is_compared_with_the_largest_so_far_not_the_one_before_it(ns):
     """After [3, 1], a 2 is above the value before it (1), though below the largest so far (3)."""
-    got = ns["running_max"]([3, 1, 2])
-    assert list(got) == [3, 3, 3], f"running_max([3, 1, 2]) should be [3, 3, 3], got {got!r}"
+    got = ns["$function"]([3, 1, 2])
+    assert list(got) == [3, 3, 3], f"$function([3, 1, 2]) should be [3, 3, 3], got {got!r}"
 
 
-def test_running_max_of_a_random_list(ns, reference, seed):
+def test_${function}_of_a_random_list(ns, reference, seed):
     """A random list gives what the reference gives."""
-    rng = random.Random(f"running-max-{seed}")
+    rng = random.Random(f"$slug-{seed}")
     values = [rng.randint(-100, 100) for _ in range(rng.randint(5, 40))]
-    want, got = reference["running_max"](list(values)), ns["running_max"](list(values))
-    assert list(got) == want, f"running_max({values}) should be {want}, got {got!r}"
+    want, got = reference["$function"](list(values)), ns["$function"](list(values))
+    assert list(got) == want, f"$function({values}) should be {want}, got {got!r}"
 '''
 
 
+def function_name(slug: str) -> str:
+    """The name the skeleton's task goes by: the slug as a Python name, unless that would be a keyword or
+    shadow a builtin the skeleton's own code calls (`max`, `list`), or is no name at all (`2sum`)."""
+    name = slug.replace("-", "_")
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in vars(builtins) and name != "random":
+        return name
+    return f"exercise_{name}"
+
+
+def title_of(slug: str) -> str:
+    """`running-max` reads `Running max`: the title exercise.toml and the statement start with."""
+    words = slug.replace("-", " ").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
 def files_of(slug: str, module: str) -> dict[str, str]:
-    """The skeleton's files, by their path in the project folder."""
+    """The skeleton's files, by their path in the project folder: every one names the exercise (its
+    title, its function), so that two skeletons are not the same text."""
     name = slug.replace("-", "_")  # test files are imported as modules by their names
+    names = {"slug": slug, "title": title_of(slug), "function": function_name(slug)}
+
+    def fill(template: str) -> str:
+        return string.Template(template).substitute(names)
+
     return {
-        f"exercises/{slug}/exercise.toml": EXERCISE_TOML.format(slug=slug, module=module),
-        f"exercises/{slug}/README.md": STATEMENT,
-        f"exercises/{slug}/{module}.py": STUB,
-        f"exercises/{slug}/tests/test_{name}_visible.py": VISIBLE,
-        f"hidden_tests/{slug}/test_{name}_hidden.py": HIDDEN,
+        f"exercises/{slug}/exercise.toml": EXERCISE_TOML.format(module=module, **names),
+        f"exercises/{slug}/README.md": fill(STATEMENT),
+        f"exercises/{slug}/{module}.py": fill(STUB),
+        f"exercises/{slug}/tests/test_{name}_visible.py": fill(VISIBLE),
+        f"hidden_tests/{slug}/test_{name}_hidden.py": fill(HIDDEN),
         f"hidden_tests/{slug}/seed.key": secrets.token_hex(32) + "\n",
-        f"solutions/{slug}/{module}.py": REFERENCE,
-        f"solutions/{slug}/mutants/01_compares_with_the_previous_value.py": MUTANT,
+        f"solutions/{slug}/{module}.py": fill(REFERENCE),
+        f"solutions/{slug}/mutants/01_compares_with_the_previous_value.py": fill(MUTANT),
     }
 
 

@@ -1,0 +1,116 @@
+"""Benchmark: `grader grade` as a user runs it, against a fresh pytest of the same suite (the floor of a
+single grading: one Python, one pytest start, the same tests against the same file).
+
+Cases, alternating in every round, each a subprocess; a case's CPU is its own processes' (the deltas of
+`resource.getrusage(RUSAGE_CHILDREN)` around it, which count every descendant that was waited for),
+never the machine's:
+
+  grade    `grader grade SUBMISSION --exercise E --sandbox local --tier T`, the whole command (the
+           console script's code, run from this checkout)
+  pytest   a fresh `python -m pytest -p grader.harness.inprocess` of the tier's suites, the
+           submission imported into pytest itself, with the seed the grader gives it
+  import   `python -c "import grader.cli"`: what the command line costs before any command runs
+
+    python -m benchmarks.bench_startup [--rounds 7] [--exercise continuous_batching] [--tier free]
+                                       [--submission FILE]
+
+Prints each round, then the medians and the ratio of `grade` to `pytest` in wall and in CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ("grade", "pytest", "import")
+
+
+@dataclass(frozen=True)
+class Run:
+    wall_s: float
+    cpu_s: float
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None) -> Run:
+    """Wall and CPU time of one subprocess (its descendants included), which must exit 0."""
+    cpu, started = children_cpu(), time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
+    run = Run(time.perf_counter() - started, children_cpu() - cpu)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}... exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return run
+
+
+def grader_command() -> list[str]:
+    """What the `grader` console script runs, started from this checkout: an installed script imports the
+    checkout it was installed from, which may be another one (a `git worktree`)."""
+    return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
+
+
+def commands(exercise_slug: str, tier: str, submission: Path) -> dict[str, tuple[list[str], dict[str, str] | None]]:
+    """Each case's command line and environment."""
+    from grader.core.exercise import load_exercise
+    from grader.core.seeding import seed_for_source
+    from grader.sandbox.local import HARNESS_ENV
+
+    exercise = load_exercise(exercise_slug, ROOT)
+    tier = exercise.tier(tier)
+    grade = [*grader_command(), "grade", str(submission), "--exercise", exercise_slug, "--sandbox", "local",
+             "--tier", tier]
+    suites = [str(spec.path) for spec in exercise.suites_for(tier)]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "grader.harness.inprocess", "-p", "no:cacheprovider",
+              "-c", os.devnull, "--rootdir", str(ROOT), *suites]
+    env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission), "GRADER_REFERENCE": str(exercise.reference),
+           "GRADER_SEED": str(seed_for_source(submission.read_bytes(), exercise)), "PYTHONPATH": str(ROOT)}
+    return {"grade": (grade, None), "pytest": (pytest, env),
+            "import": ([sys.executable, "-c", "import grader.cli"], None)}
+
+
+def report(runs: dict[str, list[Run]]) -> None:
+    print(f"\n{'case':<8} {'wall (median)':>14} {'CPU (median)':>13}   over {len(runs['grade'])} rounds")
+    medians = {case: Run(statistics.median(r.wall_s for r in found), statistics.median(r.cpu_s for r in found))
+               for case, found in runs.items()}
+    for case, run in medians.items():
+        print(f"{case:<8} {run.wall_s:>12.3f} s {run.cpu_s:>11.3f} s")
+    grade, floor = medians["grade"], medians["pytest"]
+    print(f"grade / pytest: {grade.wall_s / floor.wall_s:.2f}x the wall time, {grade.cpu_s / floor.cpu_s:.2f}x the CPU")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7, help="counted rounds, after one not counted (warms caches)")
+    parser.add_argument("--exercise", default="continuous_batching")
+    parser.add_argument("--tier", default="free")
+    parser.add_argument("--submission", type=Path, help="the file graded (default: the exercise's reference)")
+    args = parser.parse_args()
+    submission = (args.submission or ROOT / "solutions" / args.exercise / "scheduler.py").resolve()
+    cases = commands(args.exercise, args.tier, submission)
+    runs: dict[str, list[Run]] = {case: [] for case in CASES}
+    for round_number in range(args.rounds + 1):
+        # Alternating cases, the order turned each round, so that a slow spell of the machine falls on all.
+        order = CASES if round_number % 2 == 0 else CASES[::-1]
+        measured = {case: timed(*cases[case]) for case in order}
+        if round_number == 0:
+            continue
+        for case, run in measured.items():
+            runs[case].append(run)
+        print(f"round {round_number}: " + "  ".join(f"{case} {run.wall_s:.3f} s wall, {run.cpu_s:.3f} s CPU"
+                                                   for case, run in measured.items()), flush=True)
+    report(runs)
+
+
+if __name__ == "__main__":
+    main()
