@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
+from grader.diagnosis.grouping import cause_key, coverage, failure_groups
 from grader.report import render_html, render_markdown, report_view
-from grader.report.grouping import cause_key, coverage, failure_groups
 
 DECODE = ("step {step}: expected plan [(r0, 1), (r{rid}, 1)] but your schedule() returned [(r0, 1), (r{rid}, 2)]: "
           "a decode gets exactly 1 token, but r{rid} (prompt fully prefilled) got 2.\nScenario:\n{scenario}")
