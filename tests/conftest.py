@@ -109,7 +109,8 @@ def private_project(tmp_path_factory) -> Path:
 def account_backend():
     """The local sandbox as it grades inside a container that allows no namespaces: each submission an
     account of its own, its limits, a seccomp filter without network, Landlock where the kernel has it."""
-    from grader.sandbox.local import LocalBackend, account_problem
+    from grader.sandbox.isolation import account_problem
+    from grader.sandbox.local import LocalBackend
 
     problem = account_problem()
     if problem is not None:

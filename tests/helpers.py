@@ -15,8 +15,8 @@ from grader.confined.limits import Limits
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement
 from grader.harness.contract import Job, worker_zip
+from grader.sandbox.isolation import bwrap_path, isolation_problem, sandbox_python, worker_python
 from grader.sandbox.layout import HARNESS_PACKAGE
-from grader.sandbox.local import bwrap_path, isolation_problem, sandbox_python, worker_python
 from grader.sandbox.worker_accounts import worker_account
 
 PROJECT = Path(__file__).resolve().parent.parent

@@ -109,16 +109,16 @@ def processes_mentioning(text: str) -> list[str]:
 
 @pytest.mark.parametrize("path", [p for p in attack_files() if "local" in declared(p)[1]], ids=lambda p: p.stem)
 def test_attack_on_the_local_sandbox(path, monkeypatch):
-    import grader.sandbox.local as local
+    import grader.sandbox.folders as folders
 
     jobs: list[str] = []
-    make_folder = local.tempfile.mkdtemp
+    make_folder = folders.tempfile.mkdtemp
 
     def recording_mkdtemp(*args, **kwargs):
         jobs.append(make_folder(*args, **kwargs))
         return jobs[-1]
 
-    monkeypatch.setattr(local.tempfile, "mkdtemp", recording_mkdtemp)
+    monkeypatch.setattr(folders.tempfile, "mkdtemp", recording_mkdtemp)
     card, elapsed = run(path, run_local, "local")
     check(card, path, elapsed)
     if declared(path)[0] == {"rejected"}:

@@ -11,9 +11,10 @@ import pytest
 
 from grader.cli import main
 from grader.core.exercise import list_tests, load_exercise
-from grader.core.grading import PlainBackend, grade_bytes, judge
+from grader.core.grading import grade_bytes, judge
 from grader.core.scorecard import Scorecard
 from grader.harness.contract import RESULTS_MARKER, Results, results_line
+from grader.sandbox.backend import PlainBackend
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from tests.helpers import EXERCISE, REFERENCE, STUB

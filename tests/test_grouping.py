@@ -6,7 +6,7 @@ import pytest
 
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
-from grader.course.grouping import cause_key, coverage, failure_groups
+from grader.diagnosis.grouping import cause_key, coverage, failure_groups
 from grader.report import render_html, render_markdown, report_view
 
 pytestmark = pytest.mark.unit

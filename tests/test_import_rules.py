@@ -5,6 +5,12 @@
 - `grader.harness` (the trusted in-sandbox side) imports the standard library, pytest, itself and the
   confined package: the sandbox holds nothing else of the grader.
 - The host (every other module of `grader`) imports of the sandbox's code the contract alone.
+
+And the host's layers, each importing only what lies below it: `core` (an exercise, its grading, the
+scorecard) knows no course, service, web page, LMS or command line; `course` (the store, gradebooks,
+batches, the site) knows no service, web page, LMS or command line; `report` (a scorecard's reports and
+the platforms' formats) knows no course, service, web page or LMS; and no sandbox knows the grading that
+uses it (the `Backend` protocol lives in `grader.sandbox.backend`).
 """
 
 from __future__ import annotations
@@ -75,6 +81,37 @@ def test_the_host_imports_of_the_sandbox_side_the_contract_alone(path):
     wrong = [f"{path.relative_to(PACKAGE)}:{line}: {module}" for line, module in imports(path)
              if module.startswith(("grader.harness", "grader.confined")) and module != "grader.harness.contract"]
     assert not wrong, wrong
+
+
+# What each layer of the host may not import: the layers above it.
+LAYERS = {
+    "core": ("grader.course", "grader.web", "grader.service", "grader.lti", "grader.cli"),
+    "course": ("grader.web", "grader.service", "grader.lti", "grader.cli"),
+    "report": ("grader.course", "grader.web", "grader.service", "grader.lti"),
+    "sandbox": ("grader.core.grading",),
+}
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+@pytest.mark.parametrize(("layer", "path"), [(layer, path) for layer in LAYERS for path in modules(layer)],
+                         ids=lambda value: str(value.relative_to(PACKAGE)) if isinstance(value, Path) else value)
+def test_each_layer_imports_nothing_of_the_layers_above_it(layer, path):
+    wrong = [f"{path.relative_to(PACKAGE)}:{line}: {module}" for line, module in imports(path)
+             if within(module, LAYERS[layer])]
+    assert not wrong, wrong
+
+
+def test_each_layer_has_modules_to_check():
+    assert all(len(modules(layer)) >= 5 for layer in LAYERS)
+
+
+def test_the_layer_rule_sees_the_command_line_and_a_package_above(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from grader import cli\nimport grader.web.app\nimport grader.webby\n")
+    assert [module for _, module in imports(sample) if within(module, LAYERS["core"])] == ["grader.cli", "grader.web.app"]
 
 
 def test_the_rules_see_an_import_that_breaks_them(tmp_path):

@@ -191,23 +191,23 @@ def test_without_namespaces_a_container_grades_as_accounts_and_elsewhere_refuses
     """Where bubblewrap cannot make namespaces: inside a container the local sandbox chooses the account
     isolation itself (and says so on the scorecard); outside one it refuses, as before; not as root it
     refuses with what the container must change."""
-    import grader.sandbox.local as local
+    import grader.sandbox.isolation as isolation
 
     monkeypatch.setenv("GRADER_BWRAP", "/bin/false")
-    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / "absent"),))
-    with pytest.raises(local.SandboxUnavailable, match="cannot isolate untrusted code here"):
-        local.local_isolation()
+    monkeypatch.setattr(isolation, "CONTAINER_MARKS", (str(tmp_path / "absent"),))
+    with pytest.raises(isolation.SandboxUnavailable, match="cannot isolate untrusted code here"):
+        isolation.local_isolation()
     (tmp_path / ".dockerenv").touch()
-    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / ".dockerenv"),))
-    if local.account_problem() is None:
-        assert local.local_isolation() == "account"
-    local.account_problem.cache_clear()
-    monkeypatch.setattr(local.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(isolation, "CONTAINER_MARKS", (str(tmp_path / ".dockerenv"),))
+    if isolation.account_problem() is None:
+        assert isolation.local_isolation() == "account"
+    isolation.account_problem.cache_clear()
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
     try:
-        with pytest.raises(local.SandboxUnavailable) as refused:
-            local.local_isolation()
+        with pytest.raises(isolation.SandboxUnavailable) as refused:
+            isolation.local_isolation()
     finally:
-        local.account_problem.cache_clear()
+        isolation.account_problem.cache_clear()
     said = str(refused.value)
     assert "not as root" in said and "Run the grader as root in the container" in said
 
@@ -263,10 +263,10 @@ def test_hostile_neighbours_in_a_batch_never_cost_an_honest_student_a_point(tmp_
 
 
 def test_the_local_sandbox_refuses_untrusted_code_without_namespaces(monkeypatch, capsys, tmp_path):
-    import grader.sandbox.local as local
+    import grader.sandbox.isolation as isolation
 
     monkeypatch.setenv("GRADER_BWRAP", "/bin/false")  # bubblewrap that cannot make namespaces
-    monkeypatch.setattr(local, "CONTAINER_MARKS", (str(tmp_path / "absent"),))  # and not in a container
+    monkeypatch.setattr(isolation, "CONTAINER_MARKS", (str(tmp_path / "absent"),))  # and not in a container
     assert main(["grade", str(REFERENCE), "--exercise", EXERCISE, "--sandbox", "local"]) == 3
     said = " ".join(capsys.readouterr().err.split())
     assert "cannot isolate untrusted code" in said and "--unsafe-local" in said and "--sandbox docker" in said
@@ -392,7 +392,7 @@ MIB = 1024 * 1024
 
 
 def _namespaces_required() -> None:
-    from grader.sandbox.local import isolation_problem
+    from grader.sandbox.isolation import isolation_problem
     from tests.conftest import _required
 
     problem = isolation_problem()
@@ -574,7 +574,7 @@ def test_a_worker_is_the_out_of_memory_killers_first_choice_not_the_grader():
 def test_an_accounts_clean_up_ends_its_processes_here_and_none_in_a_container_with_the_same_uid():
     """A container's processes may run as a uid that a grading on the host also uses: the host's clean-up
     of that account (the `account` isolation's sweep) ends only the processes of its own PID namespace."""
-    from grader.sandbox.local import end_processes_of
+    from grader.sandbox.harness_process import end_processes_of
     from grader.sandbox.worker_accounts import worker_account
 
     with worker_account() as (uid, gid):
@@ -633,13 +633,13 @@ def test_a_grading_in_a_container_draws_a_uid_no_grading_on_the_host_lends():
 
 @pytest.mark.unit
 def test_the_account_isolations_check_is_tried_again_when_its_probe_was_killed(monkeypatch):
-    import grader.sandbox.local as local
+    import grader.sandbox.isolation as isolation
 
     answers = iter([("the worker's restrictions cannot be put in place (-9)", False), (None, True)])
-    monkeypatch.setattr(local, "_account_check", lambda: next(answers))
-    monkeypatch.setattr(local.time, "sleep", lambda seconds: None)
-    assert local.account_problem.__wrapped__() is None
+    monkeypatch.setattr(isolation, "_account_check", lambda: next(answers))
+    monkeypatch.setattr(isolation.time, "sleep", lambda seconds: None)
+    assert isolation.account_problem.__wrapped__() is None
     certain = iter([("root may not run a process as another account here", True)])
-    monkeypatch.setattr(local, "_account_check", lambda: next(certain))
+    monkeypatch.setattr(isolation, "_account_check", lambda: next(certain))
     # A certain answer is given at once (a second try would find `certain` exhausted).
-    assert local.account_problem.__wrapped__() == "root may not run a process as another account here"
+    assert isolation.account_problem.__wrapped__() == "root may not run a process as another account here"

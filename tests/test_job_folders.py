@@ -27,7 +27,7 @@ from grader.sandbox.folders import (
     remove_owned_folder,
     sweep_abandoned,
 )
-from grader.sandbox.local import isolation_problem
+from grader.sandbox.isolation import isolation_problem
 from grader.sandbox.owners import is_gone, owner_of, this_process
 from tests.helpers import EXERCISE, REFERENCE, wait_until
 from tests.service import child_env, grader_command

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from grader.core.grading import PlainBackend
 from grader.core.scorecard import Scorecard
 from grader.course.store import Store
+from grader.sandbox.backend import PlainBackend
 from grader.service import jobs
 from tests.helpers import EXERCISE
 

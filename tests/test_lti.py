@@ -26,7 +26,8 @@ from grader.lti.deep_link import full_points
 from grader.lti.launch import STATE_COOKIE
 from grader.lti.platforms import add_platform
 from grader.service import accounts
-from grader.web.app import COOKIE, Service, create_app
+from grader.web.app import Service, create_app
+from grader.web.auth import COOKIE
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
 
@@ -472,7 +473,8 @@ from starlette.testclient import TestClient
 from grader.core.exercise import load_exercise
 from grader.service import accounts
 from grader.course.store import Store
-from grader.web.app import COOKIE, Service, create_app
+from grader.web.app import Service, create_app
+from grader.web.auth import COOKIE
 from tests.service import press_sign_in
 store = Store({str(tmp_path / "grader.db")!r})
 exercise = load_exercise({EXERCISE!r})

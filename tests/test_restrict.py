@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.confined.restrict import landlock_abi, seccomp_program
-from grader.sandbox.local import worker_python
+from grader.sandbox.isolation import worker_python
 from tests.helpers import PROJECT
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="runs a probe as an account of its own: root only")

@@ -259,7 +259,8 @@ def test_the_services_report_is_for_instructors_only(tmp_path):
 
     from grader.course.store import Store
     from grader.service import accounts
-    from grader.web.app import COOKIE, Service, create_app
+    from grader.web.app import Service, create_app
+    from grader.web.auth import COOKIE
     from tests.service import press_sign_in
 
     exercise = load_exercise(EXERCISE)

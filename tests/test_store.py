@@ -14,9 +14,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from grader.cli import main
-from grader.core.grading import PlainBackend
 from grader.core.scorecard import Scorecard
 from grader.course.store import SCHEMA_VERSION, Store, StoreError, TooSoon
+from grader.sandbox.backend import PlainBackend
 from tests.helpers import EXERCISE, REFERENCE
 
 EARLY = "2026-01-05T09:00:00+00:00"

@@ -27,7 +27,8 @@ from grader.core.scorecard import Scorecard
 from grader.harness.client import CallTimeout
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
-from grader.sandbox.local import run_local, worker_python
+from grader.sandbox.isolation import worker_python
+from grader.sandbox.local import run_local
 from grader.sandbox.worker_accounts import worker_account
 from tests.helpers import REFERENCE, exercise_copy, worker_for
 

@@ -160,7 +160,7 @@ def test_a_template_that_dies_during_a_grading_costs_that_grading_nothing():
 
 
 def test_an_order_to_a_dead_template_gets_no_harness_and_leaves_nothing():
-    from grader.sandbox.local import start_fork_server
+    from grader.sandbox.harness_process import start_fork_server
 
     exercise = load_exercise(EXERCISE)
     backend = LocalBackend(warm=True)

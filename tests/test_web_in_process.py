@@ -18,7 +18,9 @@ from grader.core.exercise import load_exercise
 from grader.core.grading import new_scorecard
 from grader.course.store import Store
 from grader.service import accounts
-from grader.web.app import COOKIE, NEW_LINKS_COOKIE, SIGNIN_COOKIE, Service, create_app
+from grader.web.app import Service, create_app
+from grader.web.auth import COOKIE, SIGNIN_COOKIE
+from grader.web.instructor import NEW_LINKS_COOKIE
 from tests.helpers import EXERCISE
 from tests.service import SIGNIN_FORM, csrf_of, press_sign_in
 
@@ -750,7 +752,7 @@ def test_the_dashboard_says_what_keeps_the_graders_from_taking_work(site):
 
 @pytest.mark.unit
 def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkeypatch):
-    import grader.web.app as app_module
+    from grader.web import exercise_page
 
     _, _, sign_in, _, _ = site
     browser, _ = sign_in("student", "ada")
@@ -758,7 +760,7 @@ def test_a_fault_of_the_service_is_its_own_500_page_not_a_bare_text(site, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in a page")
 
-    monkeypatch.setattr(app_module.exercise_page, "deadline_view", broken)
+    monkeypatch.setattr(exercise_page, "deadline_view", broken)
     browser = TestClient(browser.app, raise_server_exceptions=False, cookies=browser.cookies)
     page = browser.get(PAGE)
     assert page.status_code == 500 and page.headers["content-type"].startswith("text/html")

@@ -158,7 +158,7 @@ def sandbox_problem() -> str | None:
     """Why the local sandbox cannot start in this container, said for the course staff (None: it can:
     in namespaces, or, where the container allows none, as an account of its own)."""
     from grader.errors import SandboxUnavailable
-    from grader.sandbox.local import local_isolation
+    from grader.sandbox.isolation import local_isolation
 
     try:
         local_isolation()

@@ -9,9 +9,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import grader
 from grader.core.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
@@ -20,37 +18,10 @@ from grader.core.seeding import seed_for_source
 from grader.core.validate import Rejected, validate
 from grader.diagnosis.match import diagnose_graded
 from grader.harness.contract import Results, Run, results_from_output
+from grader.sandbox.backend import Backend
 from grader.sandbox.layout import RawRun
 from grader.text import valid_data, valid_tail, valid_text
 
-
-class Backend(Protocol):
-    """A sandbox: runs a tier's suites against one submission and hands back what its harness printed.
-    `close` ends what it keeps ready between gradings (a warm sandbox, a harness fork server); a backend
-    keeping nothing closes at once."""
-
-    @property
-    def name(self) -> str:
-        """What scorecards call it: "local", "docker"."""
-        ...
-
-    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class PlainBackend:
-    """A backend made of a function (a test's, a wrapper's): it keeps nothing, so closing it does nothing."""
-
-    run: Callable[[Exercise, bytes, str, Run], RawRun]
-    name: str = "plain"
-
-    def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
-        return self.run(exercise, source, tier, run)
-
-    def close(self) -> None:
-        pass
 
 def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     """What the host sends with a submission: a fresh nonce, which the harness's results must carry,

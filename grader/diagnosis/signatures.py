@@ -3,7 +3,7 @@
 A signature is a mutant's failing tests on the exercise's top tier, each with the share of the graded
 seeds it failed on (a random workload may fail on some seeds only) and the kinds of failure seen (the
 status and the message's first line with each scenario's particulars masked, as reports group
-failures: grader/course/grouping.py). A tier's signature is the part of it in that tier's suites.
+failures: grader/diagnosis/grouping.py). A tier's signature is the part of it in that tier's suites.
 
 The file carries a fingerprint of what the signatures were graded against (exercise.toml's grading
 settings, every suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
@@ -20,7 +20,7 @@ from typing import Any
 
 from grader.core.exercise import Exercise, files_fingerprint, tomllib
 from grader.core.scorecard import TestResult
-from grader.course.grouping import cause_key
+from grader.diagnosis.grouping import cause_key
 
 FILE = "misconceptions.json"
 FORMAT = 1  # the file's own layout; a change of it makes every file stale

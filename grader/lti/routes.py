@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
@@ -33,21 +32,12 @@ from grader.lti.launch import (
     login,
     validate,
 )
-from grader.lti.platforms import platforms
 from grader.lti.services import ServiceError
 from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
-from grader.web.app import (
-    COOKIE,
-    Page,
-    Service,
-    dashboard,
-    message_page,
-    render,
-    route,
-    set_cookie,
-    text_field,
-)
+from grader.web.auth import COOKIE, route, set_cookie
+from grader.web.base import Page, Service, message_page, render, text_field
+from grader.web.instructor import dashboard
 
 log = logging.getLogger("grader.lti")
 STATE = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -170,16 +160,6 @@ def deep_linking_page(service: Service, launch: Launch) -> Response:
 
 
 # -- the dashboard's actions --------------------------------------------------------------------------------
-
-def dashboard_panel(service: Service) -> dict[str, Any] | None:
-    """The dashboard's LTI block: scores not sent yet (with their last error), and the courses whose
-    learners can be added to the roster. None when no platform is registered."""
-    registered = platforms(service.store)
-    if not registered:
-        return None
-    return {"platforms": len(registered), "sent": ags.sent_count(service.store),
-            "pending": ags.pending(service.store), "courses": nrps.courses(service.store)}
-
 
 def retry(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     ags.retry_now(service.store)

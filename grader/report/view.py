@@ -8,7 +8,7 @@ from typing import Any
 
 import grader
 from grader.core.scorecard import Scorecard, TestResult
-from grader.course.grouping import coverage, failure_groups
+from grader.diagnosis.grouping import coverage, failure_groups
 from grader.diagnosis.words import card_diagnosis
 from grader.report.formatting import (
     MESSAGE_LIMIT,

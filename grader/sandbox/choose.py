@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.core.grading import Backend
 from grader.errors import GradingError, SandboxUnavailable
-from grader.sandbox.local import LocalBackend, local_isolation
+from grader.sandbox.backend import Backend
+from grader.sandbox.isolation import local_isolation
+from grader.sandbox.local import LocalBackend
 
 SANDBOXES = ("auto", "docker", "local")
 

@@ -23,6 +23,7 @@ from docker.types import LogConfig
 from grader.core.exercise import Exercise
 from grader.errors import GradingError
 from grader.harness.contract import INPUT_CLOSED, Run, bootstrap
+from grader.sandbox.harness_process import HARNESS_ENV
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
 from grader.sandbox.layout import (
     JobLayout,
@@ -34,7 +35,6 @@ from grader.sandbox.layout import (
     prepare_suites,
     run_input,
 )
-from grader.sandbox.local import HARNESS_ENV
 from grader.sandbox.owners import due, is_gone, this_process
 from grader.sandbox.warm import WarmSlots
 from grader.sandbox.worker_accounts import worker_account

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from grader.core.grading import Backend
 from grader.course.store import Store
 from grader.db import schema
+from grader.sandbox.backend import Backend
 from grader.service import jobs
 
 if TYPE_CHECKING:

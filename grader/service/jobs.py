@@ -26,10 +26,11 @@ from sqlalchemy import and_, func, select, update
 
 import grader
 from grader.core.exercise import Exercise, ExerciseError, load_exercise
-from grader.core.grading import Backend, grade_bytes
+from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, utc_now
 from grader.course.store import Refused, Store
 from grader.db import schema
+from grader.sandbox.backend import Backend
 
 log = logging.getLogger("grader.jobs")
 

@@ -1,7 +1,7 @@
 """The submit route's pages while the store cannot be reached: the submission kept in the spool
 (grader.service.spool) and said so, or refused with the reason and the code sent, to copy.
 
-Apart from grader.web.app because nothing else there works without the store: the exercise's page,
+Apart from grader.web.student because nothing else there works without the store: the exercise's page,
 which keeps a refused submission's code in its editor, needs it, so these pages show the code
 themselves, and say only what is true while the database is away.
 """
@@ -17,7 +17,8 @@ from grader.course.deadlines import Deadlines
 from grader.service import accounts
 from grader.service.spool import SpoolFull
 from grader.web import exercise_page
-from grader.web.app import RETRY_AFTER_S, Service, log, render, text_field, tier_for
+from grader.web.base import RETRY_AFTER_S, Service, log, render, text_field
+from grader.web.lookup import tier_for
 
 KEPT = ("Kept until the database is back",
         "Your submission arrived while the service's database was away: it is kept on this server and will be "

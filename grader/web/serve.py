@@ -16,7 +16,8 @@ from grader.course.store import Store
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.service.spool import Drainer, Spool, default_folder
-from grader.web.app import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service, create_app
+from grader.web.app import create_app
+from grader.web.base import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service
 
 if TYPE_CHECKING:
     from grader.lti.ags import ScoreSync
