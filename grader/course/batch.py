@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.exercise import Exercise, exercise_fingerprint
-from grader.core.grading import Backend, grade_bytes
+from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.core.validate import read_capped
 from grader.course.store import Store, StoreError, validate_student_id
+from grader.sandbox.backend import Backend
 from grader.text import valid_text
 
 
