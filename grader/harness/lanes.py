@@ -83,7 +83,7 @@ def _become_helper(harness: HarnessState, number: int, account: list[int | None]
 
 def send(harness: HarnessState) -> None:
     """In a helper, at the end of its session: its records and problems to the first lane, then leave."""
-    document = {"problems": harness.problems, "tests": [vars(r) for r in harness.records.values()]}
+    document = {"problems": harness.problems, "tests": [r.to_dict() for r in harness.records.values()]}
     data = json.dumps(document).encode()
     pipe = harness.lane_results
     assert pipe is not None, "only a helper lane sends, and it has its pipe"

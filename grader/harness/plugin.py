@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO
@@ -27,7 +26,7 @@ from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
 from grader.harness.client import WorkerClient
-from grader.harness.contract import Job, Results, Run, Suite, collection_error, read_input_frame
+from grader.harness.contract import Job, Results, Run, Suite, TestRecord, TestStatus, collection_error, read_input_frame
 from grader.harness.feedback import Feedback
 from grader.harness.pool import WorkerPool
 from grader.harness.scenario import Scenario
@@ -45,22 +44,6 @@ class ExerciseMisconfigured(Exception):
 
 class UndeclaredName(ExerciseMisconfigured, KeyError):
     """`ns[name]` for a name exercise.toml does not list (a KeyError, so `name in ns` is simply false)."""
-
-
-@dataclass
-class TestRecord:
-    nodeid: str
-    suite: str
-    name: str
-    description: str
-    status: str = "passed"
-    message: str = ""
-    traceback: list[str] = field(default_factory=list)
-    duration_s: float = 0.0
-    cpu_wait_s: float = 0.0  # how far the test's limits were moved for time spent waiting for a CPU
-    output: str = ""
-    output_cut: int = 0
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
 
 
 class HarnessState:
@@ -268,7 +251,7 @@ CLOCK = pytest.StashKey[OwnDeadline]()
 # -- turning outcomes into results -------------------------------------------------------------------
 
 def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
-            ) -> tuple[str, str, list[str]]:
+            ) -> tuple[TestStatus, str, list[str]]:
     """(status, message, the student's traceback lines) for a test that raised."""
     exc = excinfo.value
     if isinstance(exc, GradingStop):
@@ -528,7 +511,7 @@ class GradingPlugin:
         if harness.lane:
             lanes.send(harness)  # a helper lane leaves here
         lanes.gather(harness)
-        harness.results = Results(harness.nonce, harness.problems, [vars(r) for r in harness.records.values()])
+        harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 
 
 GRADING = pytest.StashKey[GradingPlugin]()
