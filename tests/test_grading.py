@@ -12,8 +12,8 @@ import pytest
 from grader.cli import main
 from grader.core.exercise import list_tests, load_exercise
 from grader.core.grading import grade_bytes, judge
-from grader.core.scorecard import Scorecard
-from grader.harness.contract import RESULTS_MARKER, Results, results_line
+from grader.core.scorecard import Scorecard, TestResult
+from grader.harness.contract import RESULTS_MARKER, Results, TestRecord, results_line
 from grader.sandbox.backend import PlainBackend
 from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
@@ -232,3 +232,27 @@ def test_the_results_document_reads_back_what_it_wrote_and_refuses_other_shapes(
     assert Results.from_json(written.to_json()) == written
     with pytest.raises(ValueError):
         Results.from_json(document)
+
+
+def test_a_test_record_crosses_the_boundary_whole_and_enters_the_host_only_within_its_bounds():
+    """The harness writes a record with `to_dict`; the host reads it with `from_untrusted`, which keeps
+    what is in bounds as it was and cuts, cleans or refuses the rest."""
+    record = TestRecord(nodeid="tests/test_x.py::test_x[1]", suite="visible", name="test_x[1]", description="d",
+                        status="failed", message="m", traceback=["line"], duration_s=0.5, cpu_wait_s=0.25,
+                        output="out", output_cut=3, artifacts=[{"kind": "text", "body": "b"}])
+    assert TestRecord.from_untrusted(json.loads(json.dumps(record.to_dict())), {"visible"}) == record
+    hostile = {**record.to_dict(), "message": "\ud800" + "x" * 9_000, "output": "y" * 70_000, "cpu_wait_s": -4,
+               "traceback": ["z" * 600] * 40, "artifacts": [{"k" * 5_000: 1}]}
+    read = TestRecord.from_untrusted(hostile, {"visible"})
+    assert read.message.startswith("\ufffd") and read.message.endswith("[1,001 more characters cut]")
+    assert len(read.output) == 64_000 and read.output_cut == 3 + 6_000 and read.cpu_wait_s == 0.0
+    assert len(read.traceback) == 32 and read.traceback[0].endswith("[100 more characters cut]")
+    assert list(read.artifacts[0]) == ["k" * 4_000 + "… [1,000 more characters cut]"]
+    for wrong in ({"suite": "hidden"}, {"status": "skipped"}):
+        with pytest.raises(ValueError, match="a result with suite"):
+            TestRecord.from_untrusted({**record.to_dict(), **wrong}, {"visible"})
+    old = record.to_dict()
+    del old["cpu_wait_s"]  # a record without the CPU-wait credit reads as none
+    assert TestRecord.from_untrusted(old, {"visible"}).cpu_wait_s == 0.0
+    result = TestResult.scored(record, 5)
+    assert (result.id, result.status, result.score, result.max_score) == (record.nodeid, "failed", 0, 5)

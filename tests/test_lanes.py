@@ -58,7 +58,7 @@ LANE_KILLER = '''import os
 def die_in_the_second_lane(config):
     from grader.harness.plugin import GRADING  # the harness's own state: this suite is trusted code
 
-    if config.stash[GRADING].harness.lane:
+    if config.stash[GRADING].harness.lanes.number:  # not the first lane
         os.kill(os.getpid(), 9)
 
 

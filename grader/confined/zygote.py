@@ -40,6 +40,7 @@ import socket
 import sys
 import tempfile
 import time
+from types import ModuleType
 from typing import Any
 
 from grader.confined import control, loader
@@ -53,11 +54,18 @@ PRELOADED = ("abc", "bisect", "collections", "dataclasses", "enum", "functools",
 
 
 def serve() -> None:
+    """The zygote's life: load what every worker shares, take the harness's configuration (the last
+    argument), then answer the harness until it is gone."""
+    worker = _preload()
+    Zygote(worker, json.loads(sys.argv[-1])).run()
+
+
+def _preload() -> ModuleType:
+    """The worker's code and the standard modules solutions use, loaded once here and inherited by every
+    child; returns the worker module."""
     import importlib
 
     from grader.confined import worker  # imported once here, inherited by every child
-    from grader.confined.limits import apply_limits
-    from grader.confined.printing import keep_printing
 
     for name in PRELOADED:
         try:
@@ -68,117 +76,148 @@ def serve() -> None:
     # collections skip it, and forked children don't copy its pages by touching their gc headers.
     gc.collect()
     gc.freeze()
+    return worker
 
-    config = json.loads(sys.argv[-1])
-    limits = dict(config["limits"])
-    processes = limits.pop("processes", None)
-    apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
-    keep_printing()
-    prctl(PR_SET_DUMPABLE, 0)
-    if config.get("subreaper"):
-        # Workers whose loader died are reparented here, so that their ends are still reported.
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-    channel = socket.socket(fileno=config["fd"])
-    scratch_root = config["scratch"]
-    account = os.getuid() if config.get("account_is_own", True) else None  # loader.Loader.account
-    restricted = config.get("restrict")
-    if restricted is not None:
-        scratch_root = _restrict(restricted, scratch_root)
-    folders: dict[int, str] = {}
-    submission = ""
-    code = None
-    children = ChildWatch()
-    if os.getpid() == 1:
-        # The namespace's PID 1 (bwrap --as-pid-1): a signal from a worker reaches it only through a handler
-        # it has, and Python's for SIGINT would end it (and the namespace with it). Its children get
-        # Python's back (`ChildWatch.forget`).
-        children.ignore(signal.SIGINT)
-    own_forks = 0
-    current: loader.Loader | None = None
-    zygote = os.getpid()
-    loaders: set[int] = set()  # never reported: the harness knows no loader
 
-    def report(pid: int, status: int) -> None:
-        folder = folders.pop(pid, None)
+class Zygote:
+    """One grading's fork server: the submission it holds, the workers it forked (with their folders),
+    the loader workers are forked from once there is one, and the harness's socket it answers on."""
+
+    def __init__(self, worker: ModuleType, config: dict[str, Any]) -> None:
+        from grader.confined.limits import apply_limits
+        from grader.confined.printing import keep_printing
+
+        self.worker = worker
+        limits = dict(config["limits"])
+        self.processes = limits.pop("processes", None)
+        apply_limits(limits)  # the process limit is set in each child: it counts this user's processes
+        keep_printing()
+        prctl(PR_SET_DUMPABLE, 0)
+        if config.get("subreaper"):
+            # Workers whose loader died are reparented here, so that their ends are still reported.
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self.channel = socket.socket(fileno=config["fd"])
+        self.scratch_root: str = config["scratch"]
+        self.account = os.getuid() if config.get("account_is_own", True) else None  # loader.Loader.account
+        restricted = config.get("restrict")
+        if restricted is not None:
+            self.scratch_root = _restrict(restricted, self.scratch_root)
+        self.folders: dict[int, str] = {}  # each worker's folder, removed when its end is reported
+        self.submission = ""
+        self.code: Any = None  # the submission compiled (`_compiled`)
+        self.children = ChildWatch()
+        if os.getpid() == 1:
+            # The namespace's PID 1 (bwrap --as-pid-1): a signal from a worker reaches it only through a handler
+            # it has, and Python's for SIGINT would end it (and the namespace with it). Its children get
+            # Python's back (`ChildWatch.forget`).
+            self.children.ignore(signal.SIGINT)
+        self.own_forks = 0
+        self.current: loader.Loader | None = None
+        self.pid = os.getpid()
+        self.loaders: set[int] = set()  # never reported: the harness knows no loader
+
+    def report(self, pid: int, status: int) -> None:
+        """Tell the harness that a worker ended, once its folder is gone."""
+        folder = self.folders.pop(pid, None)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        control.send(channel, {control.EXIT: pid, control.CODE: status})
+        control.send(self.channel, {control.EXIT: pid, control.CODE: status})
 
-    def drop(reason: str) -> None:
-        nonlocal current
-        if current is not None:
+    def drop(self, reason: str) -> None:
+        """Set the loader aside: workers import the submission themselves from now on."""
+        if self.current is not None:
             print(f"zygote: the loader is set aside ({reason}); workers import the submission", flush=True)
-            current.end()
-            current = None
+            self.current.end()
+            self.current = None
 
-    while True:
-        waiting: list[socket.socket | ChildWatch] = [channel, children]
-        if current is not None:
-            waiting.append(current.sock)
-        timeout = None if current is None or current.ready else max(0.0, current.deadline - time.monotonic())
-        ready, _, _ = select.select(waiting, [], [], timeout)
-        if current is not None and not current.ready and time.monotonic() >= current.deadline:
-            drop("its import took too long")
-        if children in ready:
-            for pid, status in children.ended():
-                if pid not in loaders:
-                    report(pid, status)
-        if current is not None and current.sock in ready:
+    def run(self) -> None:
+        """Wait for whatever comes first (an order, a child's end, the loader's word, the loader's import
+        deadline) and deal with it; the zygote ends when the harness is gone."""
+        channel, children = self.channel, self.children
+        while True:
+            current = self.current
+            waiting: list[socket.socket | ChildWatch] = [channel, children]
+            if current is not None:
+                waiting.append(current.sock)
+            timeout = None if current is None or current.ready else max(0.0, current.deadline - time.monotonic())
+            ready, _, _ = select.select(waiting, [], [], timeout)
+            if current is not None and not current.ready and time.monotonic() >= current.deadline:
+                self.drop("its import took too long")
+            if children in ready:
+                for pid, status in children.ended():
+                    if pid not in self.loaders:
+                        self.report(pid, status)
+            current = self.current
+            if current is not None and current.sock in ready:
+                try:
+                    current.note(current.receive(), self.report)
+                except loader.LoaderGone as gone:
+                    self.drop(str(gone))
+            if channel in ready:
+                self.answer()
+
+    def answer(self) -> None:
+        """Take the harness's next order (with the descriptors it brought) and carry it out."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.channel, control.MAX_BYTES, 3)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)  # the harness is gone
+        request = control.decode(data)
+        op = request.get(control.OP)
+        if op == control.LOAD:
+            self.drop("a new submission")
+            self.submission = _keep(fds[0], str(request[control.NAME]), self.scratch_root)
+            self.code = _compiled(self.submission)
+        elif op == control.KILL:
+            _kill_tree(int(request[control.PID]))
+        elif op == control.SWEEP:
+            keep = set(request[control.KEEP]) | ({self.current.pid} if self.current is not None else set())
+            control.send(self.channel, {control.SWEPT: _sweep(keep)})
+        elif op == control.FORK:
+            self.fork(request, fds)
+        for fd in fds:
+            os.close(fd)
+
+    def fork(self, request: dict[str, Any], fds: list[int]) -> None:
+        """A worker for the harness's order, in a folder of its own: from the loader when it serves the
+        order, else forked here; the harness is told its pid, or why there is none."""
+        folder = tempfile.mkdtemp(prefix="worker-", dir=self.scratch_root)
+        pid, refused = 0, ""
+        if self.current is not None and self.current.serves(request):
             try:
-                current.note(current.receive(), report)
+                pid = self.current.fork(folder, fds, self.report)
             except loader.LoaderGone as gone:
-                drop(str(gone))
-        if channel in ready:
-            try:
-                data, fds, _, _ = socket.recv_fds(channel, control.MAX_BYTES, 3)
-            except OSError:
-                os._exit(0)
-            if not data:
-                os._exit(0)  # the harness is gone
-            request = control.decode(data)
-            op = request.get(control.OP)
-            if op == control.LOAD:
-                drop("a new submission")
-                submission = _keep(fds[0], str(request[control.NAME]), scratch_root)
-                code = _compiled(submission)
-            elif op == control.KILL:
-                _kill_tree(int(request[control.PID]))
-            elif op == control.SWEEP:
-                keep = set(request[control.KEEP]) | ({current.pid} if current is not None else set())
-                control.send(channel, {control.SWEPT: _sweep(keep)})
-            elif op == control.FORK:
-                folder = tempfile.mkdtemp(prefix="worker-", dir=scratch_root)
-                pid, refused = 0, ""
-                if current is not None and current.serves(request):
-                    try:
-                        pid = current.fork(folder, fds, report)
-                    except loader.LoaderGone as gone:
-                        drop(str(gone))
-                        if gone.sent:
-                            # A worker of the loader's may hold this order's pipes: no other may get them. The
-                            # harness starts a new confinement; this one ends when the test running in it does.
-                            refused = f"the loader did not fork ({gone})"
-                if refused:
-                    shutil.rmtree(folder, ignore_errors=True)
-                    control.send(channel, {control.REFUSED: refused[:300]})
-                else:
-                    if not pid:
-                        pid = os.fork()
-                        if pid == 0:
-                            become_worker(worker, zygote, channel, children, request, fds, processes, folder,
-                                          submission, code)
-                        own_forks += 1
-                        if own_forks == 2 and code is not None:
-                            # The harness orders a second worker only once the first one's import succeeded:
-                            # from now on the submission is imported once, in a loader, and workers forked there.
-                            current = loader.start(worker, children, channel, request, processes,
-                                                   tempfile.mkdtemp(prefix="loader-", dir=scratch_root), submission,
-                                                   code, account)
-                            loaders.add(current.pid)
-                    folders[pid] = folder
-                    control.send(channel, {control.PID: pid})
-            for fd in fds:
-                os.close(fd)
+                self.drop(str(gone))
+                if gone.sent:
+                    # A worker of the loader's may hold this order's pipes: no other may get them. The
+                    # harness starts a new confinement; this one ends when the test running in it does.
+                    refused = f"the loader did not fork ({gone})"
+        if refused:
+            shutil.rmtree(folder, ignore_errors=True)
+            control.send(self.channel, {control.REFUSED: refused[:300]})
+            return
+        if not pid:
+            pid = self.fork_own(request, fds, folder)
+        self.folders[pid] = folder
+        control.send(self.channel, {control.PID: pid})
+
+    def fork_own(self, request: dict[str, Any], fds: list[int], folder: str) -> int:
+        """A worker forked here, which imports the submission itself; after the second, the loader."""
+        pid = os.fork()
+        if pid == 0:
+            become_worker(self.worker, self.pid, self.channel, self.children, request, fds, self.processes, folder,
+                          self.submission, self.code)
+        self.own_forks += 1
+        if self.own_forks == 2 and self.code is not None:
+            # The harness orders a second worker only once the first one's import succeeded:
+            # from now on the submission is imported once, in a loader, and workers forked there.
+            self.current = loader.start(self.worker, self.children, self.channel, request, self.processes,
+                                        tempfile.mkdtemp(prefix="loader-", dir=self.scratch_root), self.submission,
+                                        self.code, self.account)
+            self.loaders.add(self.current.pid)
+        return pid
 
 
 def _restrict(restricted: dict[str, Any], parent: str) -> str:

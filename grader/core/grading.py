@@ -13,14 +13,14 @@ from typing import Any
 
 import grader
 from grader.core.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
-from grader.core.scorecard import TEST_STATUSES, TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
+from grader.core.scorecard import TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
 from grader.core.seeding import seed_for_source
 from grader.core.validate import Rejected, validate
 from grader.diagnosis.match import diagnose_graded
-from grader.harness.contract import Results, Run, results_from_output
+from grader.harness.contract import MESSAGE_CHARS, Results, Run, TestRecord, results_from_output
 from grader.sandbox.backend import Backend
 from grader.sandbox.layout import RawRun
-from grader.text import valid_data, valid_tail, valid_text
+from grader.text import valid_text
 
 
 def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
@@ -123,24 +123,10 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     card.max_score = sum(t.max_score for t in tests)
 
 
-# Bounds on what a result may carry into the host; the harness keeps well under them already.
-NAME_CHARS, MESSAGE_CHARS, LINE_CHARS, OUTPUT_CHARS, ARTIFACT_CHARS = 500, 8_000, 500, 64_000, 4_000
-
-
 def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:
-    """One test's result from the harness's JSON. This is where results enter the host: every string in
-    them comes from the sandbox, so each is made valid text here, cut with a count past its bound."""
-    if entry["suite"] not in exercise.suites or entry["status"] not in TEST_STATUSES:
-        raise ValueError(f"a result with suite {valid_text(entry['suite'], 100)!r} and status "
-                         f"{valid_text(entry['status'], 100)!r}")
-    points = exercise.points_for(entry["name"], entry["suite"])
-    output, cut = valid_tail(entry["output"], OUTPUT_CHARS)
-    return TestResult(
-        id=valid_text(entry["nodeid"], NAME_CHARS), name=valid_text(entry["name"], NAME_CHARS),
-        suite=entry["suite"], status=entry["status"], score=points if entry["status"] == "passed" else 0,
-        max_score=points, message=valid_text(entry["message"], MESSAGE_CHARS),
-        description=valid_text(entry["description"], NAME_CHARS), duration_s=round(float(entry["duration_s"]), 4),
-        cpu_wait_s=max(0.0, round(float(entry.get("cpu_wait_s", 0.0)), 3)),
-        traceback=[valid_text(t, LINE_CHARS) for t in entry["traceback"]][:32], output=output,
-        output_cut=int(entry["output_cut"]) + cut, artifacts=valid_data(list(entry["artifacts"]), ARTIFACT_CHARS),
-    )
+    """One test's result from the harness's JSON. This is where results enter the host: the entry is
+    read as the contract reads what a sandbox wrote (`TestRecord.from_untrusted`: a suite of this
+    exercise, a known status, every string made valid text and cut with a count past its bound), then
+    given its points."""
+    record = TestRecord.from_untrusted(entry, exercise.suites)
+    return TestResult.scored(record, exercise.points_for(record.name, record.suite))

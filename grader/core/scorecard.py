@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from grader.harness.contract import TEST_STATUSES as TEST_STATUSES
+from grader.harness.contract import TestRecord, TestStatus
 from grader.text import without_surrogates
 
 SCHEMA_VERSION = 1
@@ -19,8 +21,7 @@ SCHEMA_VERSION = 1
 # What a whole run can end as: graded (the tests ran), rejected (the submission was refused before
 # running: syntax error, wrong encoding, too big, empty) or error (the grader cannot vouch for a result).
 RUN_STATUSES = ("graded", "rejected", "error")
-# What one test can end as. Only "passed" earns points.
-TEST_STATUSES = ("passed", "failed", "timeout", "crashed", "error")
+# What one test can end as (`TestStatus`, `TEST_STATUSES`) is the contract's: the harness records it.
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
 
@@ -37,10 +38,15 @@ def utc_now() -> str:
 
 @dataclass
 class TestResult:
+    """One test on the card: the harness's record of it (`contract.TestRecord`, checked where it entered
+    the host) with its points. pytest's `nodeid` is the card's `id`."""
+
+    __test__ = False  # a result, not a test class, wherever pytest meets its name
+
     id: str
     name: str
     suite: str
-    status: str
+    status: TestStatus
     score: int
     max_score: int
     message: str = ""
@@ -53,6 +59,15 @@ class TestResult:
     output: str = ""
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def scored(cls, record: TestRecord, points: int) -> TestResult:
+        """The card's result of a test the harness recorded, worth `points`, which only a pass earns."""
+        return cls(id=record.nodeid, name=record.name, suite=record.suite, status=record.status,
+                   score=points if record.status == "passed" else 0, max_score=points, message=record.message,
+                   description=record.description, duration_s=record.duration_s, cpu_wait_s=record.cpu_wait_s,
+                   traceback=record.traceback, output=record.output, output_cut=record.output_cut,
+                   artifacts=record.artifacts)
 
 
 @dataclass

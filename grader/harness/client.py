@@ -4,7 +4,8 @@ A test never touches an object of the submission: it gets proxies (`proxies`) wh
 results are decoded from plain data (`codec`), and every way a call can end other than with a value
 is a stop the test cannot catch (`stops`). Each answer is read once, here: `_receive` takes in the
 message and turns a timeout, an end or a broken protocol into a stop; `_ending` says how it ended. A
-`Scenario` runs many operations in one message and hands back what each observed.
+`Scenario` runs many operations in one message and hands back what each observed. The proxies,
+scenarios and codec know the client only as their `channel.Channel`: what they need of it, and no more.
 """
 
 from __future__ import annotations
@@ -55,8 +56,6 @@ class WorkerClient:
         self.dead_reason: str | None = None
         self.epoch = 0  # calls so far: a proxy's copy taken at an earlier epoch is stale
         self.read: dict[int, None] = {}  # proxies whose copies the test read since the last call
-        self.decode_budget: int | None = None  # values a running scenario may still receive
-        self.building: Scenario | None = None  # the scenario whose operation is being encoded
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
         output = private_file(output_path)
@@ -241,8 +240,13 @@ class WorkerClient:
             self._violation(where, "an answer of unknown shape")
         raise remote.as_exception()
 
-    def scenario(self, ops: list[list[Any]], labels: list[str]) -> Observations:
-        """Run a scenario's operations (already in wire form) in one message; see `Scenario`."""
+    def encode(self, value: Any, scenario: object = None) -> Any:
+        """A test's value in wire form (`codec`); `scenario`: the one whose operation is being built."""
+        return self.codec.encode(value) if scenario is None else self.codec.encode_step(value, scenario)
+
+    def run_scenario(self, ops: list[list[Any]], labels: list[str]) -> tuple[list[Any], RemoteException | None]:
+        """Run a scenario's operations (already in wire form) in one message: what each observed, up to
+        the one that raised, and its exception; see `Scenario`."""
         try:
             return self._scenario(ops, labels)
         except GradingStop as stop:
@@ -253,7 +257,7 @@ class WorkerClient:
             # The snapshots that came with the results are of their step, not of the end: all stale.
             self.epoch += 1
 
-    def _scenario(self, ops: list[list[Any]], labels: list[str]) -> Observations:
+    def _scenario(self, ops: list[list[Any]], labels: list[str]) -> tuple[list[Any], RemoteException | None]:
         self._usable()
         if len(ops) > protocol.MAX_SCENARIO_OPS:
             raise ValueError(f"a scenario has at most {protocol.MAX_SCENARIO_OPS:,} operations")
@@ -289,7 +293,7 @@ class WorkerClient:
             remote = self._ending(reply, where())
             if remote is None and len(values) != len(ops):
                 self._violation(where(), "a scenario that ended early without a reason")
-            return Observations(values, remote)
+            return values, remote
 
     def output_tail(self, limit: int = 4000) -> tuple[str, int]:
         """The end of what the worker printed, and how many bytes before it were cut."""

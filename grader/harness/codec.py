@@ -10,15 +10,13 @@ one worker's: a proxy of another worker's is refused.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from grader.confined import protocol
+from grader.harness.channel import Channel
 from grader.harness.proxies import RemoteObject, TypeInfo
 from grader.harness.scenario import Slot
 from grader.harness.stops import RemoteException
-
-if TYPE_CHECKING:
-    from grader.harness.client import WorkerClient
 
 Violation = Callable[[str, str], NoReturn]  # (during what, what was wrong): ends the worker, raises
 
@@ -26,8 +24,8 @@ Violation = Callable[[str, str], NoReturn]  # (during what, what was wrong): end
 class Codec:
     """One worker's proxies and copies, and the encoding of what a test sends it."""
 
-    def __init__(self, client: WorkerClient, violation: Violation) -> None:
-        self.client = client
+    def __init__(self, channel: Channel, violation: Violation) -> None:
+        self.channel = channel  # the worker's: its proxies hold it, and only its proxies are sent back
         self.violation = violation
         self.proxies: dict[int, RemoteObject] = {}
         self.types: dict[int, TypeInfo] = {}
@@ -41,7 +39,7 @@ class Codec:
         self.kept: dict[int, tuple[list[Any], int, tuple[Any, ...]]] = {}
         self.remembered_items = 0  # elements of the originals and kept lists, within MAX_REMEMBERED_ITEMS
         self.decode_budget: int | None = None  # values a running scenario may still receive
-        self.building: object | None = None  # the scenario whose operation is being encoded
+        self.building: object = None  # the scenario whose operation is being encoded (`encode_step`)
 
     def result(self, value: Any, where: str) -> Any:
         """A call's result. A list the worker keeps (`protocol.KEPT`) is remembered with its serial, so
@@ -64,7 +62,7 @@ class Codec:
         # Kept here only as the worker says it keeps it (nothing a test could change inside), and within
         # the bound: any other list passed back goes as a copy.
         items = tuple(found)
-        if self.remembered_items + len(items) <= protocol.MAX_REMEMBERED_ITEMS and _unchangeable(items, self.client):
+        if self.remembered_items + len(items) <= protocol.MAX_REMEMBERED_ITEMS and _unchangeable(items, self.channel):
             self.kept[id(found)] = (found, serial, items)
             self.remembered_items += len(items)
         return found
@@ -103,17 +101,17 @@ class Codec:
                     if len(self.proxies) >= protocol.MAX_HANDLES:
                         raise ValueError("more objects than the bound")
                     type_info = self.types[int(info[protocol.OBJ_TYPE])]
-                    proxy = RemoteObject(self.client, handle, type_info, bool(info[protocol.OBJ_CALLABLE]))
+                    proxy = RemoteObject(self.channel, handle, type_info, bool(info[protocol.OBJ_CALLABLE]))
                     self.proxies[handle] = proxy
                 self._keep_attrs(proxy, attrs)
-                object.__setattr__(proxy, "_epoch", self.client.epoch)
+                object.__setattr__(proxy, "_epoch", self.channel.epoch)
             same = message.get(protocol.SAME, [])
             if type(same) is not list or len(same) > protocol.MAX_HANDLES:
                 raise ValueError("a malformed list of unchanged objects")
             for handle in same:  # re-read by this reply and unchanged: the copy here holds for this epoch
                 if type(handle) is not int:
                     raise ValueError("a malformed list of unchanged objects")
-                object.__setattr__(self.proxies[handle], "_epoch", self.client.epoch)
+                object.__setattr__(self.proxies[handle], "_epoch", self.channel.epoch)
         except (KeyError, TypeError, ValueError, AttributeError):
             self.violation(where, "malformed object snapshots")
 
@@ -246,6 +244,15 @@ class Codec:
         self.originals[id(value)] = (value, handle, items)
         return value
 
+    def encode_step(self, value: Any, scenario: object) -> Any:
+        """A value of an operation of `scenario`, which is being built: its steps may stand in it, a
+        list the worker keeps may not (it runs later, by when the worker may have let it go)."""
+        self.building = scenario
+        try:
+            return self.encode(value)
+        finally:
+            self.building = None
+
     def encode(self, value: Any, depth: int = 0) -> Any:
         """Test-side values -> wire values. Proxies become handles; anything else must be plain data.
         A value that came from the worker as a subclass's base form (a namedtuple) goes back as the
@@ -258,7 +265,7 @@ class Codec:
         if kind in _SCALARS:
             return value
         if kind is Slot:
-            return {protocol.SLOT: value.check(self.client)}
+            return {protocol.SLOT: value.check(self.building)}
         original = self.originals.get(id(value))
         if original is not None and original[0] is value and _same_items(original[2], _items(value)):
             return {protocol.REF: original[1]}
@@ -267,7 +274,7 @@ class Codec:
         if kept is not None and self.building is None and kept[0] is value and _same_items(kept[2], tuple(value)):
             return {protocol.KEPT: kept[1]}
         if isinstance(value, RemoteObject):
-            if object.__getattribute__(value, "_client") is not self.client:
+            if object.__getattribute__(value, "_channel") is not self.channel:
                 raise ValueError("an object from another run of your code cannot be passed here")
             return {protocol.REF: object.__getattribute__(value, "_handle")}
         if kind is list:
@@ -289,13 +296,13 @@ def _chars(attrs: dict[str, Any]) -> int:
     return sum(len(v) for v in attrs.values() if type(v) is str) if str in set(map(type, attrs.values())) else 0
 
 
-def _unchangeable(items: tuple[Any, ...], client: WorkerClient) -> bool:
-    """Whether a list's elements are scalars, proxies of `client` and tuples of those: nothing a test
+def _unchangeable(items: tuple[Any, ...], channel: Channel) -> bool:
+    """Whether a list's elements are scalars, proxies of `channel` and tuples of those: nothing a test
     could change without the list's own elements changing."""
     for item in items:
         for part in item if type(item) is tuple else (item,):
             if type(part) not in _SCALAR_TYPES and not (isinstance(part, RemoteObject)
-                                                        and object.__getattribute__(part, "_client") is client):
+                                                        and object.__getattribute__(part, "_channel") is channel):
                 return False
     return True
 

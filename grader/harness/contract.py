@@ -23,13 +23,14 @@ import binascii
 import io
 import json
 import posixpath
+import re
 import struct
 import textwrap
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 # What the host needs of the confinement's own code, named here so that this module is all the host
 # imports of the sandbox's side (tests/test_import_rules.py holds both sides to it).
@@ -210,16 +211,78 @@ def _bytecode(name: str, source: bytes) -> bytes:
     return _bytecode_header(source) + marshal.dumps(code)
 
 
+# What one test can end as. Only "passed" earns points.
+TestStatus = Literal["passed", "failed", "timeout", "crashed", "error"]
+TEST_STATUSES: tuple[TestStatus, ...] = get_args(TestStatus)
+
+# Bounds on what a test's record may carry into the host; the harness keeps well under them already.
+NAME_CHARS, MESSAGE_CHARS, LINE_CHARS, OUTPUT_CHARS, ARTIFACT_CHARS = 500, 8_000, 500, 64_000, 4_000
+TRACEBACK_LINES = 32
+
+
+@dataclass
+class TestRecord:
+    """One test's result, as the harness records it and the host reads it back. It leaves the harness as
+    `to_dict` (one entry of the results document's `tests`) and enters the host through `from_untrusted`
+    alone: the sandbox that wrote it ran the submission, so nothing in it is taken on trust there."""
+
+    __test__ = False  # a record, not a test class, wherever pytest meets its name
+
+    nodeid: str  # pytest's id of the test, file included (the scorecard's `id`)
+    suite: str
+    name: str  # the id without the file, as the host lists the tests: `test_x[case]`, `TestClass::test_x`
+    description: str
+    status: TestStatus = "passed"
+    message: str = ""
+    traceback: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    cpu_wait_s: float = 0.0  # how far the test's limits were moved for time spent waiting for a CPU
+    output: str = ""
+    output_cut: int = 0
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the results document carries it (a copy: the record may still change)."""
+        return dict(vars(self))
+
+    @classmethod
+    def from_untrusted(cls, data: dict[str, Any], suites: Container[str]) -> TestRecord:
+        """The record in `data`, an entry of results the host did not write: its suite one of `suites`
+        (those of the exercise), its status one of `TEST_STATUSES`, every string made valid text and cut
+        with a count past its bound, every number made one. ValueError, KeyError or TypeError for an
+        entry of any other shape."""
+        if type(data) is not dict:
+            raise ValueError("a result that is not an object")
+        if data["suite"] not in suites or data["status"] not in TEST_STATUSES:
+            raise ValueError(f"a result with suite {valid_text(data['suite'], 100)!r} and status "
+                             f"{valid_text(data['status'], 100)!r}")
+        output, cut = valid_tail(data["output"], OUTPUT_CHARS)
+        return cls(
+            nodeid=valid_text(data["nodeid"], NAME_CHARS), name=valid_text(data["name"], NAME_CHARS),
+            suite=data["suite"], status=data["status"], message=valid_text(data["message"], MESSAGE_CHARS),
+            description=valid_text(data["description"], NAME_CHARS), duration_s=round(float(data["duration_s"]), 4),
+            # A record of a harness older than the CPU-wait credit has none.
+            cpu_wait_s=max(0.0, round(float(data.get("cpu_wait_s", 0.0)), 3)),
+            traceback=[valid_text(t, LINE_CHARS) for t in data["traceback"]][:TRACEBACK_LINES], output=output,
+            output_cut=int(data["output_cut"]) + cut, artifacts=valid_data(list(data["artifacts"]), ARTIFACT_CHARS),
+        )
+
+
 @dataclass
 class Results:
     """The results document: what the harness hands back at the end of a run. It carries the run's
     nonce (results without it were not written by this run's harness), the problems that keep the run
-    from being vouched for, and one record per test (`plugin.TestRecord`'s fields). Read by the host,
-    which checks every field of each record (`grading.result_from`)."""
+    from being vouched for, and one entry per test (`TestRecord.to_dict`). Read by the host, which
+    checks the nonce first and then every field of each entry (`TestRecord.from_untrusted`)."""
 
     nonce: str | None
     problems: list[str]
     tests: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, nonce: str | None, problems: list[str], records: Iterable[TestRecord]) -> Results:
+        """The document of a run's records."""
+        return cls(nonce, problems, [record.to_dict() for record in records])
 
     def to_json(self) -> str:
         return json.dumps({"schema": RESULTS_SCHEMA, "nonce": self.nonce, "problems": self.problems,
@@ -262,3 +325,44 @@ def collection_error(report: str, limit: int = 600) -> str:
     lines = [line[1:].rstrip() for line in report.splitlines() if line.startswith("E ")]
     text = textwrap.dedent("\n".join(line for line in lines if line)).strip("\n") or report.strip()
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+# -- text from the sandbox ---------------------------------------------------------------------------
+# Every string of a harness's results passes through here before it reaches a scorecard, and so a report,
+# the store or the terminal: lone surrogates (which JSON can carry but UTF-8 cannot encode) are replaced,
+# and text past a limit is cut with a visible count of what was cut. `grader.text` hands them on to the
+# rest of the host.
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def valid_text(value: Any, limit: int | None = None) -> str:
+    """`value` as text that encodes as UTF-8, at most `limit` characters plus a note of what was cut."""
+    text = _SURROGATE.sub(REPLACEMENT, value if type(value) is str else str(value))
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
+    return text
+
+
+def valid_tail(value: Any, limit: int) -> tuple[str, int]:
+    """The last `limit` characters of `value` as valid text, and how many characters were cut before them."""
+    text = valid_text(value)
+    cut = max(0, len(text) - limit)
+    return text[cut:], cut
+
+
+def valid_data(value: Any, limit: int) -> Any:
+    """JSON data with every string (keys included) made valid text, each cut at `limit`."""
+    if isinstance(value, str):
+        return valid_text(value, limit)
+    if isinstance(value, list):
+        return [valid_data(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {valid_text(k, limit): valid_data(v, limit) for k, v in value.items()}
+    return value
+
+
+def without_surrogates(text: str) -> str:
+    """Only the replacement, no cut: for a whole document about to be written."""
+    return _SURROGATE.sub(REPLACEMENT, text)

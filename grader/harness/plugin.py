@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO
@@ -27,7 +26,7 @@ from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
 from grader.harness.client import WorkerClient
-from grader.harness.contract import Job, Results, Run, Suite, collection_error, read_input_frame
+from grader.harness.contract import Job, Results, Run, Suite, TestRecord, TestStatus, collection_error, read_input_frame
 from grader.harness.feedback import Feedback
 from grader.harness.pool import WorkerPool
 from grader.harness.scenario import Scenario
@@ -47,22 +46,6 @@ class UndeclaredName(ExerciseMisconfigured, KeyError):
     """`ns[name]` for a name exercise.toml does not list (a KeyError, so `name in ns` is simply false)."""
 
 
-@dataclass
-class TestRecord:
-    nodeid: str
-    suite: str
-    name: str
-    description: str
-    status: str = "passed"
-    message: str = ""
-    traceback: list[str] = field(default_factory=list)
-    duration_s: float = 0.0
-    cpu_wait_s: float = 0.0  # how far the test's limits were moved for time spent waiting for a CPU
-    output: str = ""
-    output_cut: int = 0
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
-
-
 class HarnessState:
     """Everything the fixtures and hooks share during one grading run."""
 
@@ -75,13 +58,10 @@ class HarnessState:
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.timed_out: list[str] = []  # the tests of this lane that ended in a timeout, by name
-        self.helpers: list[lanes.Helper] = []  # the first lane's helpers
-        self.pool = WorkerPool(job, base, self.problems, lambda: [helper.pid for helper in self.helpers])
+        self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
+        self.pool = WorkerPool(job, base, self.problems, self.lanes.pids)
         self.reference_module: ModuleType | None = None
         self.results: Results | None = None  # what the run hands back, once it is over
-        self.lane = 0  # which of the grading's lanes this process runs (see `lanes`)
-        self.lane_results: int | None = None  # a helper lane's pipe to the first lane
-        self.order: list[str] = []  # every test of the run, in collection order, once split into lanes
         self.suite_by_file: dict[str, Suite | None] = {}  # see `suite`
         # The grading's time (exercise.toml's total_timeout_s), on the charged clock of this harness and its
         # workers, from the run's arrival: once it is spent, the tests left are not run (see `budget_left`).
@@ -161,11 +141,23 @@ class HarnessState:
         gc.freeze()  # what the collection made is shared with the fork server's other children
         self.pool.warm_up()
 
-    def merge_records(self, tests: list[dict[str, Any]]) -> None:
-        """Add another lane's records."""
-        for entry in tests:
-            record = TestRecord(**entry)
-            self.records[record.nodeid] = record
+    def become_helper(self, number: int, account: list[int | None]) -> None:
+        """In a process forked to run lane `number`'s share of the tests: take its own folder, output,
+        worker account ([uid, gid]) and confinement (see `lanes`)."""
+        self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
+        # The first lane's confinement stays the first lane's: forget its socket without ending it.
+        self.pool.forget_confinement()
+        job = self.job
+        private = f"{job.private}/lane-{number}"
+        os.mkdir(self.path(private), 0o700)
+        job.private, job.worker_user, job.worker_group = private, account[0], account[1]
+        # What this lane prints goes to a log of its own, not into the first lane's output and results.
+        log = os.open(os.path.join(self.path(private), "lane.log"),
+                      os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        self.pool.warm_up()
 
 
 def limit_own_memory(megabytes: int) -> None:
@@ -268,7 +260,7 @@ CLOCK = pytest.StashKey[OwnDeadline]()
 # -- turning outcomes into results -------------------------------------------------------------------
 
 def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
-            ) -> tuple[str, str, list[str]]:
+            ) -> tuple[TestStatus, str, list[str]]:
     """(status, message, the student's traceback lines) for a test that raised."""
     exc = excinfo.value
     if isinstance(exc, GradingStop):
@@ -517,7 +509,8 @@ class GradingPlugin:
             # done once here, before the submission, it is shared by every grading a fork server forks.
             item.location  # noqa: B018 - a cached property
         harness.receive_run()
-        lanes.split(harness, session)
+        if not harness.problems:  # a run that cannot be vouched for already is not shared out
+            harness.lanes.split(session, harness.job.lane_accounts, harness.become_helper)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         harness = self.harness
@@ -525,10 +518,10 @@ class GradingPlugin:
         harness.pool.end_confinement()
         if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
             harness.problems.append(f"pytest ended with exit status {exitstatus}")
-        if harness.lane:
-            lanes.send(harness)  # a helper lane leaves here
-        lanes.gather(harness)
-        harness.results = Results(harness.nonce, harness.problems, [vars(r) for r in harness.records.values()])
+        if harness.lanes.number:
+            harness.lanes.send(harness.problems, harness.records.values())  # a helper lane leaves here
+        harness.records = harness.lanes.gather(harness.problems, harness.records)
+        harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 
 
 GRADING = pytest.StashKey[GradingPlugin]()

@@ -9,12 +9,10 @@ equals itself, whatever the submission's `__eq__` says.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from grader.confined import protocol
-
-if TYPE_CHECKING:
-    from grader.harness.client import WorkerClient
+from grader.harness.channel import Channel
 
 
 class TypeInfo(NamedTuple):
@@ -27,55 +25,55 @@ class TypeInfo(NamedTuple):
 class RemoteObject:
     """A proxy for one object in the worker. Identity is the only equality it has."""
 
-    __slots__ = ("_attrs", "_callable", "_client", "_epoch", "_handle", "_label", "_type")
+    __slots__ = ("_attrs", "_callable", "_channel", "_epoch", "_handle", "_label", "_type")
 
-    def __init__(self, client: WorkerClient, handle: int, type_info: TypeInfo, is_callable: bool) -> None:
-        object.__setattr__(self, "_client", client)
+    def __init__(self, channel: Channel, handle: int, type_info: TypeInfo, is_callable: bool) -> None:
+        object.__setattr__(self, "_channel", channel)
         object.__setattr__(self, "_handle", handle)
         object.__setattr__(self, "_type", type_info)
         object.__setattr__(self, "_callable", is_callable)
         object.__setattr__(self, "_attrs", {})
         object.__setattr__(self, "_label", type_info.name)
-        object.__setattr__(self, "_epoch", client.epoch)
+        object.__setattr__(self, "_epoch", channel.epoch)
 
     def __getattr__(self, name: str) -> Any:
         attrs = object.__getattribute__(self, "_attrs")
-        client: WorkerClient = object.__getattribute__(self, "_client")
+        channel: Channel = object.__getattribute__(self, "_channel")
         handle = object.__getattribute__(self, "_handle")
         type_info = object.__getattribute__(self, "_type")
-        if object.__getattribute__(self, "_epoch") != client.epoch and not object.__getattribute__(self, "_callable"):
+        if object.__getattribute__(self, "_epoch") != channel.epoch and not object.__getattribute__(self, "_callable"):
             # A copy from before the last call. A method needs no copy; an attribute the copy held is
             # fetched with the object's fresh snapshot (one round trip, then cached until the next call);
             # any other name is read remotely, which brings the fresh snapshot along too.
             if name.startswith("__") or (name in type_info.methods and name not in attrs):
                 pass
             elif name in attrs:
-                client.request(protocol.OP_SNAP, f"reading {type_info.name}.{name}", {protocol.TARGET: handle})
+                channel.request(protocol.OP_SNAP, f"reading {type_info.name}.{name}", {protocol.TARGET: handle})
                 attrs = object.__getattribute__(self, "_attrs")
             else:
-                return client.request(protocol.OP_GETATTR, f"reading {type_info.name}.{name}",
+                return channel.request(protocol.OP_GETATTR, f"reading {type_info.name}.{name}",
                                       {protocol.TARGET: handle, protocol.NAME: name})
         if name in attrs:
-            client.read[handle] = None
+            channel.read[handle] = None
             return attrs[name]
         if name.startswith("__"):
             raise AttributeError(name)
         if name in type_info.methods:
             return RemoteMethod(self, name)
-        return client.request(protocol.OP_GETATTR, f"reading {type_info.name}.{name}",
+        return channel.request(protocol.OP_GETATTR, f"reading {type_info.name}.{name}",
                                       {protocol.TARGET: handle, protocol.NAME: name})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("objects of the submission are read-only to tests")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        client = object.__getattribute__(self, "_client")
+        channel: Channel = object.__getattribute__(self, "_channel")
         name = object.__getattribute__(self, "_type").name
         if not object.__getattribute__(self, "_callable"):
             raise TypeError(f"your {name} object is not callable")
         label = _callee_label(self)
-        encode = client.codec.encode
-        return client.request(protocol.OP_CALL, f"{label}(...)", {
+        encode = channel.encode
+        return channel.request(protocol.OP_CALL, f"{label}(...)", {
             protocol.TARGET: object.__getattribute__(self, "_handle"),
             protocol.ARGS: encode(list(args)), protocol.KWARGS: {k: encode(v) for k, v in kwargs.items()}})
 
@@ -86,10 +84,10 @@ class RemoteObject:
     __iter__ = __len__ = __getitem__ = __contains__ = _not_a_container
 
     def __repr__(self) -> str:
-        client: WorkerClient = object.__getattribute__(self, "_client")
-        if object.__getattribute__(self, "_epoch") != client.epoch and not client.dead_reason \
+        channel: Channel = object.__getattribute__(self, "_channel")
+        if object.__getattribute__(self, "_epoch") != channel.epoch and not channel.dead_reason \
                 and not object.__getattribute__(self, "_callable"):
-            client.request(protocol.OP_SNAP, f"reading a {object.__getattribute__(self, '_type').name}",
+            channel.request(protocol.OP_SNAP, f"reading a {object.__getattribute__(self, '_type').name}",
                            {protocol.TARGET: object.__getattribute__(self, "_handle")})
         attrs = object.__getattribute__(self, "_attrs")
         shown = ", ".join(f"{k}={v!r}" for k, v in list(attrs.items())[:8])
@@ -109,9 +107,9 @@ class RemoteMethod:
         self.owner, self.name = owner, name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        client: WorkerClient = object.__getattribute__(self.owner, "_client")
-        encode = client.codec.encode
-        return client.request(protocol.OP_METHOD, f"{self.name}()", {
+        channel: Channel = object.__getattribute__(self.owner, "_channel")
+        encode = channel.encode
+        return channel.request(protocol.OP_METHOD, f"{self.name}()", {
             protocol.TARGET: object.__getattribute__(self.owner, "_handle"), protocol.NAME: self.name,
             protocol.ARGS: encode(list(args)), protocol.KWARGS: {k: encode(v) for k, v in kwargs.items()}})
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grader.confined import protocol
+from grader.harness.channel import Channel
 from grader.harness.proxies import RemoteObject
 from grader.harness.stops import RemoteException
-
-if TYPE_CHECKING:
-    from grader.harness.client import WorkerClient
 
 
 class Slot:
@@ -21,8 +19,9 @@ class Slot:
     def __init__(self, scenario: Scenario, index: int) -> None:
         self.scenario, self.index = scenario, index
 
-    def check(self, client: WorkerClient) -> int:
-        if client.codec.building is not self.scenario:
+    def check(self, building: object) -> int:
+        """Its index, in an operation of `building` (the scenario being built; None: no scenario's)."""
+        if building is not self.scenario:
             raise ValueError("a step of another scenario cannot be passed here")
         return self.index
 
@@ -48,19 +47,14 @@ class Scenario:
     scenario at its step: looking up that step, or a later one, raises it as a proxy call would.
     """
 
-    def __init__(self, client: WorkerClient, names: list[str] | None = None) -> None:
-        self.client = client
+    def __init__(self, channel: Channel, names: list[str] | None = None) -> None:
+        self.channel = channel
         self.names = names
         self.ops: list[list[Any]] = []
         self.labels: list[str] = []
 
     def _encode(self, value: Any) -> Any:
-        codec = self.client.codec
-        codec.building = self
-        try:
-            return codec.encode(value)
-        finally:
-            codec.building = None
+        return self.channel.encode(value, self)
 
     def _add(self, op: list[Any], label: str) -> Slot:
         self.ops.append(op)
@@ -109,7 +103,7 @@ class Scenario:
         return self._add([protocol.STEP_COLUMNS, wire, list(names)], f"reading {', '.join(names)}")
 
     def run(self) -> Observations:
-        return self.client.scenario(self.ops, self.labels)
+        return Observations(*self.channel.run_scenario(self.ops, self.labels))
 
 
 class Observations:

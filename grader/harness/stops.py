@@ -8,6 +8,9 @@ import builtins
 import functools
 import signal
 from dataclasses import dataclass
+from typing import ClassVar
+
+from grader.harness.contract import TestStatus
 
 SIGNAL_CAUSES = {
     signal.SIGSEGV: "a segmentation fault (the Python interpreter crashed)",
@@ -27,7 +30,7 @@ class GradingStop(BaseException):
     pass. `status` is the scorecard status the harness records for the test.
     """
 
-    status = "error"
+    status: ClassVar[TestStatus] = "error"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -1,10 +1,12 @@
 """View data: everything the reports show, computed once from a scorecard as plain dicts of
-strings and numbers (clipped and cleaned), which the templates only lay out."""
+strings and numbers (clipped and cleaned), which the templates only lay out. The dicts whose shape is
+fixed are typed (`Help`, `LockedSuite`); a test's and the whole report's views stay plain dicts, which
+the failure grouping (grader.course.grouping) extends."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import grader
 from grader.core.scorecard import Scorecard, TestResult
@@ -31,9 +33,29 @@ from grader.report.trace import timeline, trace_rows
 STATUS_LABELS = {"passed": "passed", "failed": "failed", "timeout": "timeout", "crashed": "crashed", "error": "error"}
 STATUS_EMOJI = {"passed": "✅", "failed": "❌", "timeout": "⏱️", "crashed": "💥", "error": "⚠️"}
 
+
+
+class Help(TypedDict):
+    """What a student can do about a kind of result: a heading, a paragraph and tips."""
+
+    title: str
+    text: str
+    tips: list[str]
+
+
+class LockedSuite(TypedDict):
+    """A suite this tier did not run: its label, points and test names."""
+
+    name: str
+    label: str
+    anchor: str
+    points: int
+    tests: list[str]
+
+
 # What a student can do about each kind of result. "failed" needs no general advice: its message says
 # what was expected and what the code did.
-STATUS_HELP: dict[str, dict[str, Any]] = {
+STATUS_HELP: dict[str, Help] = {
     "timeout": {
         "title": "Your code ran out of time",
         "text": "A call to your code, or the whole test, did not finish within its time limit (the "
@@ -67,7 +89,7 @@ STATUS_HELP: dict[str, dict[str, Any]] = {
     },
 }
 
-RUN_HELP: dict[str, dict[str, Any]] = {
+RUN_HELP: dict[str, Help] = {
     "rejected": {
         "title": "Your submission was not run",
         "text": "The grader refused the file before running any test, so the score is 0.",
@@ -262,12 +284,12 @@ ISOLATION_NOTES = {
 }
 
 
-def locked_suites(card: Scorecard) -> list[dict[str, Any]]:
+def locked_suites(card: Scorecard) -> list[LockedSuite]:
     """The suites this tier did not run, each with its label, points and test names, in card order."""
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, LockedSuite] = {}
     for test in card.locked:
-        group = groups.setdefault(test.suite, {"name": test.suite, "label": one_line(card.suite_label(test.suite), 80),
-                                               "anchor": "locked-" + slug(test.suite), "points": 0, "tests": []})
+        group = groups.setdefault(test.suite, LockedSuite(name=test.suite, label=one_line(card.suite_label(test.suite), 80),
+                                                          anchor="locked-" + slug(test.suite), points=0, tests=[]))
         group["points"] += test.max_score
         group["tests"].append(one_line(test.name, 200))
     return list(groups.values())
