@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.confined.limits import Limits
 from grader.core import page_settings
 from grader.core.page_settings import Prediction, WebSettings
 from grader.core.toml_specs import TABLE_SAYS, Check, Field, Refused, Table, keys_of, read, rule
 from grader.disk_cache import keep, read_cached
-from grader.harness.contract import Limits, collection_error
+from grader.harness.contract import collection_error
 
 # A course platform's container may run Python 3.10 (Ubuntu 22.04), which has no tomllib: tomli is the same parser.
 if sys.version_info >= (3, 11):
@@ -183,7 +184,7 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
     return _from_config(slug, root, config, folder / "exercise.toml")
 
 
-def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
+def _from_config(slug: str, root: Path, config: dict[str, Any], source: Path) -> Exercise:
     context = {"slug": slug, "root": root, "exercise_folder": root / "exercises" / slug}
     try:
         exercise: Exercise = read(config, EXERCISE_TOML, context)
@@ -256,7 +257,8 @@ def _no_reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> str:
 
 
 def _reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> Path:
-    return Path(known["root"]) / "solutions" / known["slug"] / values["submission_file"]
+    path: Path = Path(known["root"]) / "solutions" / known["slug"] / values["submission_file"]
+    return path
 
 
 _FOLDER = '{at} needs folder = "...", relative to the project folder'
