@@ -43,7 +43,8 @@ def solution_rule_text(rule: str, closed: bool = False) -> str:
 def statement_html(exercise: Exercise) -> str:
     """The README rendered as Markdown with raw HTML off (escaped), so it carries no markup of its own."""
     text = (exercise.folder / "README.md").read_text(encoding="utf-8")
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    html: str = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)  # the HTML renderer: text
+    return html
 
 
 def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
