@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import grader
-from grader.confined.limits import Limits
 from grader.core.exercise import Exercise
+from grader.harness.contract import Limits
 
 TARGETS = ("gradescope", "prairielearn")
 #: What `grader grade` and `grader export` need on the platform's side, as Debian (and Ubuntu)
