@@ -32,7 +32,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from grader.core.scorecard import Scorecard
@@ -117,7 +117,7 @@ def submission_id(files: list[Path], folder: Path) -> str:
     return hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def unrun_card(config: dict, status: str, reason: str, project: Path, sha256: str) -> Scorecard:
+def unrun_card(config: dict[str, Any], status: str, reason: str, project: Path, sha256: str) -> Scorecard:
     """A scorecard of a run refused (`rejected`) or failed (`error`) before any test ran. Where the bundle's
     exercise cannot even be loaded, an `error` card that says so: the results are still written."""
     import grader
@@ -137,7 +137,7 @@ def unrun_card(config: dict, status: str, reason: str, project: Path, sha256: st
     return card
 
 
-def grade(file: Path, config: dict, project: Path, work: Path) -> tuple[Path | None, str]:
+def grade(file: Path, config: dict[str, Any], project: Path, work: Path) -> tuple[Path | None, str]:
     """(the scorecard written by `grader grade`, or None) and what the command said."""
     card = work / "card.json"
     command = grader_command("grade", str(file), "--exercise", str(project / "exercises" / config["exercise"]),
@@ -167,7 +167,7 @@ def sandbox_problem() -> str | None:
     return None
 
 
-def scorecard_for(files: list[Path], platform: Platform, config: dict, project: Path, work: Path) -> Path:
+def scorecard_for(files: list[Path], platform: Platform, config: dict[str, Any], project: Path, work: Path) -> Path:
     """The submission's scorecard, written in `work`: graded by `grader grade`, or refused or failed
     before any test ran."""
     sha256 = submission_id(files, platform.submission)
@@ -187,7 +187,7 @@ def scorecard_for(files: list[Path], platform: Platform, config: dict, project: 
     return write_card(unrun_card(config, "error", f"the autograder could not run: {why}", project, sha256), work)
 
 
-def invalid_file(file: Path, config: dict, project: Path) -> str | None:
+def invalid_file(file: Path, config: dict[str, Any], project: Path) -> str | None:
     """Why `grader grade` would reject the file without running it (a syntax error, with its line; not
     UTF-8; too big), checked before the sandbox so that no container's settings hide it. None where the
     file is valid or the exercise cannot be loaded (the grading then says so)."""

@@ -66,7 +66,7 @@ class Container:
     def cpus(self) -> float:
         return self.cpu_quota_us / self.cpu_period_us
 
-    def host_config(self, client: docker.DockerClient, binds: dict[str, Mapping[str, str]] | None = None) -> dict:
+    def host_config(self, client: docker.DockerClient, binds: dict[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
         mb = 1 << 20
         options: dict[str, Any] = {
             "mem_limit": self.memory_mb * mb, "cpu_period": self.cpu_period_us, "cpu_quota": self.cpu_quota_us,
@@ -351,7 +351,9 @@ class PrairieLearnGrader(_BuiltImage):
 
     @property
     def options(self) -> dict[str, Any]:
-        return json.loads((self.question / "info.json").read_text(encoding="utf-8"))["externalGradingOptions"]
+        options: dict[str, Any] = json.loads((self.question / "info.json").read_text(encoding="utf-8"))[
+            "externalGradingOptions"]
+        return options
 
     def build(self) -> PrairieLearnGrader:
         tag = _unique("prairielearn")

@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         # With an output on standard output, what is meant for a person goes to standard error.
         console = errors if takes_stdout(args) else PipedConsole()
         check_outputs(args)
-        return args.run(args, console)
+        status: int = args.run(args, console)  # every command's run returns its exit status
+        return status
     # Messages are soft-wrapped: a path or test id in them is never broken over two lines.
     except usage_errors() as exc:
         errors.print(Text(f"grader: {exc}", style="red"), soft_wrap=True)

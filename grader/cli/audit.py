@@ -18,7 +18,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = commands.add_parser("audit", help="check an exercise: reference full marks, stub 0, every mutant caught")
     audit.add_argument("exercise", help=EXERCISE_HELP)
     audit.add_argument("--seeds", type=positive_int, default=None,

@@ -35,7 +35,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     batch = commands.add_parser("batch", help="grade a folder of submissions in parallel, resumably")
     batch.add_argument("folder", help="a file per student (alice.py) or a folder per student holding the file")
     batch.add_argument("--exercise", required=True, help=EXERCISE_HELP)

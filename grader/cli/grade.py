@@ -32,7 +32,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     grade = commands.add_parser("grade", help="grade one submission file")
     grade.add_argument("submission", help="the student's solution file")
     grade.add_argument("--exercise", required=True, help=EXERCISE_HELP)

@@ -18,7 +18,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     image = commands.add_parser("image", help="the Docker grading image")
     image_commands = image.add_subparsers(dest="image_command", required=True, metavar="COMMAND", help=COMMAND_HELP)
     image_build = image_commands.add_parser("build", help="build the grading image (no registry needed)")

@@ -26,7 +26,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lti = commands.add_parser("lti", help="LTI 1.3: the LMSs (Canvas, Moodle) that launch `grader serve` (extra `lti`)")
     lti_commands = lti.add_subparsers(dest="lti_command", required=True, metavar="COMMAND", help=COMMAND_HELP)
     add_platform = lti_commands.add_parser("add-platform", help="register an LMS (or add a deployment to it), "

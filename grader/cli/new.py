@@ -16,7 +16,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     new = commands.add_parser("new", help="write a working exercise skeleton to start from (audit finds it strong)")
     new.add_argument("slug", help="the exercise's name: lower-case letters, digits, '_' and '-'")
     new.add_argument("--project", default=".", metavar="DIR", help="the project folder (default: this one)")

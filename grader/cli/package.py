@@ -23,7 +23,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bundle = commands.add_parser("package", help="a bundle that grades on Gradescope or PrairieLearn as they are")
     bundle.add_argument("--target", required=True, choices=TARGETS, help="the platform the bundle is for")
     bundle.add_argument("--exercise", help="the exercise's name (slug) or folder (default: the project's only one)")

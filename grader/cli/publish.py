@@ -21,7 +21,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     publish = commands.add_parser("publish", help="a static site of the store: overview, student pages, gradebooks")
     publish.add_argument("--out", required=True, metavar="DIR", help="the folder to write the site into")
     publish.add_argument("--policy", choices=("latest", "best", "on-time"), default="latest",

@@ -33,7 +33,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = commands.add_parser("report", help="render a stored scorecard as HTML and/or Markdown")
     report.add_argument("scorecard", nargs="?", help="a scorecard JSON file (or one in the store: see --submission)")
     add_stored_scorecard_options(report)

@@ -22,7 +22,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     roster = commands.add_parser("roster", help="the class roster of the web service")
     roster_commands = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND",
                                             help=COMMAND_HELP)

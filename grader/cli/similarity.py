@@ -25,7 +25,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     similarity = commands.add_parser("similarity", help="which students' files are most alike, the given code left out")
     similarity.add_argument("folder", nargs="?", help="a class folder as batch reads it (default: the store's "
                                                       "submissions)")

@@ -31,7 +31,7 @@ EXAMPLES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     submit = commands.add_parser("submit", help="store a student's submission, grade it, keep the report")
     submit.add_argument("submission", help="the student's solution file")
     submit.add_argument("--student", required=True, help="the student's id")

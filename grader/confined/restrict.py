@@ -144,7 +144,7 @@ def install_seccomp(program: bytes) -> None:
 
 def landlock_abi() -> int:
     """The Landlock ABI this kernel offers (0: none, or refused by the container's seccomp profile)."""
-    version = _libc().syscall(LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+    version: int = _libc().syscall(LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
                               ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
     return max(0, version)
 

@@ -119,7 +119,7 @@ def packed(items: list[Any]) -> Any:
     return {protocol.REFS: [item[protocol.REF] for item in items]}
 
 
-class Group(list):
+class Group(list[Any]):
     """Objects a scenario gathered to read together (`columns`); a group in a group adds its members."""
 
 

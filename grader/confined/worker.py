@@ -275,7 +275,9 @@ class Worker:
                 slots = klass.__dict__.get("__slots__", ())
                 described += [slots] if isinstance(slots, str) else [n for n in slots if isinstance(n, str)]
                 described += [n for n, v in klass.__dict__.items() if isinstance(v, property)]
-            plain = kind.__getattribute__ is object.__getattribute__
+            # Read on the class, this is the function its instances use, not a method bound to the class.
+            getattribute: object = kind.__getattribute__
+            plain = getattribute is object.__getattribute__
             self.kinds[key] = (plain, [n for n in dict.fromkeys(described) if not n.startswith("_")])
         return self.kinds[key]
 

@@ -183,7 +183,7 @@ def load_exercise(slug_or_path: str, root: Path | None = None) -> Exercise:
     return _from_config(slug, root, config, folder / "exercise.toml")
 
 
-def _from_config(slug: str, root: Path, config: dict, source: Path) -> Exercise:
+def _from_config(slug: str, root: Path, config: dict[str, Any], source: Path) -> Exercise:
     context = {"slug": slug, "root": root, "exercise_folder": root / "exercises" / slug}
     try:
         exercise: Exercise = read(config, EXERCISE_TOML, context)
@@ -256,7 +256,8 @@ def _no_reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> str:
 
 
 def _reference(values: Mapping[str, Any], known: Mapping[str, Any]) -> Path:
-    return Path(known["root"]) / "solutions" / known["slug"] / values["submission_file"]
+    path: Path = Path(known["root"]) / "solutions" / known["slug"] / values["submission_file"]
+    return path
 
 
 _FOLDER = '{at} needs folder = "...", relative to the project folder'

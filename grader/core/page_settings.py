@@ -49,7 +49,8 @@ class WebSettings:
 
 def prediction(table: dict[str, Any]) -> Prediction | None:
     """The [prediction] table, checked; None when the exercise asks no question."""
-    return _read(table, PREDICTION)
+    found: Prediction | None = _read(table, PREDICTION)
+    return found
 
 
 def web(table: dict[str, Any]) -> WebSettings:

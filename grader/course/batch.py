@@ -20,7 +20,8 @@ from grader.core.exercise import Exercise, exercise_fingerprint
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.core.validate import read_capped
-from grader.course.store import Store, StoreError, validate_student_id
+from grader.course.store import Store, validate_student_id
+from grader.errors import StoreError
 from grader.sandbox.backend import Backend
 from grader.text import valid_text
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Connection, and_, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Subquery, and_, delete, func, insert, select, text, update
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from grader.core.scorecard import Scorecard
@@ -100,7 +100,7 @@ def _card(raw: str | None) -> Scorecard | None:
     return Scorecard.from_dict(json.loads(raw)) if raw else None
 
 
-def newest_scorecards():
+def newest_scorecards() -> Subquery:
     """A subquery: the id of each submission's newest scorecard (its current one)."""
     return (select(schema.scorecards.c.submission_id, func.max(schema.scorecards.c.id).label("card_id"))
             .group_by(schema.scorecards.c.submission_id).subquery())

@@ -8,11 +8,13 @@ up front (`BEGIN IMMEDIATE`) so two writers never deadlock half-way. The file is
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from grader.errors import StoreError
 
@@ -77,7 +79,7 @@ def make_engine(location: str | Path) -> Engine:
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 30, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
-    def on_connect(dbapi_connection, _record) -> None:
+    def on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # let the "begin" hook below say how a transaction starts
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode = WAL")
@@ -86,7 +88,7 @@ def make_engine(location: str | Path) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def on_begin(connection) -> None:
+    def on_begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get("write", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.core.exercise import Exercise, files_fingerprint, tomllib
+from grader.core.exercise import Exercise, files_fingerprint
 from grader.core.scorecard import TestResult
 from grader.diagnosis.grouping import cause_key
+
+# As in grader/core/exercise.py: Python 3.10 has no tomllib, and tomli is the same parser.
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 FILE = "misconceptions.json"
 FORMAT = 1  # the file's own layout; a change of it makes every file stale

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from grader.confined import protocol
+from grader.confined.bubblewrap import WORKER_NAME
 from grader.confined.clock import CPUCount, Earliest, OwnDeadline, process_charge
 from grader.confined.limits import Limits
 from grader.harness.codec import Codec, _text
-from grader.harness.confine import WORKER_NAME, Confinement, ForkedProcess, ZygoteUnavailable, private_file
+from grader.harness.confine import Confinement, ForkedProcess, ZygoteUnavailable, private_file
 from grader.harness.proxies import RemoteObject
 from grader.harness.scenario import Observations, Scenario, Slot
 from grader.harness.stops import (

@@ -44,7 +44,7 @@ from grader.confined.clock import process_ending as process_ending
 from grader.confined.forking import INPUT_CLOSED as INPUT_CLOSED
 from grader.confined.forking import START_TIME_FIELD as START_TIME_FIELD
 from grader.confined.forking import stat_number as stat_number
-from grader.confined.limits import Limits
+from grader.confined.limits import Limits as Limits
 from grader.confined.processes import wait_for_exit as wait_for_exit
 from grader.confined.restrict import seccomp_program as seccomp_program
 
@@ -151,7 +151,7 @@ def read_input_frame(stream: Any) -> bytes:
     (length,) = INPUT_FRAME.unpack(header)
     if length > MAX_INPUT_BYTES:
         raise ValueError(f"a frame of {length} bytes")
-    data = stream.read(length)
+    data: bytes = stream.read(length)
     if len(data) < length:
         raise EOFError("the input ended inside a frame")
     return data

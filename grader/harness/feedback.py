@@ -16,7 +16,8 @@ MAX_TEXT = 20_000  # characters of a text artifact's body
 
 def _cell(value: Any) -> Cell:
     if value is None or type(value) in (str, int, float, bool):
-        return value
+        cell: Cell = value
+        return cell
     return str(value)
 
 

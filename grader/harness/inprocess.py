@@ -75,7 +75,7 @@ def _now(value: Any) -> Any:
     return value
 
 
-class _Group(list):
+class _Group(list[Any]):
     """A scenario's `group`: its observation is None, as the worker's."""
 
 
@@ -134,7 +134,7 @@ class LocalScenario:
         return LocalObservations(values, None)
 
 
-class LocalNamespace(dict):
+class LocalNamespace(dict[str, Any]):
     def scenario(self) -> LocalScenario:
         return LocalScenario(self)
 

@@ -95,7 +95,8 @@ class RemoteObject:
 
 
 def _callee_label(proxy: RemoteObject) -> str:
-    return object.__getattribute__(proxy, "_label")
+    label: str = object.__getattribute__(proxy, "_label")
+    return label
 
 
 class RemoteMethod:

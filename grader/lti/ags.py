@@ -60,7 +60,8 @@ def scores_url(lineitem: str) -> str:
 
 
 def backoff(attempts: int) -> float:
-    return min(LAST_RETRY_S, FIRST_RETRY_S * 2 ** max(0, attempts - 1))
+    doubling: int = 2 ** max(0, attempts - 1)
+    return min(LAST_RETRY_S, FIRST_RETRY_S * doubling)
 
 
 def timestamp(moment: datetime) -> str:

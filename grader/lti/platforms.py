@@ -7,8 +7,10 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import and_, insert, select, update
 
-from grader.course.store import Store, StoreError, now
+from grader.core.scorecard import utc_now as now
+from grader.course.store import Store
 from grader.db import schema
+from grader.errors import StoreError
 from grader.service.accounts import PLANS
 
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from grader.course.store import StoreError
+from grader.errors import StoreError
 from grader.lti import ags, nrps
 from grader.lti.deep_link import content_item, full_points, response_jwt
 from grader.lti.keys import jwks

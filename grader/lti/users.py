@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, insert, select, update
 
-from grader.course.store import Store, StoreError, now, validate_student_id
+from grader.core.scorecard import utc_now as now
+from grader.course.store import Store, validate_student_id
 from grader.db import schema
+from grader.errors import StoreError
 from grader.lti.launch import Launch
 from grader.lti.platforms import Platform
 from grader.service import accounts

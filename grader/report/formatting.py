@@ -24,7 +24,7 @@ _CONTROLS = {**{i: chr(0x2400 + i) for i in range(0x20) if chr(i) not in "\n\t"}
              **{i: "\ufffd" for i in range(0x80, 0xA0)}}
 
 
-def printable(text: Any) -> str:
+def printable(text: object) -> str:
     """Text as it can be shown anywhere: no ANSI colour codes, control characters made visible
     (U+2400 pictures), bidirectional overrides (which make text read other than it is) named, lone
     surrogates replaced; newlines and tabs kept."""

@@ -122,7 +122,7 @@ def _marks(side: list[tuple[str, int]] | None, other: list[tuple[str, int]] | No
 def _nice_ceiling(value: float) -> int:
     if value <= 1:
         return 1
-    magnitude = 10 ** math.floor(math.log10(value))
+    magnitude: float = 10 ** math.floor(math.log10(value))
     for factor in (1, 2, 2.5, 5, 10):
         if factor * magnitude >= value:
             return math.ceil(factor * magnitude)

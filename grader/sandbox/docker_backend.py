@@ -217,7 +217,8 @@ class StartedContainer:
             self.container.reload()
         except docker.errors.APIError:
             return False
-        return self.container.status == "running"
+        running: bool = self.container.status == "running"
+        return running
 
     def discard(self) -> None:
         try:

@@ -219,7 +219,7 @@ FORK_SERVER_END_S = 2.0  # how long a harness that ended without results waits t
 FORK_SERVER_EXIT_S = 120.0  # ... and how long, once the fork server is seen ending, for that end to complete
 
 
-def fork_server_ended(process: subprocess.Popen) -> bool:
+def fork_server_ended(process: subprocess.Popen[bytes]) -> bool:
     """Whether a fork server has ended. Its harnesses end with it (the kernel signals them as it exits), which
     the host may see before the fork server's own end can be collected: a moment is given for that (its
     status may also be taken by another thread, which `wait` does not wait for), and as long as it

@@ -33,9 +33,10 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import docker
 import requests
@@ -108,7 +109,7 @@ def all_packages(extra: Iterable[str] = ()) -> list[str]:
     return sorted({*PACKAGES, *extra})
 
 
-def base_recipe(extra: Iterable[str] = ()) -> dict:
+def base_recipe(extra: Iterable[str] = ()) -> dict[str, Any]:
     return {
         "recipe_version": RECIPE_VERSION,
         "suite": SUITE,
@@ -118,7 +119,7 @@ def base_recipe(extra: Iterable[str] = ()) -> dict:
     }
 
 
-def _digest(obj) -> str:
+def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -216,7 +217,7 @@ def _exists(client: docker.DockerClient, tag: str) -> bool:
 
 
 @contextmanager
-def _build_lock():
+def _build_lock() -> Iterator[None]:
     """Serialise builds between processes on this host (two graders starting at once build once)."""
     path = Path(tempfile.gettempdir()) / f"grader-image-build-{os.getuid()}.lock"
     with open(path, "a+b") as handle:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.core.exercise import Exercise
@@ -181,7 +182,7 @@ class LocalBackend:
     def __call__(self, exercise: Exercise, source: bytes, tier: str, run: Run) -> RawRun:
         self.check()
         self.end_retired()  # the grading before this one is over: nothing runs from them any more
-        start = lambda: self.start(exercise, tier)  # noqa: E731
+        start: Callable[[], StartedHarness] = lambda: self.start(exercise, tier)  # noqa: E731
         started = self._ready.take(exercise, tier, start)
         # A warm backend gets the next submission's sandbox ready while this one grades.
         then = self._ready.refill(exercise, tier, start) if self.warm else None

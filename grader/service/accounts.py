@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
-from grader.course.store import Store, StoreError, now, validate_student_id
+from grader.core.scorecard import utc_now as now
+from grader.course.store import Store, validate_student_id
 from grader.db import schema
+from grader.errors import StoreError
 
 # A student's plan: free students see what an exercise gives for free, premium ones everything.
 PLANS = ("free", "premium")

@@ -26,6 +26,7 @@ from grader.sandbox.backend import Backend
 from grader.service import jobs
 
 if TYPE_CHECKING:
+    from redis import Redis
     from rq import Queue
 
 log = logging.getLogger("grader.service")
@@ -128,7 +129,7 @@ class ThreadDispatcher:
                 thread.join(timeout=5)
 
 
-def redis_connection(url: str):
+def redis_connection(url: str) -> Redis:
     from redis import Redis
 
     # A Redis that does not answer (a host gone, a firewall dropping packets) is given up on in seconds,

@@ -101,7 +101,7 @@ def stalled_for(store: Store, now: float | None = None, after_s: float = STALL_A
     now = time.time() if now is None else now
     s, c = schema.submissions, schema.scorecards
     with store.reading() as db:
-        oldest = db.execute(select(func.min(s.c.queued_at)).where(s.c.state == "queued")).scalar()
+        oldest: float | None = db.execute(select(func.min(s.c.queued_at)).where(s.c.state == "queued")).scalar()
         if oldest is None or now - oldest < after_s:
             return None
         if db.execute(select(func.count()).where(and_(s.c.state == "grading", s.c.lease_until > now))).scalar():

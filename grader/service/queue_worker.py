@@ -240,7 +240,7 @@ class GradingWorker(SimpleWorker):
         if self.beats.is_alive():
             self.beats.join(timeout=5)  # no beat after the death RQ registers now
         try:
-            super().teardown()
+            super().teardown()  # type: ignore[no-untyped-call]  # rq leaves BaseWorker.teardown unannotated
         finally:
             # RQ ends its command listener last: when the broker has gone, the steps before fail, and the
             # listener of this worker would be left retrying to reach the broker for as long as the process runs.
@@ -292,7 +292,7 @@ class GradingWorker(SimpleWorker):
         # RQ's own clean-up would file them as failed.
         for queue in self.queues:
             dispatch.drop_abandoned(queue)
-        super().clean_registries()
+        super().clean_registries()  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
 
 def log_to_stderr() -> logging.Handler | None:

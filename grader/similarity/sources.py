@@ -11,7 +11,8 @@ from pathlib import Path
 from grader.core.exercise import Exercise
 from grader.course.batch import discover
 from grader.course.gradebook import pick
-from grader.course.store import Store, StoreError
+from grader.course.store import Store
+from grader.errors import StoreError
 from grader.similarity.compare import Document
 
 Labeller = Callable[[str], str]

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from grader.course.store import StoreError
+from grader.errors import StoreError
 from grader.service import accounts
 from grader.web.base import Page, Service, message_page, render, text_field
 from grader.web.outage import not_received

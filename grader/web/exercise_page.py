@@ -8,6 +8,7 @@ reference stay with the grader (the reference is shown to a premium student when
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from typing import Any
 
 from markdown_it import MarkdownIt
 
@@ -42,7 +43,8 @@ def solution_rule_text(rule: str, closed: bool = False) -> str:
 def statement_html(exercise: Exercise) -> str:
     """The README rendered as Markdown with raw HTML off (escaped), so it carries no markup of its own."""
     text = (exercise.folder / "README.md").read_text(encoding="utf-8")
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    html: str = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)  # the HTML renderer: text
+    return html
 
 
 def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
@@ -75,12 +77,12 @@ def how_long(seconds: float) -> str:
 
 
 def deadline_view(due: datetime | None, closes: datetime | None, extended: bool, now: datetime,
-                  late_policy: str = "") -> dict | None:
+                  late_policy: str = "") -> dict[str, Any] | None:
     """What the exercise page says of its dates to one student; None when the exercise has none.
     `late_policy`: what lateness costs, in a sentence ("" for none), said before a student hands in late."""
     if due is None and closes is None:
         return None
-    view: dict = {"extended": extended, "open": closes is None or now <= closes, "late": False,
+    view: dict[str, Any] = {"extended": extended, "open": closes is None or now <= closes, "late": False,
                   "due": "", "when": "", "closes": "", "policy": late_policy if due is not None else ""}
     if due is not None:
         left = (due - now).total_seconds()

@@ -19,9 +19,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from grader.core.exercise import Exercise, exercise_fingerprint
 from grader.course.gradebook import pick
-from grader.course.store import StoredSubmission, StoreError
+from grader.course.store import StoredSubmission
 from grader.course.terms import TermsError
 from grader.diagnosis.counts import MisconceptionCount, misconception_counts
+from grader.errors import StoreError
 from grader.service import accounts, jobs
 from grader.web import release, terms_page
 from grader.web.auth import TOKEN, delete_cookie, set_cookie

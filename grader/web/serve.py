@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
-from grader.core.exercise import ExerciseError, check_tests, load_exercise, project_root
+from grader.core.exercise import Exercise, ExerciseError, check_tests, load_exercise, project_root
 from grader.course.store import Store
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
@@ -40,8 +40,8 @@ class ServeOptions:
     spool: str | None = None  # where submissions wait while the store is away; None: beside the store
 
 
-def load_exercises() -> dict:
-    found = {}
+def load_exercises() -> dict[str, Exercise]:
+    found: dict[str, Exercise] = {}
     for toml in sorted((project_root() / "exercises").glob("*/exercise.toml")):
         try:
             exercise = load_exercise(toml.parent.name)

@@ -41,7 +41,7 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
                   shown=shown_to(service, who, history, deadlines))
 
 
-def deadline_of(service: Service, deadlines: Deadlines, student: str, slug: str) -> dict | None:
+def deadline_of(service: Service, deadlines: Deadlines, student: str, slug: str) -> dict[str, Any] | None:
     """What a page says of an exercise's dates to one student now (None: the exercise has none)."""
     policy = deadlines.late_policy(slug)
     return exercise_page.deadline_view(deadlines.due_for(student, slug), deadlines.closes_for(student, slug),
