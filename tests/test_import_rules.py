@@ -122,8 +122,8 @@ def test_the_rules_see_an_import_that_breaks_them(tmp_path):
 
 
 # The modules that speak the worker's wire, on either side of it.
-WIRE_MODULES = ["confined/worker.py", "harness/client.py", "harness/codec.py", "harness/proxies.py",
-                "harness/scenario.py"]
+WIRE_MODULES = ["confined/worker.py", "confined/objects.py", "harness/client.py", "harness/codec.py",
+                "harness/proxies.py", "harness/scenario.py"]
 
 
 # The modules that send or read the control sockets' messages (the zygote's, the loader's, the fork server's).
