@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.core.exercise import Exercise, list_tests, load_exercise
+from grader.core.exercise import Exercise, load_exercise
 from grader.core.scorecard import Diagnosis, Scorecard
 from grader.core.scorecard import TestResult as Result
+from grader.core.suite_tests import list_tests
 from grader.diagnosis.counts import misconception_counts
 from grader.diagnosis.hints import hint_of, mutant_hint
 from grader.diagnosis.match import THRESHOLD, diagnose, diagnose_graded

@@ -256,7 +256,7 @@ def test_a_late_submission_says_by_how_much_and_the_exercise_list_shows_due_and_
 
 @pytest.mark.unit
 def test_the_dashboard_changes_dates_and_late_policy_keeps_who_did_and_asks_for_no_regrade(course):
-    from grader.core.exercise import exercise_fingerprint
+    from grader.core.fingerprint import exercise_fingerprint
 
     exercise, store, now, sign_in = course
     instructor, csrf = sign_in("instructor")

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.core.exercise import ExerciseError, list_tests, load_exercise
+from grader.core.exercise import ExerciseError, load_exercise
 from grader.core.grading import grade_bytes
 from grader.core.page_settings import Prediction, WebSettings
+from grader.core.suite_tests import list_tests
 from grader.sandbox.local import run_local
 from tests.helpers import EXERCISE, PROJECT
 
@@ -278,7 +279,7 @@ def test_the_fingerprint_covers_what_decides_a_grade_and_no_date_or_page_text(tm
     """A due date, a closing date, the title, the question, a suite's label and the web page's settings
     change no grade: scorecards graded before such an edit are not another version's ("regrade all").
     A limit, a suite's points or a test's points do change it."""
-    from grader.core.exercise import exercise_fingerprint
+    from grader.core.fingerprint import exercise_fingerprint
 
     folder = course_copy(tmp_path)
     toml = folder / "exercise.toml"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.core.exercise import list_tests, load_exercise
+from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes, judge
 from grader.core.scorecard import Scorecard, TestResult
+from grader.core.suite_tests import list_tests
 from grader.harness.contract import RESULTS_MARKER, Results, TestRecord, results_line
 from grader.sandbox.backend import PlainBackend
 from grader.sandbox.layout import RawRun

@@ -84,14 +84,15 @@ def _guarded(item: pytest.Item) -> Iterator[None]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before unit tests run: the test lists of the project's own suites, which the host gets once from a
-    pytest collection (a subprocess) and then keeps on disk (`exercise.list_test_ids`), made here if missing,
+    pytest collection (a subprocess) and then keeps on disk (`suite_tests.list_test_ids`), made here if missing,
     so that a unit test reading an exercise finds them, as every grading after the first does."""
     if any(_is_unit(item) for item in session.items):
         warm_test_lists()
 
 
 def warm_test_lists() -> None:
-    from grader.core.exercise import list_test_ids, load_exercise
+    from grader.core.exercise import load_exercise
+    from grader.core.suite_tests import list_test_ids
     from tests.helpers import PROJECT
 
     for folder in (PROJECT / "exercises", PROJECT / "tests" / "course" / "exercises"):

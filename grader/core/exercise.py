@@ -9,17 +9,13 @@ use the reference, whether its failure details are shown and when Gradescope sho
 tiers (each a list of suites) and the Debian packages its sandbox needs. Every key it may hold is
 declared in EXERCISE_TOML below (its types, default, checks and sentences; [web] and [prediction] in
 page_settings) and read by grader.core.toml_specs, so a mistake is named with the file and the key.
+What a grading of it depends on, as a digest, is `fingerprint`'s; its suites' tests, as pytest collects
+them, are `suite_tests`'s.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import hashlib
-import json
-import os
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,8 +25,7 @@ from typing import Any
 from grader.core import page_settings
 from grader.core.page_settings import Prediction, WebSettings
 from grader.core.toml_specs import TABLE_SAYS, Check, Field, Refused, Table, keys_of, read, rule
-from grader.disk_cache import keep, read_cached
-from grader.harness.contract import Limits, collection_error
+from grader.harness.contract import Limits
 
 # A course platform's container may run Python 3.10 (Ubuntu 22.04), which has no tomllib: tomli is the same parser.
 if sys.version_info >= (3, 11):
@@ -360,168 +355,3 @@ EXERCISE_TOML = Table("", (
 
 # What exercise.toml may hold: a misspelt key is refused, never silently left at its default.
 TOP_LEVEL_KEYS = keys_of(EXERCISE_TOML)
-
-
-def files_fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
-    """What tells changed files from unchanged ones without reading them: names, sizes, times."""
-    found = []
-    for path in paths:
-        for file in ([path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []):
-            stat = file.stat()
-            found.append((str(file), stat.st_size, stat.st_mtime_ns))
-    return tuple(found)
-
-
-_fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
-
-
-@functools.cache
-def judging_code_digest() -> str:
-    """A digest of the code that judges a submission: the harness, which runs the suites, drives the
-    workers and turns outcomes into results (its files as this process has them; a version number alone
-    stays the same across changes to them)."""
-    import grader
-
-    digest = hashlib.sha256(f"grader {grader.__version__}\0".encode())
-    harness = Path(grader.__file__).parent / "harness"
-    for file in sorted(harness.rglob("*.py")):
-        digest.update(file.relative_to(harness).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-# exercise.toml's settings that decide nothing of a grade: the title, the default tier (a scorecard names
-# its tier), the question before the editor, the web page's settings (the due and closing dates among
-# them), the similarity report's and the audit's; and of each suite, how its results are shown (its label,
-# its Gradescope visibility), not what they are.
-NOT_GRADING = keys_of(EXERCISE_TOML, grading=False)  # title, default_tier, prediction, web, similarity, audit
-SUITE_NOT_GRADING = keys_of(SUITE, grading=False)  # label, visibility
-
-
-def grading_settings(toml: Path) -> bytes:
-    """exercise.toml's settings that decide a grade (the submission's name and names, its size limit, the
-    limits, the suites, tiers, points and sandbox packages), in one canonical form: a comment, the order of
-    the keys or an edit of a setting in NOT_GRADING leaves it the same."""
-    try:
-        config = tomllib.loads(toml.read_text(encoding="utf-8"))
-    except OSError:
-        return b""
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return toml.read_bytes()  # the exercise cannot load as it is: any change of it counts
-    kept = {key: value for key, value in config.items() if key not in NOT_GRADING}
-    suites = kept.get("suites")
-    if isinstance(suites, dict):
-        kept["suites"] = {name: {key: value for key, value in table.items() if key not in SUITE_NOT_GRADING}
-                          if isinstance(table, dict) else table for name, table in suites.items()}
-    return json.dumps(kept, sort_keys=True, default=str).encode()
-
-
-def exercise_fingerprint(exercise: Exercise) -> str:
-    """A digest of everything a grading of this exercise depends on besides the submission: the code that
-    judges (`judging_code_digest`), exercise.toml's grading settings (`grading_settings`: never its dates
-    or its page's text), every suite's files and the reference. A result with another fingerprint was
-    graded against another suite or by another grader (`batch` grades such results again, the service's
-    dashboard offers a regrade). Read again only when a file's name, size or time changed."""
-    toml = exercise.folder / "exercise.toml"
-    graded_by = [*(suite.path for suite in exercise.suites.values()), exercise.reference]
-    stat = files_fingerprint([toml, *graded_by])
-    known = _fingerprints.get(str(toml))
-    if known is not None and known[0] == stat:
-        return known[1]
-    digest = hashlib.sha256(f"{judging_code_digest()}\0".encode())
-    digest.update(b"exercise.toml\0" + grading_settings(toml) + b"\0")
-    for path in graded_by:
-        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-        for file in files:
-            if file.is_file() and "__pycache__" not in file.parts:
-                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
-                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
-    _fingerprints[str(toml)] = (stat, digest.hexdigest()[:16])
-    return digest.hexdigest()[:16]
-
-
-_listed: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[str, ...]]] = {}
-
-
-def list_tests(suite: SuiteSpec) -> list[str]:
-    """The tests of a suite as the scorecard names them: pytest's id without the file (`test_x[case]` for
-    each parametrized case, `TestClass::test_x` for a test in a class)."""
-    return [test_id.split("::", 1)[1] for test_id in list_test_ids(suite)]
-
-
-def list_test_ids(suite: SuiteSpec) -> list[str]:
-    """The tests of a suite as pytest names them from the suite's folder (`test_file.py::test_x`).
-
-    pytest collects them on the host, from the exercise's own (trusted) files: it imports the suite,
-    never a submission. Used to name the premium tests a free run did not run, to state the points at
-    stake when a submission is refused, and to check that every test of a run reported a result. A
-    process lists an unchanged suite once (its files' names, sizes and times tell); a new process finds
-    the list on disk by the suite's content.
-    """
-    fingerprint = files_fingerprint([suite.path])
-    known = _listed.get(str(suite.path))
-    if known is not None and known[0] == fingerprint:
-        return list(known[1])
-    digest = hashlib.sha256(b"test ids\0")
-    for path in sorted(suite.path.rglob("*.py")):
-        if "__pycache__" not in path.parts:
-            digest.update(path.relative_to(suite.path).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    ids = _collect(str(suite.path), digest.hexdigest())
-    _listed[str(suite.path)] = (fingerprint, ids)
-    return list(ids)
-
-
-def check_tests(exercise: Exercise) -> None:
-    """What only the collected tests show: every test's name is its own across the exercise's suites (the
-    scorecard, the gradebook's columns, the list of locked tests and [points] know a test by its name),
-    and every [points] entry names a test. An ExerciseError says what to change."""
-    where: dict[str, str] = {}
-    for suite in exercise.suites.values():
-        for test_id in list_test_ids(suite):
-            file, name = test_id.split("::", 1)
-            place = str(suite.path / file)
-            if name in where:
-                raise ExerciseError(f"{exercise.folder / 'exercise.toml'}: two tests are named {name}, in {where[name]} "
-                                    f"and {place}; a test is known by its name (scorecards, gradebooks, [points]), "
-                                    "so rename one")
-            where[name] = place
-    bases = {name.split("[", 1)[0] for name in where}
-    for key in exercise.points:
-        if key not in bases:
-            near = difflib.get_close_matches(key, sorted(bases), n=1)
-            hint = f"did you mean {near[0]}?" if near else "no test has that name"
-            raise ExerciseError(f"{exercise.folder / 'exercise.toml'}: [points] {key} names no test of the exercise "
-                                f"({hint})")
-
-
-def _collection_errors(output: str) -> str:
-    """Each file pytest could not collect, with its error's own lines (`contract.collection_error`)."""
-    sections = re.split(r"^_+ ERROR collecting (.+?) _+$", output.split("= short test summary info =")[0], flags=re.M)
-    found = [f"{name}: {collection_error(body)}" for name, body in zip(sections[1::2], sections[2::2])]
-    return "\n".join(found) if found else output[-2000:]
-
-
-@functools.lru_cache(maxsize=64)
-def _collect(folder: str, digest: str) -> tuple[str, ...]:
-    """pytest's collection of `folder`, kept on disk by the suite's content (a collection costs a whole
-    pytest start), so that every grading of an unchanged suite reuses it."""
-    cache = f"tests-{digest}.json"
-    kept = read_cached(cache)
-    try:
-        names = json.loads(kept) if kept is not None else None
-        if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            return tuple(names)
-    except ValueError:
-        pass
-    # The path this process found pytest on (a platform bundle's own folder of packages, say), as the harness gets.
-    path = os.pathsep.join(entry for entry in sys.path[1:] if entry)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": path}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
-         "--rootdir", folder, "--confcutdir", folder, folder],  # no conftest.py from the folders around it
-        capture_output=True, text=True, env=env, cwd=folder, timeout=120)
-    if done.returncode not in (0, 5):
-        raise ExerciseError(f"the suite in {folder} cannot be collected:\n{_collection_errors(done.stdout)}")
-    found = tuple(line for line in done.stdout.splitlines() if "::" in line)
-    keep(cache, json.dumps(list(found)).encode())
-    return found

@@ -12,9 +12,11 @@ import time
 from typing import Any
 
 import grader
-from grader.core.exercise import Exercise, check_tests, exercise_fingerprint, list_tests
+from grader.core.exercise import Exercise
+from grader.core.fingerprint import exercise_fingerprint
 from grader.core.scorecard import TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
 from grader.core.seeding import seed_for_source
+from grader.core.suite_tests import check_tests, list_tests
 from grader.core.validate import Rejected, validate
 from grader.diagnosis.match import diagnose_graded
 from grader.harness.contract import MESSAGE_CHARS, Results, Run, TestRecord, results_from_output

@@ -116,7 +116,7 @@ class Scorecard:
     suite_visibility: dict[str, str] = field(default_factory=dict)
     open_suites: list[str] = field(default_factory=list)
     submission_file: str = ""  # the file name the submission is graded as (exercise.toml's `submission`)
-    exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (exercise.py)
+    exercise_fingerprint: str = ""  # the suites, exercise.toml and reference graded against (fingerprint.py)
     # The misconceptions a graded run's failures look like, the closest first (grader/diagnosis/);
     # empty for full marks, a run that is not `graded`, or failures like no mutant's.
     diagnosis: list[Diagnosis] = field(default_factory=list)

@@ -16,7 +16,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.core.exercise import Exercise, exercise_fingerprint
+from grader.core.exercise import Exercise
+from grader.core.fingerprint import exercise_fingerprint
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.core.validate import read_capped

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.core.exercise import Exercise, files_fingerprint
+from grader.core.exercise import Exercise
+from grader.core.fingerprint import files_fingerprint
 from grader.core.scorecard import TestResult
 from grader.diagnosis.grouping import cause_key
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.core.exercise import Exercise, files_fingerprint
+from grader.core.exercise import Exercise
+from grader.core.fingerprint import files_fingerprint
 from grader.core.seeding import KEY_FILE
 from grader.disk_cache import keep, read_cached
 from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_files, worker_zip, zip_holds

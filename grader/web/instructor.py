@@ -17,7 +17,8 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from grader.core.exercise import Exercise, exercise_fingerprint
+from grader.core.exercise import Exercise
+from grader.core.fingerprint import exercise_fingerprint
 from grader.course.gradebook import pick
 from grader.course.store import StoredSubmission
 from grader.course.terms import TermsError

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
-from grader.core.exercise import Exercise, ExerciseError, check_tests, load_exercise, project_root
+from grader.core.exercise import Exercise, ExerciseError, load_exercise, project_root
+from grader.core.suite_tests import check_tests
 from grader.course.store import Store
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
