@@ -319,7 +319,7 @@ def test_the_harness_limits_its_own_address_space_and_a_worker_still_gets_its_ex
 
     code = """
 import resource
-from grader.harness.plugin import limit_own_memory
+from grader.harness.state import limit_own_memory
 from grader.confined.limits import apply_limits
 limit_own_memory(1024)
 print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)

@@ -323,7 +323,7 @@ def test_every_tier_grades_the_same_in_docker(exercise, docker_client, grading_i
 
 @pytest.mark.unit
 def test_an_asserts_own_message_comes_with_the_values_compared_where_details_are_shown():
-    from grader.harness.plugin import assertion_message
+    from grader.harness.outcomes import assertion_message
 
     rewritten = AssertionError("step 10: keys()\nassert [1, 2] == [1, 3]\n  At index 1 diff: 2 != 3")
     assert assertion_message(rewritten, True) == "step 10: keys()\nassert [1, 2] == [1, 3]\n  At index 1 diff: 2 != 3"

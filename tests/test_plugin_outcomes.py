@@ -13,7 +13,8 @@ import pytest
 
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
 from grader.harness.contract import Job, Suite
-from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin, HarnessState
+from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin
+from grader.harness.state import HarnessState
 
 pytest_plugins = ["pytester"]
 

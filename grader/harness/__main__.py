@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from grader.confined.forking import INPUT_CLOSED, end_with_parent
-from grader.harness import plugin
+from grader.harness import plugin, state
 from grader.harness.contract import JOB_FILE, Job, read_input_frame, results_line
 from grader.harness.unpack import unpack
 
@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except EOFError:
         return INPUT_CLOSED  # closed before a job came: a warm sandbox that was never used
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
-    harness = plugin.HarnessState(job, base, stdin, fork_server)
+    harness = state.HarnessState(job, base, stdin, fork_server)
     # Everything trusted is loaded before the first worker exists.
-    plugin.load_reference(harness)
+    state.load_reference(harness)
     if fork_server is None:
         harness.pool.warm_up()  # a fork server's children each start their own
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them

@@ -3,38 +3,35 @@
 Exercise authors write ordinary pytest tests against `ns`. Each test that touches `ns` gets a fresh
 worker process with the submission imported in it; when the test ends the worker and everything it
 started are killed, its scratch folder emptied, and the outcome turned into a result with a message
-a student can act on.
+a student can act on. What the fixtures and hooks share is the run's `state.HarnessState`; the rules
+that turn an outcome into a test's record are `outcomes`'s.
 """
 
 from __future__ import annotations
 
-import gc
-import importlib.util
-import os
-import resource
 import signal
-import sys
 import threading
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 
 from grader.confined.clock import OwnDeadline, own_charge
-from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
-from grader.harness import forkserver, lanes
 from grader.harness.client import WorkerClient
-from grader.harness.contract import Job, Results, Run, Suite, TestRecord, TestStatus, collection_error, read_input_frame
+from grader.harness.contract import Results, collection_error
 from grader.harness.feedback import Feedback
-from grader.harness.pool import WorkerPool
+from grader.harness.outcomes import (
+    MAX_MESSAGE,
+    TimeRanOut,
+    cut_text,
+    explain,
+    new_record,
+    not_run_after_timeouts,
+    not_run_message,
+)
 from grader.harness.scenario import Scenario
-from grader.harness.stops import GradingStop, RemoteException
-
-# The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
-# limit makes sure no submission can make it take the machine's (or the container's) memory instead.
-HARNESS_MEMORY_MB = 1024
+from grader.harness.state import SUITE, HarnessState
 
 
 class ExerciseMisconfigured(Exception):
@@ -44,170 +41,6 @@ class ExerciseMisconfigured(Exception):
 
 class UndeclaredName(ExerciseMisconfigured, KeyError):
     """`ns[name]` for a name exercise.toml does not list (a KeyError, so `name in ns` is simply false)."""
-
-
-class HarnessState:
-    """Everything the fixtures and hooks share during one grading run."""
-
-    def __init__(self, job: Job, base: str, stdin: BinaryIO | None = None, fork_server: int | None = None) -> None:
-        self.job = job
-        self.base = base
-        self.stdin = stdin  # where the run (nonce, seed, submission) arrives, once the tests are collected
-        self.fork_server = fork_server  # a fork server's control socket: fork a harness per grading (see `fork_server`)
-        self.nonce: str | None = None
-        self.records: dict[str, TestRecord] = {}
-        self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
-        self.timed_out: list[str] = []  # the tests of this lane that ended in a timeout, by name
-        self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
-        self.pool = WorkerPool(job, base, self.problems, self.lanes.pids)
-        self.reference_module: ModuleType | None = None
-        self.results: Results | None = None  # what the run hands back, once it is over
-        self.suite_by_file: dict[str, Suite | None] = {}  # see `suite`
-        # The grading's time (exercise.toml's total_timeout_s), on the charged clock of this harness and its
-        # workers, from the run's arrival: once it is spent, the tests left are not run (see `budget_left`).
-        self.budget: OwnDeadline | None = None
-        self.workers = WorkersCharge(self.pool)
-        limit_own_memory(HARNESS_MEMORY_MB)
-        # Same-user workers (non-root local runs) must not reach into this process through /proc.
-        prctl(PR_SET_DUMPABLE, 0)
-
-    def path(self, relative: str) -> str:
-        return self.job.at(self.base, relative)
-
-    def suite(self, path: Path) -> Suite | None:
-        """The job's suite that holds the test file `path` (found once a file: a file's tests share it)."""
-        key = str(path)
-        if key not in self.suite_by_file:
-            self.suite_by_file[key] = None
-            resolved = path.resolve()
-            for suite in self.job.suites:
-                if resolved.is_relative_to(Path(self.path(suite.path)).resolve()):
-                    self.suite_by_file[key] = suite
-                    break
-        return self.suite_by_file[key]
-
-    def suite_of(self, path: Path) -> str:
-        suite = self.suite(path)
-        return suite.name if suite else "unknown"
-
-    def suite_name(self, item: pytest.Item) -> str:
-        """The suite of a collected test, as found once at collection (no path resolved per test)."""
-        return item.stash.get(SUITE, None) or self.suite_of(Path(str(item.fspath)))
-
-    def suite_of_item(self, item: pytest.Item) -> Suite | None:
-        name = self.suite_name(item)
-        return next((suite for suite in self.job.suites if suite.name == name), None)
-
-    def details(self, suite_name: str) -> bool:
-        """Whether a failure in this suite may show its assertion's expression (unknown: no)."""
-        return any(suite.details for suite in self.job.suites if suite.name == suite_name)
-
-    def receive_run(self) -> None:
-        """Wait for the submission (a warm sandbox waits here, its tests collected) and hand it on.
-        A fork server forks here instead, and each child goes on as the harness of one grading."""
-        if self.fork_server is not None:
-            self.become(forkserver.serve(self.fork_server))
-        if self.nonce is not None or self.stdin is None:
-            return
-        try:
-            run = Run.from_json(read_input_frame(self.stdin).decode("utf-8"))
-            source = read_input_frame(self.stdin)
-        except (EOFError, ValueError, KeyError, TypeError):
-            # No submission will come (the pool that started this sandbox was closed): leave quietly.
-            self.pool.end_confinement()
-            os._exit(INPUT_CLOSED)
-        self.nonce, self.job.seed = run.nonce, run.seed
-        # It moves later by at most its own length: whatever a submission does to the readings, a grading
-        # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
-        total = self.job.limits.total_timeout_s
-        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
-        if self.job.isolation == "container":
-            # The host holds a container's input open until the grading ends; it closes early only when
-            # the host is gone, and then nobody waits for this grading.
-            end_with_input(self.stdin)
-        self.pool.load(source)
-
-    def become(self, order: forkserver.Order) -> None:
-        """In a child of the fork server: take this grading's session, output, folder and worker account,
-        and start its own worker confinement."""
-        self.fork_server = None
-        os.setsid()
-        for fd in (1, 2):
-            os.dup2(order.output_fd, fd)
-        os.close(order.output_fd)
-        self.stdin = os.fdopen(order.run_fd, "rb")
-        self.job.private, self.job.worker_user, self.job.worker_group = order.private, order.user, order.group
-        self.pool.subreaper = self.pool.become_subreaper()
-        gc.freeze()  # what the collection made is shared with the fork server's other children
-        self.pool.warm_up()
-
-    def become_helper(self, number: int, account: list[int | None]) -> None:
-        """In a process forked to run lane `number`'s share of the tests: take its own folder, output,
-        worker account ([uid, gid]) and confinement (see `lanes`)."""
-        self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
-        # The first lane's confinement stays the first lane's: forget its socket without ending it.
-        self.pool.forget_confinement()
-        job = self.job
-        private = f"{job.private}/lane-{number}"
-        os.mkdir(self.path(private), 0o700)
-        job.private, job.worker_user, job.worker_group = private, account[0], account[1]
-        # What this lane prints goes to a log of its own, not into the first lane's output and results.
-        log = os.open(os.path.join(self.path(private), "lane.log"),
-                      os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        self.pool.warm_up()
-
-
-def limit_own_memory(megabytes: int) -> None:
-    """Lower this process's soft address-space limit. Only the soft one: a worker raises its own to the
-    exercise's memory limit, whatever that is."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = megabytes * 1024 * 1024
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    if soft == resource.RLIM_INFINITY or soft > wanted:
-        resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
-
-
-class WorkersCharge:
-    """What the workers of a grading were credited for waiting for CPUs (see `clock`): the workers of
-    the tests that ended, and those of the test running now, read again when a deadline is reached."""
-
-    def __init__(self, pool: WorkerPool) -> None:
-        self.pool = pool
-        self.ended = 0.0
-
-    @property
-    def credit(self) -> float:
-        return self.ended + sum(client.charge.credit for client in self.pool.test_clients)
-
-    @property
-    def proven(self) -> bool:
-        return self.pool.proven
-
-    def recheck(self) -> float:
-        return sum(client.charge.recheck() for client in self.pool.test_clients)
-
-    def test_ended(self) -> None:
-        self.ended = self.credit
-        self.pool.test_clients = []
-
-
-class TimeRanOut(GradingStop):
-    """The grading's time ran out during a test."""
-
-    status = "timeout"
-
-
-def not_run_message(total_s: float) -> str:
-    return f"not run: the grading's time ran out ({total_s:g} s)"
-
-
-def not_run_after_timeouts(count: int) -> str:
-    return (f"not run: your code already ran out of time in {count} tests of this grading, so the tests left "
-            "are not run (is there an endless loop?)")
 
 
 class SubmissionNames(Mapping[str, Any]):
@@ -240,90 +73,9 @@ class SubmissionNames(Mapping[str, Any]):
         return len(self._harness.job.names)
 
 
-def load_reference(harness: HarnessState) -> None:
-    """Import the reference into the harness, before any worker exists."""
-    if harness.job.reference is not None:
-        spec = importlib.util.spec_from_file_location("_grader_reference", harness.path(harness.job.reference))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up here
-        spec.loader.exec_module(module)
-        harness.reference_module = module
-
-
 SUBMISSION_NAMES = pytest.StashKey[SubmissionNames]()
 FEEDBACK = pytest.StashKey[Feedback]()
-SUITE = pytest.StashKey[str]()
 CLOCK = pytest.StashKey[OwnDeadline]()
-
-
-# -- turning outcomes into results -------------------------------------------------------------------
-
-def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""
-            ) -> tuple[TestStatus, str, list[str]]:
-    """(status, message, the student's traceback lines) for a test that raised."""
-    exc = excinfo.value
-    if isinstance(exc, GradingStop):
-        return exc.status, exc.message, []
-    if isinstance(exc, pytest.skip.Exception):  # a skip in a test's body, like a skip by a mark: never a pass
-        return "error", f"the test was skipped, so it cannot count as passed ({exc})", []
-    if isinstance(exc, MemoryError) and getattr(exc, "remote", None) is None:
-        return "error", f"the grader itself ran out of memory ({HARNESS_MEMORY_MB} MiB) during this test", []
-    if excinfo.typename == "Failed" and str(exc).startswith("Timeout"):
-        limit = harness.job.limits.test_timeout_s
-        return "timeout", f"the test did not finish within {limit:g} s", []
-    remote: RemoteException | None = getattr(exc, "remote", None)
-    if remote is not None:
-        if remote.type_name == "NotImplementedError":
-            # A stub's own words usually say just this ("schedule() is not implemented yet"): said once.
-            said = remote.message.strip()
-            same = said.rstrip(". ").lower().endswith("not implemented yet") and remote.where.split("(")[0] in said
-            message = f"{remote.where} is not implemented yet" + ("" if not said or same else f" ({said})")
-        else:
-            message = f"{remote.where} raised {remote.type_name}: {remote.message}".rstrip(": ")
-        return "failed", message, remote.traceback
-    if isinstance(exc, AssertionError):
-        return "failed", assertion_message(exc, harness.details(suite), description), []
-    if excinfo.typename == "Failed":  # pytest.fail(message): the author's words, as they are
-        return "failed", str(exc), []
-    return "failed", f"{type(exc).__name__}: {exc}", []
-
-
-MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
-
-
-def cut_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
-
-
-def assertion_message(exc: AssertionError, details: bool, description: str = "") -> str:
-    """What a student reads of a failed assert. pytest's rewriting appends "assert <expression>" (the values
-    compared) to the author's message: with details, both, the author's words first; without, the
-    author's words alone, or, for a bare assert, the rule the test checks (its description), so that a
-    held-back failure still says what to fix."""
-    text = str(exc)
-    head, _sep, explanation = text.partition("\nassert ")
-    if text.startswith("assert "):
-        head, explanation = "", text[len("assert "):]
-    head, values = head.strip(), f"assert {explanation}".strip() if explanation.strip() else ""
-    if not details:
-        if head:
-            return head
-        return f"a check of this test failed: {description}" if description else "a check of this test failed"
-    if head and values:
-        return f"{head}\n{values}"
-    return head or values
-
-
-def new_record(harness: HarnessState, item: pytest.Item) -> TestRecord:
-    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    record = harness.records[item.nodeid] = TestRecord(
-        # Named as the host lists it: the id without the file (`test_x[case]`, `TestClass::test_x`).
-        nodeid=item.nodeid, name=item.nodeid.split("::", 1)[1],
-        suite=harness.suite_name(item),
-        description=doc.strip().splitlines()[0] if doc.strip() else "",
-    )
-    return record
 
 
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
