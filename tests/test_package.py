@@ -33,7 +33,8 @@ from typing import Any
 import pytest
 
 from grader.bundles import HOST_PACKAGES, gradescope_zip, packages_for, prairielearn_folder
-from grader.bundles.trial import GRADESCOPE, PRAIRIELEARN, GradescopeAutograder, Outcome, PrairieLearnGrader
+from grader.bundles.trial import GRADESCOPE, PRAIRIELEARN, GradescopeAutograder, PrairieLearnGrader
+from grader.bundles.trial_outcome import Outcome
 from grader.core.exercise import load_exercise
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
 
@@ -382,7 +383,7 @@ class EngineWithout:
                                                  ("prairielearn", None, "debian:bookworm-slim"),
                                                  ("gradescope", "mine/ubuntu:22.04", "mine/ubuntu:22.04")])
 def test_a_missing_platform_image_is_named_with_the_command_that_gets_it(tmp_path, target, base, image):
-    from grader.bundles.trial import MissingImage, try_bundle
+    from grader.bundles.try_bundle import MissingImage, try_bundle
 
     said: list[str] = []
     with pytest.raises(MissingImage) as refused:
@@ -423,7 +424,7 @@ class FakeRunner:
 @pytest.mark.unit
 @pytest.mark.parametrize("target", ["gradescope", "prairielearn"])
 def test_run_each_builds_the_image_once_and_prints_a_score_line_per_submission(tmp_path, monkeypatch, capsys, target):
-    from grader.bundles import trial
+    from grader.bundles import try_bundle
     from grader.cli import main
     from grader.sandbox import engine
 
@@ -441,8 +442,8 @@ def test_run_each_builds_the_image_once_and_prints_a_score_line_per_submission(t
             pass
 
     monkeypatch.setattr(engine, "engine_status", lambda: (Client(), ""))
-    monkeypatch.setattr(trial, "ensure_base", lambda client, target, base, say: base or "some/base:1")
-    monkeypatch.setattr(trial, "make_runner", lambda client, target, output, base: runners.append(FakeRunner(target))
+    monkeypatch.setattr(try_bundle, "ensure_base", lambda client, target, base, say: base or "some/base:1")
+    monkeypatch.setattr(try_bundle, "make_runner", lambda client, target, output, base: runners.append(FakeRunner(target))
                         or runners[-1])
     FakeRunner.builds = 0
     options = (["--image", "course/grader:1", "-o", str(tmp_path / "q")] if target == "prairielearn"

@@ -1,5 +1,6 @@
-"""A bundle tried on one submission, in containers started as its platform starts them:
-`grader package --run SUBMISSION`, and the tests of tests/test_package.py.
+"""A bundle tried on one submission, in containers started as its platform starts them: the images and
+containers of `grader package --run SUBMISSION` (`try_bundle`) and of the tests of tests/test_package.py.
+What the platform would show of a run is `trial_outcome`'s.
 
 - Gradescope (https://gradescope-autograders.readthedocs.io/en/latest/tech/ and .../troubleshooting/):
   the autograder's image is its base image with the zip unpacked to /autograder/source and setup.sh
@@ -21,23 +22,23 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import shlex
 import shutil
 import tarfile
 import uuid
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import docker
 
+from grader.bundles.trial_outcome import Outcome, parsed_results
+
 GRADESCOPE_BASE = "gradescope/autograder-base:ubuntu-22.04"  # the base Gradescope offers by default
 RESULTS_MAX_BYTES = 4 << 20  # read at most this much of a results.json written in a container
 SETUP_TIMEOUT_S = 3600  # setup.sh may install packages over the network
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -100,77 +101,6 @@ PRAIRIELEARN = Container(memory_mb=2048, memory_swap_mb=2048, kernel_memory_mb=5
                          pids_limit=1024, network=False, tty=True, ipc_private=True, no_core_dumps=True)
 
 
-@dataclass
-class Outcome:
-    """One submission's run, as its platform would take it."""
-
-    platform: str
-    exit_status: int | None  # None: stopped at the platform's timeout
-    log: str  # what the container printed: the staff's view (Gradescope's stdout, PrairieLearn's job log)
-    folder: Path  # where results.json and the log were kept
-    results: dict[str, Any] | None = None  # None: the platform shows a failed run, no results
-    failure: str = ""  # why the platform would show no results
-
-    @property
-    def results_file(self) -> Path:
-        return self.folder / "results.json"
-
-    def summary(self) -> str:
-        """What the platform will show, in a few lines, and where the files are."""
-        lines = [*(_gradescope_summary(self) if self.platform == "gradescope" else _prairielearn_summary(self))]
-        log = self.folder / ("stdout" if self.platform == "gradescope" else "job.log")
-        where = f"results.json: {self.results_file}" if self.results is not None else "no results.json"
-        lines.append(f"  {where}; the log the staff read: {log}")
-        return "\n".join(lines)
-
-
-def _gradescope_summary(outcome: Outcome) -> Iterable[str]:
-    results = outcome.results
-    if results is None:
-        yield f"Gradescope would show a failed autograder run: {outcome.failure}"
-        return
-    extra = results.get("extra_data", {})
-    yield (f"Gradescope: {results.get('score')} of {extra.get('max_score')} points, run {extra.get('status')}"
-           + _isolation(outcome.log, results))
-    tests = [t for t in results.get("tests", []) if "max_score" in t]
-    by_visibility: dict[str, list[int]] = {}
-    for test in tests:
-        row = by_visibility.setdefault(test.get("visibility", "visible"), [0, 0])
-        row[0] += test.get("status") == "passed"
-        row[1] += 1
-    for visibility, (passed, count) in by_visibility.items():
-        yield f"  {visibility:<16} {passed:>4} of {count} tests passed" + (
-            "" if visibility == "visible" else " (students see them, and the total, only then)")
-
-
-def _isolation(log: str, results: dict[str, Any] | None = None) -> str:
-    """How the submission was kept apart: as results.json records it, else as the runner's log says it."""
-    recorded = (results or {}).get("extra_data", (results or {}).get("provenance", {}))
-    if isinstance(recorded, dict) and recorded.get("isolation"):
-        return f", isolation {recorded['isolation']}"
-    found = re.search(r"^outcome: .*, isolation (\w+)\r?$", log, re.M)  # a TTY ends lines with CR LF
-    return f", isolation {found.group(1)}" if found else ""
-
-
-def _prairielearn_summary(outcome: Outcome) -> Iterable[str]:
-    results = outcome.results
-    if results is None:
-        yield f"PrairieLearn would show a failed grading job: {outcome.failure}"
-        return
-    score = results.get("score")
-    gradable = "gradable" if results.get("gradable", True) else "not gradable (no attempt used)"
-    shown = f"score {score:.0%}" if isinstance(score, (int, float)) else "no score"
-    yield f"PrairieLearn: {shown}, {gradable}" + _isolation(outcome.log, results)
-    tests = results.get("tests", [])
-    if tests:
-        full = sum(t.get("points") == t.get("max_points") for t in tests)
-        yield f"  {full} of {len(tests)} tests at full points"
-    for error in results.get("format_errors", []) or []:
-        yield f"  format error: {str(error).splitlines()[0] if str(error) else ''}"
-    if results.get("message"):
-        yield f"  message: {str(results['message']).splitlines()[0]}"
-
-
 def _unique(kind: str) -> str:
     return f"grader-trial-{kind}:{uuid.uuid4().hex[:12]}"
 
@@ -218,16 +148,6 @@ def _read_member(archive: bytes, name: str) -> bytes | None:
                 handle = tar.extractfile(member)
                 return handle.read() if handle is not None else None
     return None
-
-
-def _parsed(data: bytes | None) -> tuple[dict[str, Any] | None, str]:
-    if data is None:
-        return None, "no results.json was written"
-    try:
-        value = json.loads(data)
-    except ValueError as exc:
-        return None, f"results.json is not JSON ({exc})"
-    return (value, "") if isinstance(value, dict) else (None, "results.json is not a JSON object")
 
 
 # -- Gradescope ---------------------------------------------------------------------------------------
@@ -330,7 +250,7 @@ class GradescopeAutograder(_BuiltImage):
         if status is None:
             return Outcome("gradescope", None, log, folder,
                            failure=f"the autograder did not finish within the timeout ({self.timeout_s:g} s)")
-        results, failure = _parsed(data)
+        results, failure = parsed_results(data)
         if results is not None:
             (folder / "results.json").write_bytes(data or b"")
         return Outcome("gradescope", status, log, folder, results, failure)
@@ -412,110 +332,7 @@ class PrairieLearnGrader(_BuiltImage):
         data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
         if data is not None and len(data) > 1 << 20:
             return Outcome("prairielearn", status, log, folder, failure="results.json is larger than 1 MB")
-        results, failure = _parsed(data)
+        results, failure = parsed_results(data)
         if results is not None:
             (folder / "results.json").write_bytes(data or b"")
         return Outcome("prairielearn", status, log, folder, results, failure)
-
-
-# -- `grader package --run` ---------------------------------------------------------------------------
-
-PRAIRIELEARN_BASE = "debian:bookworm-slim"  # the image/ Dockerfile's default BASE
-
-
-class MissingImage(RuntimeError):
-    """The image a trial builds on is neither on the engine nor to be pulled (the message says how to get it)."""
-
-
-def ensure_base(client: docker.DockerClient, target: str, base: str | None, say: Say) -> str:
-    """The image the trial builds on, pulled when the engine lacks it. A missing image otherwise ends in
-    the engine's bare "404 Not Found": this says which image, and the command that gets it."""
-    image = base or (GRADESCOPE_BASE if target == "gradescope" else PRAIRIELEARN_BASE)
-    try:
-        client.images.get(image)
-        return image
-    except docker.errors.ImageNotFound:
-        pass
-    say(f"{image} is not on this Docker engine: pulling it")
-    try:
-        client.images.pull(image)
-    except docker.errors.DockerException as exc:
-        whose = ("Gradescope's own base image" if image == GRADESCOPE_BASE else
-                 "the grading image's default base" if image == PRAIRIELEARN_BASE else "the image --base names")
-        raise MissingImage(
-            f"--run builds on {image} ({whose}), which this Docker engine does not have and could not pull "
-            f"({_first_line(exc)}). Get it where the network reaches Docker Hub: docker pull {image} (or docker load "
-            "-i a saved copy), or give --base IMAGE naming an Ubuntu 22.04 or Debian image you have "
-            "(docker images lists them)") from None
-    return image
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-
-
-def make_runner(client: docker.DockerClient, target: str, output: Path, base: str) -> GradescopeAutograder | PrairieLearnGrader:
-    if target == "gradescope":
-        return GradescopeAutograder(client, output.read_bytes(), base)
-    return PrairieLearnGrader(client, output, base)
-
-
-def try_bundle(client: docker.DockerClient, target: str, output: Path, submission: Path, folder: Path,
-               base: str | None, say: Say) -> Outcome:
-    """Build `output`'s image (the zip's autograder, or the question's grading image) and grade one
-    submission with it; the results are kept in `folder`."""
-    [(_, outcome)] = try_each(client, target, output, [submission], folder, base, say)
-    return outcome
-
-
-def submissions_in(folder: Path) -> list[Path]:
-    """Each submission of a folder of them: every file, and every subfolder as one student's upload
-    (dotfiles aside), by name."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such folder")
-    found = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p.is_file() or p.is_dir()))
-    if not found:
-        raise FileNotFoundError(f"{folder} holds no submission (a file, or a folder of one student's files)")
-    return found
-
-
-def try_each(client: docker.DockerClient, target: str, output: Path, submissions: list[Path], folder: Path,
-             base: str | None, say: Say) -> list[tuple[Path, Outcome]]:
-    """Build the bundle's image once, then grade each submission in a fresh container of it, as the
-    platform does; each one's results are kept in a folder of its own under `folder`. Says a score line
-    per submission as it is graded."""
-    image = ensure_base(client, target, base, say)
-    spec = GRADESCOPE if target == "gradescope" else PRAIRIELEARN
-    say(f"building the autograder's image on {image} (setup.sh as root)" if target == "gradescope"
-        else f"building {output / 'image'} on {image}")
-    outcomes: list[tuple[Path, Outcome]] = []
-    with make_runner(client, target, output, image) as runner:
-        for number, submission in enumerate(submissions, 1):
-            say(f"grading {submission} as {target} runs it: {spec.memory_mb} MB, {spec.cpus:g} CPU, "
-                "Docker's default confinement")
-            where = folder if len(submissions) == 1 else folder / f"{number:03d}-{_safe(submission.name)}"
-            outcome = runner.grade(submission, where)
-            outcomes.append((submission, outcome))
-            if len(submissions) > 1:
-                say(score_line(submission.name, outcome))
-    return outcomes
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "submission"
-
-
-def score_line(name: str, outcome: Outcome) -> str:
-    """One submission's outcome in a line: its score as the platform records it, the run's status and
-    isolation."""
-    results = outcome.results
-    if results is None:
-        return f"{name}: no results ({outcome.failure})"
-    if outcome.platform == "gradescope":
-        extra = results.get("extra_data", {})
-        return (f"{name}: {results.get('score')}/{extra.get('max_score')} points, {extra.get('status')}"
-                + _isolation(outcome.log, results))
-    score = results.get("score")
-    shown = f"{score:.0%}" if isinstance(score, (int, float)) else "no score"
-    status = results.get("provenance", {}).get("status") or ("graded" if results.get("gradable", True) else "not gradable")
-    return f"{name}: {shown}, {status}" + _isolation(outcome.log, results)

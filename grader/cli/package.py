@@ -80,7 +80,8 @@ def try_package(args: argparse.Namespace, console: Console) -> int:
     import docker
     from rich.text import Text
 
-    from grader.bundles.trial import score_line, submissions_in, try_each
+    from grader.bundles.trial_outcome import score_line
+    from grader.bundles.try_bundle import submissions_in, try_each
     from grader.errors import GradingError
     from grader.sandbox.engine import engine_status
 
