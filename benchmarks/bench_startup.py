@@ -64,7 +64,7 @@ def commands(exercise_slug: str, tier: str, submission: Path) -> dict[str, tuple
     """Each case's command line and environment."""
     from grader.core.exercise import load_exercise
     from grader.core.seeding import seed_for_source
-    from grader.sandbox.local import HARNESS_ENV
+    from grader.sandbox.interpreter import HARNESS_ENV
 
     exercise = load_exercise(exercise_slug, ROOT)
     tier = exercise.tier(tier)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
+from grader.harness.lanes import TESTS_PER_LANE, Lanes
 from grader.sandbox.local import LocalBackend
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy
 
@@ -33,6 +35,21 @@ def test_a_single_grading_as_root_takes_two_lanes_and_a_warm_one_takes_one():
     assert LocalBackend().lane_count() == min(2, len(os.sched_getaffinity(0)))
     assert LocalBackend(warm=True).lane_count() == 1
     assert LocalBackend(unsafe=True).lane_count() == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("tests", [1, 2, TESTS_PER_LANE, 2 * TESTS_PER_LANE - 1])
+def test_a_run_of_few_tests_stays_in_one_lane(tests, monkeypatch):
+    """A second lane starts a confinement of its own, which costs about what a few tests take: a run
+    with fewer than `TESTS_PER_LANE` tests for each lane is not split (nothing is forked)."""
+    def fork():
+        raise AssertionError("no lane should be forked for so few tests")
+
+    monkeypatch.setattr("grader.harness.lanes.os.fork", fork)
+    session = SimpleNamespace(items=[f"test_{i}" for i in range(tests)])
+    lanes = Lanes()
+    lanes.split(session, [[61001, 61001]], lambda number, account: None)
+    assert session.items == [f"test_{i}" for i in range(tests)] and lanes.helpers == [] and lanes.order == []
 
 
 @pytest.mark.parametrize("path", [REFERENCE, MUTANT, STUB, CRASH_IN_ONE_CASE], ids=lambda p: p.stem)

@@ -2,8 +2,8 @@
 spare, so that a submission's feedback comes sooner.
 
 When the job names accounts for extra lanes (the local backend does for a single grading as root), the
-harness forks a helper per extra lane once the tests are collected and the submission is in hand. Lane
-k of n runs the tests k, k+n, k+2n... of the collection order; every test still gets a fresh worker,
+harness forks a helper per extra lane once the tests are collected and the submission is in hand, when
+there are tests enough for each (`TESTS_PER_LANE`). Lane k of n runs the tests k, k+n, k+2n... of the collection order; every test still gets a fresh worker,
 and each lane has its own worker account and its own confinement (its own zygote and namespaces), so
 no lane's workers can reach or starve another's. A helper sends its records through a pipe when its
 session ends; the first lane merges them in collection order before writing the results. A helper that
@@ -26,6 +26,10 @@ from grader.harness.contract import TestRecord
 
 if TYPE_CHECKING:
     import pytest
+
+# The fewest tests a lane is worth starting for: a lane's own confinement takes about as long to start as
+# a few tests take to run, so a run of only a few tests is quicker in one lane.
+TESTS_PER_LANE = 8
 
 # How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]): the
 # harness's own business (its folder, output, account and confinement), done before the helper's share.
@@ -58,9 +62,9 @@ class Lanes:
         """Fork a helper per extra lane (one per account) and keep this lane's share of the tests. In a
         helper, returns once `become_helper` has set it up, with its own share."""
         items = list(session.items)
-        if not accounts or len(items) < 2:
+        count = min(len(accounts) + 1, len(items) // TESTS_PER_LANE)
+        if count < 2:
             return
-        count = min(len(accounts) + 1, len(items))
         self.order = [item.nodeid for item in items]
         parent = os.getpid()
         for number in range(1, count):

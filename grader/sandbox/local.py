@@ -31,6 +31,7 @@ from grader.sandbox.harness_process import (
     start_fork_server,
     start_harness,
 )
+from grader.sandbox.interpreter import WaitingHarness
 from grader.sandbox.isolation import (
     account_problem,
     bwrap_path,
@@ -66,6 +67,9 @@ class LocalBackend:
     # `local_isolation` (namespaces where bubblewrap can make them, else inside a container an account).
     isolation: str | None = None
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
+    # A harness started before this backend was chosen (`interpreter.early_harness`): the next cold
+    # harness, where its folder fits.
+    waiting: WaitingHarness | None = field(default=None, repr=False)
     _ready: WarmSlots[StartedHarness] = field(default_factory=WarmSlots, repr=False)
     _fork_servers: dict[tuple[str, str, str], HarnessForkServer] = field(default_factory=dict, repr=False)
     _retired: list[HarnessForkServer] = field(default_factory=list, repr=False)
@@ -140,7 +144,8 @@ class LocalBackend:
                     fork_server = order.process.fork_server
                     return StartedHarness(order.process, order.folder, order.output, fork_server.layout,
                                           fork_server.prepared, order.settings, account)
-            return start_harness(exercise, tier, self.settings(uid, gid, self.lane_accounts(account)), account)
+            waiting, self.waiting = self.waiting, None
+            return start_harness(exercise, tier, self.settings(uid, gid, self.lane_accounts(account)), account, waiting)
         except BaseException:
             account.close()
             raise
@@ -201,6 +206,9 @@ class LocalBackend:
 
     def close(self) -> None:
         """End the sandboxes waiting for a submission, and the fork servers."""
+        if self.waiting is not None:
+            self.waiting.discard()
+            self.waiting = None
         self._ready.close()
         self._retired.extend(self._fork_servers.values())
         self._fork_servers.clear()
