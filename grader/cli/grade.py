@@ -60,12 +60,13 @@ def command_grade(args: argparse.Namespace, console: Console) -> int:
     # beside this process's own imports and preparations rather than after them (it waits for its job).
     waiting = early_harness(args.sandbox)
     try:
+        # What comes after the grading is imported now too, while the harness starts, not after it ends.
+        from grader.cli.terminal import print_summary
+
         card = grade_data(data, exercise, args, console, waiting)
     finally:
         if waiting is not None:
             waiting.discard()  # unless the grading took it
-    from grader.cli.terminal import print_summary
-
     written = [("scorecard", write_output(args.json, card.to_json() + "\n"))] if args.json else []
     print_summary(card, console)
     print_written([*written, *write_reports(card, args.html, args.md)], console)
