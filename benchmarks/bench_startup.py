@@ -10,11 +10,14 @@ never the machine's:
   pytest   a fresh `python -m pytest -p grader.harness.inprocess` of the tier's suites, the
            submission imported into pytest itself, with the seed the grader gives it
   import   `python -c "import grader.cli"`: what the command line costs before any command runs
+  before   with `--before DIR`: the same `grade` run from another checkout (an older commit's worktree),
+           so that a change is measured against what it changed in the same rounds
 
-    python -m benchmarks.bench_startup [--rounds 7] [--exercise continuous_batching] [--tier free]
-                                       [--submission FILE]
+    python -m benchmarks.bench_startup [--rounds 7] [--exercise continuous_batching] [--tier premium]
+                                       [--submission FILE] [--before DIR]
 
-Prints each round, then the medians and the ratio of `grade` to `pytest` in wall and in CPU time.
+Prints each round, then the medians and the ratios of `grade` (and `before`) to `pytest` in wall and in
+CPU time.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("grade", "pytest", "import")
+CASES = ("grade", "pytest", "import", "before")
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,10 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None) -> Run:
+def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> Run:
     """Wall and CPU time of one subprocess (its descendants included), which must exit 0."""
     cpu, started = children_cpu(), time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env)
     run = Run(time.perf_counter() - started, children_cpu() - cpu)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:4])}... exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -60,11 +63,14 @@ def grader_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
 
 
-def commands(exercise_slug: str, tier: str, submission: Path) -> dict[str, tuple[list[str], dict[str, str] | None]]:
+Case = tuple[list[str], dict[str, str] | None, Path]
+
+
+def commands(exercise_slug: str, tier: str, submission: Path, before: Path | None = None) -> dict[str, Case]:
     """Each case's command line and environment."""
     from grader.core.exercise import load_exercise
     from grader.core.seeding import seed_for_source
-    from grader.sandbox.local import HARNESS_ENV
+    from grader.sandbox.interpreter import HARNESS_ENV
 
     exercise = load_exercise(exercise_slug, ROOT)
     tier = exercise.tier(tier)
@@ -75,8 +81,11 @@ def commands(exercise_slug: str, tier: str, submission: Path) -> dict[str, tuple
               "-c", os.devnull, "--rootdir", str(ROOT), *suites]
     env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission), "GRADER_REFERENCE": str(exercise.reference),
            "GRADER_SEED": str(seed_for_source(submission.read_bytes(), exercise)), "PYTHONPATH": str(ROOT)}
-    return {"grade": (grade, None), "pytest": (pytest, env),
-            "import": ([sys.executable, "-c", "import grader.cli"], None)}
+    cases = {"grade": (grade, None, ROOT), "pytest": (pytest, env, ROOT),
+             "import": ([sys.executable, "-c", "import grader.cli"], None, ROOT)}
+    if before is not None:  # `python -c` puts the current folder first on the path: that checkout's grader
+        cases["before"] = (grade, None, before)
+    return cases
 
 
 def report(runs: dict[str, list[Run]]) -> None:
@@ -85,23 +94,32 @@ def report(runs: dict[str, list[Run]]) -> None:
                for case, found in runs.items()}
     for case, run in medians.items():
         print(f"{case:<8} {run.wall_s:>12.3f} s {run.cpu_s:>11.3f} s")
-    grade, floor = medians["grade"], medians["pytest"]
-    print(f"grade / pytest: {grade.wall_s / floor.wall_s:.2f}x the wall time, {grade.cpu_s / floor.cpu_s:.2f}x the CPU")
+    floor = medians["pytest"]
+    for case in ("grade", "before"):
+        if case in medians:
+            run = medians[case]
+            print(f"{case} / pytest: {run.wall_s / floor.wall_s:.2f}x the wall time, "
+                  f"{run.cpu_s / floor.cpu_s:.2f}x the CPU")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7, help="counted rounds, after one not counted (warms caches)")
     parser.add_argument("--exercise", default="continuous_batching")
-    parser.add_argument("--tier", default="free")
+    parser.add_argument("--tier", default="premium")
     parser.add_argument("--submission", type=Path, help="the file graded (default: the exercise's reference)")
+    parser.add_argument("--before", type=Path, help="another checkout whose `grade` is measured beside this one's")
     args = parser.parse_args()
-    submission = (args.submission or ROOT / "solutions" / args.exercise / "scheduler.py").resolve()
-    cases = commands(args.exercise, args.tier, submission)
-    runs: dict[str, list[Run]] = {case: [] for case in CASES}
+    from grader.core.exercise import load_exercise
+
+    reference = ROOT / "solutions" / args.exercise / load_exercise(args.exercise, ROOT).submission_file
+    submission = (args.submission or reference).resolve()
+    cases = commands(args.exercise, args.tier, submission, args.before.resolve() if args.before else None)
+    names = [case for case in CASES if case in cases]
+    runs: dict[str, list[Run]] = {case: [] for case in names}
     for round_number in range(args.rounds + 1):
         # Alternating cases, the order turned each round, so that a slow spell of the machine falls on all.
-        order = CASES if round_number % 2 == 0 else CASES[::-1]
+        order = names if round_number % 2 == 0 else names[::-1]
         measured = {case: timed(*cases[case]) for case in order}
         if round_number == 0:
             continue

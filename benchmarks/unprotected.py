@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from grader.core.seeding import seed_for_source
-from grader.sandbox.harness_process import HARNESS_ENV
+from grader.sandbox.interpreter import HARNESS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 

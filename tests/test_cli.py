@@ -17,9 +17,10 @@ import pytest
 from rich.console import Console
 
 from grader.cli import BELOW, EXAMPLES, build_parser, main, subcommands, threshold
+from grader.cli.console import PipedConsole
+from grader.cli.terminal import print_summary
 from grader.core.scorecard import SCHEMA_VERSION, Scorecard
 from grader.core.scorecard import TestResult as Result
-from grader.report.terminal import PipedConsole, print_summary
 from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
 
 FREE = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local"]

@@ -10,7 +10,7 @@ import pytest
 
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
-from grader.sandbox.local import LocalBackend
+from grader.sandbox.local import TESTS_PER_LANE, LocalBackend
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lanes need a worker account each: root only")
@@ -33,6 +33,18 @@ def test_a_single_grading_as_root_takes_two_lanes_and_a_warm_one_takes_one():
     assert LocalBackend().lane_count() == min(2, len(os.sched_getaffinity(0)))
     assert LocalBackend(warm=True).lane_count() == 1
     assert LocalBackend(unsafe=True).lane_count() == 1
+
+
+@pytest.mark.unit
+def test_a_grading_of_few_tests_stays_in_one_lane():
+    """A second lane starts a confinement of its own, which costs about what a few tests take: a tier
+    with fewer than `TESTS_PER_LANE` tests for each lane is graded in one."""
+    lanes = LocalBackend().lane_count()
+    assert LocalBackend().lane_count(2) == 1
+    assert LocalBackend().lane_count(2 * TESTS_PER_LANE - 1) == 1
+    assert LocalBackend().lane_count(2 * TESTS_PER_LANE) == lanes
+    assert LocalBackend().lane_count(45) == lanes
+    assert LocalBackend(lanes=2).lane_count(2) == 2  # asked for: as asked
 
 
 @pytest.mark.parametrize("path", [REFERENCE, MUTANT, STUB, CRASH_IN_ONE_CASE], ids=lambda p: p.stem)
@@ -80,6 +92,29 @@ def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
     card = grade(REFERENCE.read_bytes(), 2, exercise)
     assert card.status == "error" and card.score == 0
     assert "lane 2 of the harness ended without results" in card.reason
+
+
+LANE_SKEWER = '''
+def pytest_collection_modifyitems(config, items):
+    from grader.harness.plugin import GRADING  # the harness's own state: this suite is trusted code
+
+    grading = config.stash.get(GRADING, None)  # None where the host lists the tests
+    if grading is not None and grading.harness.lanes.number:  # not the first lane: it collects one fewer
+        del items[0]
+'''
+
+
+def test_a_lane_that_collected_other_tests_makes_the_grading_an_error(tmp_path):
+    """Each lane collects the tests itself: a lane whose collection differs from the first's (whatever
+    the cause) could leave a test run by no lane, or twice, so the grader refuses to vouch for the run."""
+    folder = exercise_copy(tmp_path)
+    (tmp_path / "hidden_tests" / EXERCISE / "conftest.py").write_text(
+        (tmp_path / "hidden_tests" / EXERCISE / "conftest.py").read_text() + LANE_SKEWER)
+    exercise = load_exercise(folder)
+    assert grade(REFERENCE.read_bytes(), 1, exercise).status == "graded"  # one lane: nothing differs
+    card = grade(REFERENCE.read_bytes(), 2, exercise)
+    assert card.status == "error" and card.score == 0
+    assert "lane 2 of the harness collected other tests than the first" in card.reason
 
 
 def test_without_a_free_account_for_a_second_lane_a_grading_runs_in_one(monkeypatch):

@@ -105,7 +105,7 @@ def grading_errors() -> tuple[type[Exception], ...]:
 def main(argv: list[str] | None = None) -> int:
     from rich.text import Text
 
-    from grader.report.terminal import PipedConsole
+    from grader.cli.console import PipedConsole
 
     args = build_parser().parse_args(argv)
     errors = PipedConsole(stderr=True)

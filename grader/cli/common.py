@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from grader.core.scorecard import Scorecard
     from grader.course.store import Store
     from grader.sandbox.backend import Backend
+    from grader.sandbox.interpreter import WaitingHarness
 
 OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4
 BROKEN_PIPE = 141  # what a shell reports for a writer ended by SIGPIPE
@@ -159,17 +160,18 @@ def note_graded_as(path: str, submission_file: str, console: Console) -> None:
                            style="yellow"), soft_wrap=True)
 
 
-def sandbox_for(args: argparse.Namespace, console: Console) -> Backend:
+def sandbox_for(args: argparse.Namespace, console: Console, waiting: WaitingHarness | None = None) -> Backend:
     """The backend to grade with; says which one `auto` chose, warns on every unprotected run, and shows
-    the lines of a first image build."""
+    the lines of a first image build. `waiting`: a harness started early, for a local backend to take."""
     from rich.text import Text
 
-    from grader.report.terminal import PipedConsole
+    from grader.cli.console import PipedConsole
     from grader.sandbox.choose import choose
     from grader.sandbox.local import UNSAFE_WARNING
 
     unsafe = getattr(args, "unsafe_local", False)
-    choice = choose(args.sandbox, progress=lambda line: console.print(Text(line, style="dim")), unsafe_local=unsafe)
+    choice = choose(args.sandbox, progress=lambda line: console.print(Text(line, style="dim")), unsafe_local=unsafe,
+                    waiting=waiting)
     if args.sandbox == "auto":
         console.print(Text(f"sandbox: {choice.name} ({choice.why})", style="dim"))
     if choice.unsafe:

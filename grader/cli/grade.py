@@ -25,6 +25,10 @@ from grader.cli.common import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from grader.core.exercise import Exercise
+    from grader.core.scorecard import Scorecard
+    from grader.sandbox.interpreter import WaitingHarness
+
 EXAMPLES = {
     "grade": ["grader grade solutions/continuous_batching/scheduler.py --exercise continuous_batching",
               "grader grade alice.py --exercise continuous_batching --tier free --json - | jq .score",
@@ -47,17 +51,33 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
     from grader.core.exercise import load_exercise
-    from grader.core.grading import grade_bytes
-    from grader.report.terminal import print_summary
+    from grader.sandbox.interpreter import early_harness
 
     exercise = load_exercise(args.exercise)
     args.tier = exercise.tier(args.tier)
     data = read_submission(args.submission, exercise.max_submission_bytes)
-    note_graded_as(args.submission, exercise.submission_file, console)
-    card = grade_bytes(data, exercise, args.tier, sandbox_for(args, console))
+    # The input is sound: the harness's interpreter starts now, so that its start and pytest's import run
+    # beside this process's own imports and preparations rather than after them (it waits for its job).
+    waiting = early_harness(args.sandbox)
+    try:
+        # What comes after the grading is imported now too, while the harness starts, not after it ends.
+        from grader.cli.terminal import print_summary
+
+        card = grade_data(data, exercise, args, console, waiting)
+    finally:
+        if waiting is not None:
+            waiting.discard()  # unless the grading took it
     written = [("scorecard", write_output(args.json, card.to_json() + "\n"))] if args.json else []
     print_summary(card, console)
     print_written([*written, *write_reports(card, args.html, args.md)], console)
     if card.status not in ("graded", "rejected"):
         return UNVOUCHED
     return gate(card, args.fail_under, console)
+
+
+def grade_data(data: bytes, exercise: Exercise, args: argparse.Namespace, console: Console,
+               waiting: WaitingHarness | None) -> Scorecard:
+    from grader.core.grading import grade_bytes
+
+    note_graded_as(args.submission, exercise.submission_file, console)
+    return grade_bytes(data, exercise, args.tier, sandbox_for(args, console, waiting))

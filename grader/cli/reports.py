@@ -92,7 +92,7 @@ def read_scorecard(args: argparse.Namespace) -> Scorecard:
 
 
 def command_report(args: argparse.Namespace, console: Console) -> int:
-    from grader.report.terminal import print_summary
+    from grader.cli.terminal import print_summary
 
     card = read_scorecard(args)
     if not (args.html or args.md):

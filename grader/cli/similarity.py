@@ -120,7 +120,7 @@ def print_similarity(report: Report, console: Console, rows: int = 15) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from grader.report.terminal import escaped
+    from grader.cli.console import escaped
 
     console.print(Text(f"{report.students} students of {report.exercise} compared; "
                        f"{report.pairs_found} pair(s) share code beyond what the exercise gave them"))

@@ -1,13 +1,17 @@
 """Lanes: one grading's tests run by several harness processes at once, on a machine with a core to
 spare, so that a submission's feedback comes sooner.
 
-When the job names accounts for extra lanes (the local backend does for a single grading as root), the
-harness forks a helper per extra lane once the tests are collected and the submission is in hand. Lane
-k of n runs the tests k, k+n, k+2n... of the collection order; every test still gets a fresh worker,
-and each lane has its own worker account and its own confinement (its own zygote and namespaces), so
-no lane's workers can reach or starve another's. A helper sends its records through a pipe when its
-session ends; the first lane merges them in collection order before writing the results. A helper that
-ends without sending them makes the run an error: the grader cannot vouch for tests it has no result of.
+When the job names accounts for extra lanes (the local backend does for a single grading as root, when
+the tier has tests enough for each), the harness forks a helper per extra lane as soon as it has its job,
+before anything of the run: each lane then starts its own confinement and collects the tests itself, at
+the same time as the first. The first lane reads the submission and hands each helper a copy through a
+pipe of its own, which the helper reads as the first lane reads its standard input. Lane k of n runs the
+tests k, k+n, k+2n... of the collection order; every test still gets a fresh worker, and each lane has its
+own worker account and its own confinement (its own zygote and namespaces), so no lane's workers can
+reach or starve another's. A helper sends its records, and the tests it collected, through a pipe when
+its session ends; the first lane merges them in collection order before writing the results. A helper
+that ends without sending them, or that collected other tests, makes the run an error: the grader cannot
+vouch for tests it has no result of.
 
 A harness process keeps its part in the lanes in a `Lanes`; what a lane needs of the rest of the harness
 (its problems, its records, how a forked process becomes a helper) it is handed, never reaches for.
@@ -19,7 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from grader.confined.forking import die_with_parent
 from grader.harness.contract import TestRecord
@@ -27,9 +31,9 @@ from grader.harness.contract import TestRecord
 if TYPE_CHECKING:
     import pytest
 
-# How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]): the
-# harness's own business (its folder, output, account and confinement), done before the helper's share.
-BecomeHelper = Callable[[int, list[int | None]], None]
+# How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]), reading
+# its run from the given file: the harness's own business (its folder, output, account and confinement).
+BecomeHelper = Callable[[int, list[int | None], BinaryIO], None]
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Helper:
     number: int
     pid: int
     results: int  # the read end of the pipe its records come through
+    run: int  # the write end of the pipe its run goes through
 
 
 @dataclass
@@ -46,43 +51,63 @@ class Lanes:
     """One harness process's part in its grading's lanes."""
 
     number: int = 0  # the lane this process runs: 0 is the first, which writes the results
+    count: int = 1  # how many lanes the grading has
     helpers: list[Helper] = field(default_factory=list)  # the first lane's helpers
     results: int | None = None  # a helper's pipe to the first lane
-    order: list[str] = field(default_factory=list)  # every test of the run, in collection order, once split
+    order: list[str] = field(default_factory=list)  # every test of the run, in collection order, once shared
 
     def pids(self) -> list[int]:
         """The helpers' pids: harness processes of this grading, which a sweep of its processes spares."""
         return [helper.pid for helper in self.helpers]
 
-    def split(self, session: pytest.Session, accounts: list[list[int | None]], become_helper: BecomeHelper) -> None:
-        """Fork a helper per extra lane (one per account) and keep this lane's share of the tests. In a
-        helper, returns once `become_helper` has set it up, with its own share."""
-        items = list(session.items)
-        if not accounts or len(items) < 2:
-            return
-        count = min(len(accounts) + 1, len(items))
-        self.order = [item.nodeid for item in items]
+    def fork(self, accounts: list[list[int | None]], become_helper: BecomeHelper) -> None:
+        """Fork a helper per extra lane (one per account), before the run. In a helper, returns once
+        `become_helper` has set it up."""
         parent = os.getpid()
-        for number in range(1, count):
-            read_end, write_end = os.pipe()
+        self.count = len(accounts) + 1
+        for number in range(1, self.count):
+            results_read, results_write = os.pipe()
+            run_read, run_write = os.pipe()
             pid = os.fork()
             if pid == 0:
-                os.close(read_end)
+                os.close(results_read)
+                os.close(run_write)
                 for helper in self.helpers:  # the earlier helpers' pipes are the first lane's
                     os.close(helper.results)
+                    os.close(helper.run)
                 self.helpers = []
                 die_with_parent(parent)  # the first lane's end (a timeout, a kill) ends this lane too
-                self.number, self.results = number, write_end
-                become_helper(number, accounts[number - 1])
-                session.items[:] = items[number::count]
+                self.number, self.results = number, results_write
+                become_helper(number, accounts[number - 1], os.fdopen(run_read, "rb"))
                 return
-            os.close(write_end)
-            self.helpers.append(Helper(number, pid, read_end))
-        session.items[:] = items[0::count]
+            os.close(results_write)
+            os.close(run_read)
+            self.helpers.append(Helper(number, pid, results_read, run_write))
+
+    def hand_on(self, run: bytes) -> None:
+        """In the first lane, once the run has come: a copy to every helper. A helper gone already is
+        found missing at the end (see `gather`)."""
+        for helper in self.helpers:
+            try:
+                view = memoryview(run)
+                while view:
+                    view = view[os.write(helper.run, view):]
+            except OSError:
+                pass
+            finally:
+                os.close(helper.run)
+
+    def share(self, session: pytest.Session) -> None:
+        """Keep this lane's share of the collected tests."""
+        if self.count < 2:
+            return
+        items = list(session.items)
+        self.order = [item.nodeid for item in items]
+        session.items[:] = items[self.number::self.count]
 
     def send(self, problems: list[str], records: Iterable[TestRecord]) -> NoReturn:
         """In a helper, at the end of its session: its records and problems to the first lane, then leave."""
-        document = {"problems": problems, "tests": [record.to_dict() for record in records]}
+        document = {"problems": problems, "tests": [record.to_dict() for record in records], "order": self.order}
         data = json.dumps(document).encode()
         pipe = self.results
         assert pipe is not None, "only a helper lane sends, and it has its pipe"
@@ -104,11 +129,13 @@ class Lanes:
             _, status = os.waitpid(helper.pid, 0)
             try:
                 document: dict[str, Any] = json.loads(b"".join(chunks))
-                tests, sent = document["tests"], document["problems"]
+                tests, sent, order = document["tests"], document["problems"], document["order"]
             except (ValueError, KeyError, TypeError):
                 code = os.waitstatus_to_exitcode(status)
                 problems.append(f"lane {helper.number + 1} of the harness ended without results (exit status {code})")
                 continue
+            if order != self.order:
+                problems.append(f"lane {helper.number + 1} of the harness collected other tests than the first")
             problems.extend(p for p in sent if p not in problems)
             for entry in tests:  # a lane of this very harness wrote them: records as they were
                 record = TestRecord(**entry)

@@ -261,8 +261,7 @@ class GradingPlugin:
             # done once here, before the submission, it is shared by every grading a fork server forks.
             item.location  # noqa: B018 - a cached property
         harness.receive_run()
-        if not harness.problems:  # a run that cannot be vouched for already is not shared out
-            harness.lanes.split(session, harness.job.lane_accounts, harness.become_helper)
+        harness.lanes.share(session)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         harness = self.harness

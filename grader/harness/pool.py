@@ -41,7 +41,6 @@ class WorkerPool:
         self.last_test = False  # the test running is this process's last: no spare after it
         self._confinement: Confinement | None = None
         self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
-        self.inherited: list[Confinement] = []  # another lane's confinement, never used or ended here
         self.test_clients: list[WorkerClient] = []  # the workers of the test running now
         self.subreaper = self.become_subreaper()
         # Where the CPU of this lane's processes is counted (see `cgroups`): each confinement's own control
@@ -122,15 +121,6 @@ class WorkerPool:
             self.confinement()
         except OSError as exc:
             self.problems.append(f"the worker's sandbox could not be started ({exc})")
-
-    def forget_confinement(self) -> None:
-        """After a fork into another lane: let go of this confinement without ending it (it is the
-        other lane's); only the socket's copy here is closed."""
-        for confinement in [self._confinement, *self.retired]:
-            if confinement is not None:
-                confinement.channel.close()
-                self.inherited.append(confinement)
-        self._confinement, self.retired = None, []
 
     def end_retired(self) -> None:
         while self.retired:

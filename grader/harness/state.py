@@ -21,7 +21,7 @@ import pytest
 from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
-from grader.harness.contract import Job, Results, Run, Suite, TestRecord, read_input_frame
+from grader.harness.contract import Job, Results, Run, Suite, TestRecord, input_frame, read_input_frame
 from grader.harness.pool import WorkerPool
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
@@ -95,12 +95,14 @@ class HarnessState:
         if self.nonce is not None or self.stdin is None:
             return
         try:
-            run = Run.from_json(read_input_frame(self.stdin).decode("utf-8"))
+            frame = read_input_frame(self.stdin)
+            run = Run.from_json(frame.decode("utf-8"))
             source = read_input_frame(self.stdin)
         except (EOFError, ValueError, KeyError, TypeError):
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
             self.pool.end_confinement()
             os._exit(INPUT_CLOSED)
+        self.lanes.hand_on(input_frame(frame) + input_frame(source))
         self.nonce, self.job.seed = run.nonce, run.seed
         # It moves later by at most its own length: whatever a submission does to the readings, a grading
         # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
@@ -126,12 +128,13 @@ class HarnessState:
         gc.freeze()  # what the collection made is shared with the fork server's other children
         self.pool.warm_up()
 
-    def become_helper(self, number: int, account: list[int | None]) -> None:
+    def become_helper(self, number: int, account: list[int | None], run: BinaryIO) -> None:
         """In a process forked to run lane `number`'s share of the tests: take its own folder, output,
-        worker account ([uid, gid]) and confinement (see `lanes`)."""
+        worker account ([uid, gid]), and `run` for its input, which the first lane writes (see `lanes`)."""
         self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
-        # The first lane's confinement stays the first lane's: forget its socket without ending it.
-        self.pool.forget_confinement()
+        if self.stdin is not None:
+            self.stdin.close()  # the first lane's
+        self.stdin = run
         job = self.job
         private = f"{job.private}/lane-{number}"
         os.mkdir(self.path(private), 0o700)
@@ -142,7 +145,6 @@ class HarnessState:
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
-        self.pool.warm_up()
 
 
 def limit_own_memory(megabytes: int) -> None:

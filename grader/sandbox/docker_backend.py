@@ -23,8 +23,8 @@ from docker.types import LogConfig
 from grader.core.exercise import Exercise
 from grader.errors import GradingError
 from grader.harness.contract import INPUT_CLOSED, Run, bootstrap
-from grader.sandbox.harness_process import HARNESS_ENV
 from grader.sandbox.image import HARNESS_PREFIX, ensure_image
+from grader.sandbox.interpreter import HARNESS_ENV
 from grader.sandbox.layout import (
     JobLayout,
     PreparedSuites,

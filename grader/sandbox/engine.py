@@ -49,6 +49,12 @@ def engine_status(timeout: float = 5.0) -> tuple[docker.DockerClient | None, str
     return client, ""
 
 
+def engine_in_sight() -> bool:
+    """Whether an engine may answer here without asking it (`auto` would then grade in Docker): its
+    address is set, or its usual socket exists."""
+    return "DOCKER_HOST" in os.environ or os.path.exists(DEFAULT_SOCKET)
+
+
 def _why(exc: BaseException) -> str:
     host = os.environ.get("DOCKER_HOST", "")
     socket_path = urlparse(host).path if host.startswith("unix://") else (DEFAULT_SOCKET if not host else "")

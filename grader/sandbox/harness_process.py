@@ -1,9 +1,9 @@
 """The harness process's life on this machine: started in a fresh job folder and handed its job,
 sent the submission, waited for, ended with whatever it left, and its worker account swept.
 
-The harness (trusted) runs as the grading user, in a session of its own, started with `-I -S` and an
-environment of its own; a warm backend forks it from a harness fork server (grader.sandbox.forkservers)
-instead, and `finish_harness` treats both alike.
+The harness (trusted) runs as the grading user, in a session of its own, started as `interpreter` says
+(possibly early, before its job was known); a warm backend forks it from a harness fork server
+(grader.sandbox.forkservers) instead, and `finish_harness` treats both alike.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,12 +21,12 @@ from pathlib import Path
 from typing import IO
 
 from grader.core.exercise import Exercise
-from grader.harness.contract import Run, bootstrap, process_ending, wait_for_exit
-from grader.sandbox.folders import make_job_folder, private_folder, remove_owned_folder
+from grader.harness.contract import Run, process_ending, wait_for_exit
+from grader.sandbox.folders import make_job_folder, remove_owned_folder
 from grader.sandbox.forkservers import FORK_SERVER_RUNS, ForkedHarness, ForkServerLost, HarnessForkServer
+from grader.sandbox.interpreter import WaitingHarness, jobs_root, start_harness_process
 from grader.sandbox.isolation import worker_python
 from grader.sandbox.layout import (
-    HARNESS_PACKAGE,
     JobLayout,
     PreparedSuites,
     RawRun,
@@ -37,20 +36,6 @@ from grader.sandbox.layout import (
     prepare_suites,
     run_input,
 )
-
-HARNESS_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    # No plugin the machine happens to have installed may join the grading run.
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
-
-
-def jobs_root() -> Path:
-    """The private parent of every job folder of this user."""
-    return private_folder(Path(tempfile.gettempdir()) / f"grader-{os.geteuid()}")
-
 
 # Run as a worker account once none of its processes is left: remove what it owns at the top of the
 # machine's temporary folders (the zygote's copy of the submission, the loader's folder, whatever the
@@ -165,25 +150,12 @@ class StartedHarness:
         return printed, self.process.returncode
 
 
-def harness_paths() -> list[str]:
-    """Where this interpreter finds pytest and its plugins (its path, with what site folders and their
-    .pth files added), so that the harness starts with -S: no .pth file runs in it, which also saves
-    their start-up on every grading."""
-    return [entry for entry in sys.path[1:] if entry and os.path.exists(entry)]
-
-
-def job_folder(settings: WorkerSettings) -> Path:
-    """A fresh folder for a job. Namespaced workers never see it, so it sits in this user's private
+def job_parent(settings: WorkerSettings) -> Path | None:
+    """Where a job's folder goes. Namespaced workers never see it, so it sits in this user's private
     folder; without namespaces the worker's account must pass through to pub/, so it sits in the
-    temporary folder."""
+    temporary folder (None)."""
     private = settings.isolation == "namespaces" or settings.user is None
-    return make_job_folder(jobs_root() if private else None)
-
-
-def harness_command(base: Path, *options: str) -> list[str]:
-    return [sys.executable, "-I", "-S", "-c",
-            bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
-            str(base), *options]
+    return jobs_root() if private else None
 
 
 def send_job(process: subprocess.Popen[bytes], layout: JobLayout, close: bool = False) -> None:
@@ -197,21 +169,28 @@ def send_job(process: subprocess.Popen[bytes], layout: JobLayout, close: bool = 
         pass  # it died at once: the run will say so
 
 
-def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings,
-                  account: contextlib.ExitStack) -> StartedHarness:
-    """Start the harness in a fresh job folder and hand it the job; it gets ready on its own."""
-    base = job_folder(settings)
+def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings, account: contextlib.ExitStack,
+                  waiting: WaitingHarness | None = None) -> StartedHarness:
+    """Start the harness in a fresh job folder (or take `waiting`, one started early, where it fits) and
+    hand it the job; it gets ready on its own."""
+    parent = job_parent(settings)
+    if waiting is not None and not waiting.claim(parent or Path(tempfile.gettempdir())):
+        waiting = None
+    base = waiting.base if waiting is not None else make_job_folder(parent)
     try:
         prepared = prepare_suites(exercise, tier)
         layout = build_layout(exercise, tier, settings)
-        output = tempfile.TemporaryFile(dir=base)
-        process = subprocess.Popen(harness_command(base), stdin=subprocess.PIPE, stdout=output,
-                                   stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV, start_new_session=True)
+        if waiting is None:
+            waiting = start_harness_process(base)
     except BaseException:
-        remove_owned_folder(base)
+        if waiting is not None:
+            waiting.claimed = False
+            waiting.discard()
+        else:
+            remove_owned_folder(base)
         raise
-    started = StartedHarness(process, base, output, layout, prepared, settings, account)
-    send_job(process, layout)
+    started = StartedHarness(waiting.process, base, waiting.output, layout, prepared, settings, account)
+    send_job(waiting.process, layout)
     return started
 
 
@@ -237,24 +216,21 @@ def fork_server_ended(process: subprocess.Popen[bytes]) -> bool:
 
 
 def start_fork_server(exercise: Exercise, tier: str, settings: WorkerSettings) -> HarnessForkServer:
-    base = job_folder(settings)
+    base = make_job_folder(job_parent(settings))
     os.mkdir(base / FORK_SERVER_RUNS, 0o700)  # not in the job's tar: the host's, made before the fork server unpacks
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         prepared = prepare_suites(exercise, tier)
         layout = build_layout(exercise, tier, settings)
-        log = tempfile.TemporaryFile(dir=base)
-        process = subprocess.Popen(harness_command(base, "--fork-server", str(theirs.fileno())), stdin=subprocess.PIPE,
-                                   stdout=log, stderr=subprocess.STDOUT, cwd=base, env=HARNESS_ENV,
-                                   start_new_session=True, pass_fds=(theirs.fileno(),))
+        server = start_harness_process(base, "--fork-server", str(theirs.fileno()), pass_fds=(theirs.fileno(),))
     except BaseException:
         ours.close()
         remove_owned_folder(base)
         raise
     finally:
         theirs.close()
-    send_job(process, layout, close=True)
-    return HarnessForkServer(process, base, log, layout, prepared, settings, ours)
+    send_job(server.process, layout, close=True)
+    return HarnessForkServer(server.process, base, server.output, layout, prepared, settings, ours)
 
 
 def finish_harness(started: StartedHarness, exercise: Exercise, source: bytes, run: Run,

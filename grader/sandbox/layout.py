@@ -25,14 +25,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import grader
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import files_fingerprint
 from grader.core.seeding import KEY_FILE
 from grader.disk_cache import keep, read_cached
 from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_files, worker_zip, zip_holds
+from grader.sandbox.interpreter import HARNESS_PACKAGE as HARNESS_PACKAGE
 
-HARNESS_PACKAGE = Path(grader.__file__).resolve().parent
 WORKER_ZIP = "pub/worker.zip"
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.core.exercise import Exercise
+from grader.core.suite_tests import list_tests
 from grader.errors import GradingError, SandboxUnavailable
 from grader.harness.contract import Run, results_from_output
 from grader.sandbox.forkservers import ForkedHarness, ForkServerLost, HarnessForkServer
@@ -31,6 +32,7 @@ from grader.sandbox.harness_process import (
     start_fork_server,
     start_harness,
 )
+from grader.sandbox.interpreter import WaitingHarness
 from grader.sandbox.isolation import (
     account_problem,
     bwrap_path,
@@ -47,6 +49,9 @@ from grader.sandbox.worker_accounts import worker_account
 
 UNSAFE_WARNING = ("--unsafe-local: the submission runs WITHOUT isolation, as a plain process that can read "
                   "whatever its account can read. Use it only for your own trusted code.")
+# The fewest tests a lane is worth starting for: a lane's own confinement takes about as long to start as
+# a few tests take to run, so a run of only a few tests is quicker in one lane.
+TESTS_PER_LANE = 8
 FORK_SERVERS_KEPT = 4  # harness fork servers a warm backend keeps (one per exercise and tier, the latest used)
 
 
@@ -66,6 +71,9 @@ class LocalBackend:
     # `local_isolation` (namespaces where bubblewrap can make them, else inside a container an account).
     isolation: str | None = None
     lanes: int | None = None  # harness processes per grading; None: see `lane_count`
+    # A harness started before this backend was chosen (`interpreter.early_harness`): the next cold
+    # harness, where its folder fits.
+    waiting: WaitingHarness | None = field(default=None, repr=False)
     _ready: WarmSlots[StartedHarness] = field(default_factory=WarmSlots, repr=False)
     _fork_servers: dict[tuple[str, str, str], HarnessForkServer] = field(default_factory=dict, repr=False)
     _retired: list[HarnessForkServer] = field(default_factory=list, repr=False)
@@ -116,17 +124,18 @@ class LocalBackend:
         assert python is not None  # check() made sure
         return WorkerSettings("namespaces", python, uid, gid, bwrap_path(), lane_accounts)
 
-    def lane_count(self) -> int:
-        """How many harness processes share one grading's tests (`harness.lanes`). By default two for a
-        single grading (a warm backend grades many at once: its gradings are its parallelism) on a
+    def lane_count(self, tests: int | None = None) -> int:
+        """How many harness processes share one grading's `tests` tests (`harness.lanes`). By default two
+        for a single grading (a warm backend grades many at once: its gradings are its parallelism) on a
         machine with two cores or more, as root, where each lane gets a worker account of its own
-        (sharing one, a lane's threads would count against the other's process limit), and with
-        namespaces (each lane's confinement is its own)."""
+        (sharing one, a lane's threads would count against the other's process limit), with namespaces
+        (each lane's confinement is its own), and with `TESTS_PER_LANE` tests or more for each."""
         if self.lanes is not None:
             return max(1, self.lanes)
         if self.warm or self.unsafe or self.isolation == "account" or os.geteuid() != 0:
             return 1
-        return min(2, len(os.sched_getaffinity(0)))
+        lanes = min(2, len(os.sched_getaffinity(0)))
+        return lanes if tests is None else max(1, min(lanes, tests // TESTS_PER_LANE))
 
     def start(self, exercise: Exercise, tier: str) -> StartedHarness:
         """A harness started for this exercise and tier, getting ready while it waits for a submission."""
@@ -140,18 +149,21 @@ class LocalBackend:
                     fork_server = order.process.fork_server
                     return StartedHarness(order.process, order.folder, order.output, fork_server.layout,
                                           fork_server.prepared, order.settings, account)
-            return start_harness(exercise, tier, self.settings(uid, gid, self.lane_accounts(account)), account)
+            waiting, self.waiting = self.waiting, None
+            tests = sum(len(list_tests(suite)) for suite in exercise.suites_for(tier))
+            lanes = self.lane_accounts(account, tests)
+            return start_harness(exercise, tier, self.settings(uid, gid, lanes), account, waiting)
         except BaseException:
             account.close()
             raise
 
-    def lane_accounts(self, account: contextlib.ExitStack) -> tuple[tuple[int, int], ...]:
-        """A worker account for each extra lane, held with the grading's own; as many as are free (a
-        grading with fewer lanes is only slower)."""
+    def lane_accounts(self, account: contextlib.ExitStack, tests: int | None = None) -> tuple[tuple[int, int], ...]:
+        """A worker account for each extra lane of a grading of `tests` tests, held with the grading's
+        own; as many as are free (a grading with fewer lanes is only slower)."""
         found: list[tuple[int, int]] = []
         if self.unsafe or self.isolation == "account" or os.geteuid() != 0:
             return ()
-        for _ in range(self.lane_count() - 1):
+        for _ in range(self.lane_count(tests) - 1):
             try:
                 uid, gid = account.enter_context(worker_account())
             except GradingError:
@@ -201,6 +213,9 @@ class LocalBackend:
 
     def close(self) -> None:
         """End the sandboxes waiting for a submission, and the fork servers."""
+        if self.waiting is not None:
+            self.waiting.discard()
+            self.waiting = None
         self._ready.close()
         self._retired.extend(self._fork_servers.values())
         self._fork_servers.clear()
