@@ -1,6 +1,6 @@
-"""A harness started before its job: `grader grade` starts the harness's interpreter as soon as its input
-is sound, and the grading takes it; whatever does not take it (another sandbox, a folder of another
-kind, a failure) ends it and leaves nothing behind."""
+"""A harness started before its job: `grader grade` starts the harness's interpreter first of all, and
+the grading takes it; whatever does not take it (another sandbox, a folder of another
+kind, a refused exercise, a failure) ends it and leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -67,6 +67,15 @@ def test_grade_takes_the_harness_it_started_early_and_leaves_nothing(started, tm
     assert '"status": "graded"' in card.read_text()
     assert len(started) == 1, "one harness: the one started early did the grading"
     assert started[0].claimed and ended_and_gone(started[0])
+
+
+def test_grade_ends_the_early_harness_when_the_exercise_is_refused(started, tmp_path, capsys):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "exercise.toml").write_text("this is not toml [")
+    assert main(["grade", str(REFERENCE), "--exercise", str(folder), "--sandbox", "local"]) == 2
+    assert "must sit in an exercises/ folder" in capsys.readouterr().err
+    assert len(started) == 1 and ended_and_gone(started[0])
 
 
 def test_grade_ends_the_early_harness_when_the_grading_cannot_start(started, tmp_path, capsys, monkeypatch):

@@ -260,7 +260,9 @@ def test_exercise_toml_mistakes_are_named(tmp_path, old, new, expected):
 def test_a_grading_refuses_an_exercise_whose_web_settings_are_wrong(tmp_path, capsys):
     folder = course_copy(tmp_path, "[limits]", '[web]\nsolution = "sometimes"\n\n[limits]')
     (tmp_path / "stats.py").write_text((folder / "stats.py").read_text())
-    assert main(["grade", str(tmp_path / "stats.py"), "--exercise", str(folder), "--sandbox", "local"]) == 2
+    # Refused before any sandbox is asked for (with the local one, a harness started early is ended unused:
+    # tests/test_early_harness.py).
+    assert main(["grade", str(tmp_path / "stats.py"), "--exercise", str(folder), "--sandbox", "docker"]) == 2
     assert "[web] solution must be one of" in capsys.readouterr().err
 
 

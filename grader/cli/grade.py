@@ -4,6 +4,7 @@ the scorecard and the reports written where asked."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.cli.common import (
@@ -50,16 +51,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def command_grade(args: argparse.Namespace, console: Console) -> int:
-    from grader.core.exercise import load_exercise
     from grader.sandbox.interpreter import early_harness
 
-    exercise = load_exercise(args.exercise)
-    args.tier = exercise.tier(args.tier)
-    data = read_submission(args.submission, exercise.max_submission_bytes)
-    # The input is sound: the harness's interpreter starts now, so that its start and pytest's import run
-    # beside this process's own imports and preparations rather than after them (it waits for its job).
-    waiting = early_harness(args.sandbox)
+    # The harness's interpreter starts first, so that its start and pytest's import run beside this
+    # process's own imports and checks rather than after them (it waits for its job meanwhile, and is
+    # ended unused when the grading does not happen).
+    waiting = early_harness(args.sandbox) if Path(args.submission).is_file() else None
     try:
+        from grader.core.exercise import load_exercise
+
+        exercise = load_exercise(args.exercise)
+        args.tier = exercise.tier(args.tier)
+        data = read_submission(args.submission, exercise.max_submission_bytes)
         # What comes after the grading is imported now too, while the harness starts, not after it ends.
         from grader.cli.terminal import print_summary
 
