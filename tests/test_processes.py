@@ -59,3 +59,27 @@ def test_the_killing_reaches_only_the_processes_the_test_started():
         spare = Started(grace_s=1)
         spare.track("other", other)
         spare.close()
+
+
+def test_wait_for_any_wakes_when_one_ends_and_not_before():
+    import time
+
+    from grader.confined.processes import wait_for_any
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    quick = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        started = time.monotonic()
+        wait_for_any([sleeper.pid, quick.pid], 30)  # woken by the quick one's end, long before 30 s
+        assert quick.poll() is not None and sleeper.poll() is None
+        assert time.monotonic() - started < 20
+        started = time.monotonic()
+        wait_for_any([sleeper.pid], 0.2)  # none ends: the timeout
+        assert time.monotonic() - started >= 0.2 and sleeper.poll() is None
+        quick.wait()
+        started = time.monotonic()
+        wait_for_any([quick.pid, sleeper.pid], 30)  # one cannot be watched (reaped already): at once
+        assert time.monotonic() - started < 20
+    finally:
+        sleeper.kill()
+        sleeper.wait()

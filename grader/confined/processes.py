@@ -44,6 +44,21 @@ def wait_for_exit(process: subprocess.Popen[Any], timeout: float) -> int:
     return process.wait()
 
 
+def wait_for_any(pids: list[int], timeout: float) -> None:
+    """Until one of `pids` has ended (and can be reaped) or `timeout` seconds have passed, woken by the
+    ending itself (pidfds); at once when one cannot be watched (gone already, or no pidfds here)."""
+    watched: list[int] = []
+    try:
+        for pid in pids:
+            watched.append(os.pidfd_open(pid))
+        select.select(watched, [], [], timeout)
+    except (AttributeError, OSError):
+        pass
+    finally:
+        for fd in watched:
+            os.close(fd)
+
+
 def children_of(parent: int) -> list[int]:
     """The pids whose parent is `parent`: from each of its threads' `children` list where the kernel
     keeps one (a few reads), else by scanning every process in /proc."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from grader.confined import cgroups
 from grader.confined.clock import CPUCount, GroupCPU
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
-from grader.confined.processes import children_of
+from grader.confined.processes import children_of, wait_for_any
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
@@ -246,5 +246,5 @@ class WorkerPool:
                 return
             if fewest is None or len(strays) < fewest:
                 deadline, fewest = time.monotonic() + 5, len(strays)
-            time.sleep(0.01)
+            wait_for_any(strays, 0.01)
         self.problems.append("processes left by the submission could not all be stopped")
