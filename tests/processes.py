@@ -172,12 +172,26 @@ class Started:
             time.sleep(0.05)
             left = {each for each in left if each.alive()}
         self.problems += [f"pid {each.pid} ({command_of(each.pid)}) is still there after SIGKILL" for each in left]
+        for tracked in self.tracked:
+            process = tracked.current()
+            if process is not None and process.poll() is not None:
+                close_pipes(process)
         for cleanup in reversed(self.cleanups):
             try:
                 cleanup()
             except Exception as exc:
                 self.problems.append(f"a clean-up failed: {exc!r}")
         return self.problems
+
+
+def close_pipes(process: subprocess.Popen) -> None:
+    """Close the test's ends of the pipes to a process that has ended: nothing more comes through them."""
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:  # what was left to write to its stdin has nowhere to go
+                pass
 
 
 def command_of(pid: int) -> str:

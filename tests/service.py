@@ -43,10 +43,10 @@ class Server:
 
     @classmethod
     def start(cls, log: Path, *args: str, cwd: Path = PROJECT, wait_s: float = 60) -> Server:
-        out = log.open("w")
-        process = subprocess.Popen(grader_command("serve", "--host", "127.0.0.1", "--port", "0", *args),
-                                   cwd=cwd, env=child_env(), stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        with log.open("w") as out:  # the server writes to its own copy; this process reads the file by name
+            process = subprocess.Popen(grader_command("serve", "--host", "127.0.0.1", "--port", "0", *args),
+                                       cwd=cwd, env=child_env(), stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             found = SIGNIN.search(log.read_text())
@@ -59,7 +59,6 @@ class Server:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # with whatever it started
         process.wait()
-        out.close()
         raise RuntimeError(f"grader serve did not start:\n{log.read_text()}")
 
     def client(self) -> httpx.Client:

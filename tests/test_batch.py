@@ -13,13 +13,12 @@ from datetime import datetime
 import pytest
 
 from grader.cli import main
+from grader.core.backend import PlainBackend, RawRun
 from grader.core.exercise import load_exercise
 from grader.core.grading import expected_max
 from grader.course.batch import discover, run_batch
 from grader.course.gradebook import pick
 from grader.course.store import SCHEMA_VERSION, Store, StoreError
-from grader.sandbox.backend import PlainBackend
-from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
 

@@ -3,6 +3,8 @@ seed, and the grading benchmarks read each case against it from cgroups of their
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import re
@@ -39,6 +41,54 @@ def test_the_benchmarks_are_modules_of_a_package_run_with_python_m_and_edit_no_p
     code = f"import importlib; [importlib.import_module('benchmarks.' + name) for name in {[p.stem for p in BENCHMARKS]!r}]"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def imported_names(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every import of a file, those inside its functions included: a benchmark
+    imports most of what it measures only when it runs."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+    return found
+
+
+def missing_names(path: Path) -> list[str]:
+    """What a file imports that is not there: a module, or a name of one (`from grader.x import gone`)."""
+    missing = []
+    for line, source, names in imported_names(path):
+        try:
+            module = importlib.import_module(source)
+        except ImportError as exc:
+            missing.append(f"{path.name}:{line}: {source} ({exc})")
+            continue
+        for name in names:
+            if not hasattr(module, name) and not (hasattr(module, "__path__")
+                                                  and importlib.util.find_spec(f"{source}.{name}") is not None):
+                missing.append(f"{path.name}:{line}: {source}.{name}")
+    return missing
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda path: path.stem)
+def test_every_benchmark_imports_without_running_and_finds_every_name_it_imports(path, capsys):
+    """A rename in the grader breaks this test, not whoever runs the benchmark next: each module imports
+    (running nothing: no process, no socket, nothing printed), and every module and name it imports,
+    in its functions too, is there."""
+    module = importlib.import_module(f"benchmarks.{path.stem}")
+    assert Path(module.__file__ or "") == path and capsys.readouterr() == ("", "")
+    assert not missing_names(path)
+
+
+@pytest.mark.unit
+def test_the_benchmarks_import_check_sees_a_name_that_is_gone(tmp_path):
+    sample = tmp_path / "bench_sample.py"
+    sample.write_text("import json\n\ndef main():\n    from grader.sandbox.local import LocalBackend, GONE\n"
+                      "    from grader.sandbox import layout, gone_module\n    import not_a_module_anywhere\n")
+    assert [entry.split(": ", 1)[1].split(" (")[0] for entry in missing_names(sample)] == [
+        "grader.sandbox.local.GONE", "grader.sandbox.gone_module", "not_a_module_anywhere"]
 
 
 def floor(*files: Path) -> dict:

@@ -21,7 +21,8 @@ from grader.cli.console import PipedConsole
 from grader.cli.terminal import print_summary
 from grader.core.scorecard import SCHEMA_VERSION, Scorecard
 from grader.core.scorecard import TestResult as Result
-from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
+from grader.diagnosis.hints import mutant_hint
+from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB
 
 FREE = ["--exercise", EXERCISE, "--tier", "free", "--sandbox", "local"]
 
@@ -289,7 +290,7 @@ def test_a_base_url_that_is_no_public_address_is_refused_saying_what_is_wrong(gi
                                                                              tmp_path):
     import grader.web.serve
 
-    monkeypatch.setattr(grader.web.serve, "serve", lambda options: pytest.fail("served with a wrong --base-url"))
+    monkeypatch.setattr(grader.web.serve, "serve", lambda options, lti=None: pytest.fail("served with a wrong --base-url"))
     for command in (["serve"], ["roster", "instructor-link", "--db", str(tmp_path / "class.db")]):
         assert main([*command, "--base-url", given]) == 2, command
         said = capsys.readouterr().err
@@ -302,7 +303,7 @@ def test_serve_takes_its_public_address_from_base_url(monkeypatch):
     import grader.web.serve
 
     given = []
-    monkeypatch.setattr(grader.web.serve, "serve", given.append)
+    monkeypatch.setattr(grader.web.serve, "serve", lambda options, lti=None: given.append(options))
     for address, kept in (("https://grader.example.edu/", "https://grader.example.edu"),
                           ("HTTPS://Grader.example.edu:8443", "https://Grader.example.edu:8443"), (None, None)):
         assert main(["serve", *(["--base-url", address] if address else [])]) == 0
@@ -337,3 +338,15 @@ def test_a_file_not_named_as_the_exercises_submission_file_is_said_to_be_graded_
     assert main(["grade", str(REFERENCE), *FREE, "--json", "-"]) == 0
     captured = capsys.readouterr()
     assert "graded as" not in captured.err and json.loads(captured.out)["score"] == 10
+
+
+def test_grade_tells_a_mutant_its_misconception(tmp_path, capsys):
+    """What `grader grade` writes (and the platform bundles, which run it, pass on) names the mistake a
+    submission looks like."""
+    mutant = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+    card_file = tmp_path / "card.json"
+    assert main(["grade", str(mutant), "--exercise", EXERCISE, "--sandbox", "local", "--json", str(card_file)]) == 0
+    card = Scorecard.from_dict(json.loads(card_file.read_text()))
+    assert card.score < card.max_score
+    assert "03_skip_blocked_head" in [d.mutant for d in card.diagnosis]
+    assert mutant_hint(mutant) in capsys.readouterr().out

@@ -14,6 +14,7 @@ import pytest
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
+from grader.diagnosis.match import diagnose_graded
 from grader.diagnosis.signatures import current_signatures
 from grader.sandbox.local import run_local
 from tests.helpers import PROJECT
@@ -93,7 +94,7 @@ FITS: dict[str, set[str]] = {
 def graded(slug: str, jobs: dict[str, tuple[bytes, str]], seed: int | None = None) -> dict[str, Scorecard]:
     exercise = load_exercise(slug)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(grade_bytes, data, exercise, tier, run_local, "local", seed)
+        futures = {name: pool.submit(grade_bytes, data, exercise, tier, run_local, "local", seed, diagnose_graded)
                    for name, (data, tier) in jobs.items()}
         return {name: future.result() for name, future in futures.items()}
 

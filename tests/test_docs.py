@@ -25,6 +25,41 @@ def test_the_site_builds_in_strict_mode_with_every_page_in_its_nav(tmp_path):
     assert not missing, f"pages missing from mkdocs.yml's nav: {missing}"
 
 
+def opening(page: Path) -> str:
+    """The first paragraph under a page's title; "" where something else (a heading, a list, a code block,
+    a table, a quote or HTML) comes first."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert lines and lines[0].startswith("# "), f"{page.name} does not start with its title"
+    rest = "\n".join(lines[1:]).strip()
+    first = rest.split("\n\n", 1)[0]
+    if not first or re.match(r"(#|```|[-*+] |\d+\. |\||>|<)", first):
+        return ""
+    return " ".join(first.split())
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda page: page.name)
+def test_every_page_opens_by_saying_what_it_is_for(page):
+    """Under its title, a page first says in a sentence what it is for (for whom, or for what), before any
+    heading, list, table or example: a reader knows at once whether to read on."""
+    paragraph = opening(page)
+    assert paragraph, f"{page.name}: its title is followed by something other than a sentence"
+    # The sentence that says it comes first, or second after a one-line definition ("A harness for ...").
+    sentences = re.split(r"(?<=[.!?])\s", paragraph)[:2]
+    assert any(re.search(r"\bfor\b", sentence, re.IGNORECASE) for sentence in sentences), \
+        f"{page.name}: its opening does not say whom or what the page is for: {sentences[0]!r}"
+
+
+@pytest.mark.unit
+def test_the_opening_check_sees_a_page_that_starts_otherwise(tmp_path):
+    page = tmp_path / "page.md"
+    for start in ("```\ngrader --version\n```", "## A heading", "- a list", "| a | table |"):
+        page.write_text(f"# A page\n\n{start}\n\nFor whoever reads it.\n", encoding="utf-8")
+        assert opening(page) == ""
+    page.write_text("# A page\n\nFor whoever reads it: what it\nsays.\n\n## More\n", encoding="utf-8")
+    assert opening(page) == "For whoever reads it: what it says."
+
+
 @pytest.mark.unit
 def test_the_readme_is_a_short_guide_whose_links_lead_to_files_that_exist():
     assert len(README.splitlines()) <= 250

@@ -6,17 +6,17 @@ import base64
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import get_args, get_type_hints
 
 import pytest
 
 from grader.cli import main
+from grader.core.backend import PlainBackend, RawRun
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes, judge
-from grader.core.scorecard import Scorecard, TestResult
+from grader.core.scorecard import RUN_STATUSES, Diagnosis, Scorecard, TestResult
 from grader.core.suite_tests import list_tests
 from grader.harness.contract import RESULTS_MARKER, Results, TestRecord, results_line
-from grader.sandbox.backend import PlainBackend
-from grader.sandbox.layout import RawRun
 from grader.sandbox.local import run_local
 from tests.helpers import EXERCISE, REFERENCE, STUB
 
@@ -133,6 +133,37 @@ def test_the_host_makes_the_run_and_the_card_keeps_the_seed_it_sent(exercise):
 
 
 @pytest.mark.unit
+def test_the_grading_diagnoses_the_judged_card_only_when_given_how(exercise):
+    """The grading knows no diagnosis (grader/diagnosis stands above it): who grades for a person hands
+    in `diagnose`, which is given the card once it is judged; a rejected file is not diagnosed."""
+    def backend(ex, source, tier, run):
+        return RawRun(results_line(Results(run.nonce, ["stop here"], [])).encode(), 0, False, 0.1)
+
+    seen = []
+    likely = [Diagnosis("01_late", "emits a token late", 0.9)]
+
+    def diagnose(card, ex):
+        seen.append((card.status, card.reason, ex))
+        return likely
+
+    told = grade_bytes(REFERENCE.read_bytes(), exercise, "free", PlainBackend(backend), "fake", diagnose=diagnose)
+    assert told.diagnosis == likely and seen == [("error", "stop here", exercise)]
+    assert grade_bytes(REFERENCE.read_bytes(), exercise, "free", PlainBackend(backend), "fake").diagnosis == []
+    rejected = grade_bytes(b"def f(:\n", exercise, "free", PlainBackend(backend), "fake", diagnose=diagnose)
+    assert rejected.status == "rejected" and rejected.diagnosis == [] and len(seen) == 1
+
+
+@pytest.mark.unit
+def test_a_scorecards_status_is_one_of_the_run_statuses_in_its_type_too():
+    """`Scorecard.status` is typed as its statuses (mypy holds every assignment to it), which reading a card checks."""
+    assert get_args(get_type_hints(Scorecard)["status"]) == RUN_STATUSES == ("graded", "rejected", "error")
+    card = Scorecard(exercise=EXERCISE, tier="free", submission_sha256="", status="graded", score=0, max_score=0)
+    assert Scorecard.from_dict(card.to_dict()) == card
+    with pytest.raises(ValueError, match="unknown scorecard status 'passed'"):
+        Scorecard.from_dict({**card.to_dict(), "status": "passed"})
+
+
+@pytest.mark.unit
 def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
     judge(card, RawRun(b"", -9, False, 1.0), exercise, "premium", "n")
@@ -148,6 +179,25 @@ def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     judge(card, RawRun(RESULTS_MARKER.encode() + b" " + base64.b64encode(b"{not json"), 0, False, 0.1), exercise, "premium",
           "n")
     assert card.status == "error" and "could not be read" in card.reason
+
+
+MUTANT = Path(REFERENCE).parent / "mutants" / "03_skip_blocked_head.py"
+
+
+def test_cli_submit_tells_a_mutant_its_likely_misconception(tmp_path, capsys):
+    """`grader submit` grades for a person: it hands the grading the diagnosis."""
+    assert main(["submit", str(MUTANT), "--student", "alice", "--exercise", EXERCISE, "--sandbox", "local",
+                 "--db", str(tmp_path / "class.db")]) == 0
+    assert "A likely cause: Your program behaves like one that skips a waiting request" in \
+        " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.xfail(strict=True, reason="grader/cli/grade.py (under another change) does not hand grade_bytes "
+                                       "diagnose=diagnose_graded yet")
+def test_cli_grade_tells_a_mutant_its_likely_misconception(tmp_path):
+    out = tmp_path / "card.json"
+    assert main(["grade", str(MUTANT), "--exercise", EXERCISE, "--sandbox", "local", "--json", str(out)]) == 0
+    assert [found["mutant"] for found in json.loads(out.read_text())["diagnosis"]] == ["03_skip_blocked_head"]
 
 
 def test_cli_grade_writes_the_scorecard_and_exits_zero_whatever_the_score(tmp_path, capsys):

@@ -6,11 +6,12 @@
   confined package: the sandbox holds nothing else of the grader.
 - The host (every other module of `grader`) imports of the sandbox's code the contract alone.
 
-And the host's layers, each importing only what lies below it: `core` (an exercise, its grading, the
-scorecard) knows no course, service, web page, LMS or command line; `course` (the store, gradebooks,
-batches, the site) knows no service, web page, LMS or command line; `report` (a scorecard's reports and
-the platforms' formats) knows no course, service, web page or LMS; and no sandbox knows the grading that
-uses it (the `Backend` protocol lives in `grader.sandbox.backend`).
+And the host's layers (`FLOORS`), each importing only what lies on the floors below it, never a package
+on its own floor or above: `core` (an exercise, its grading, the scorecard, the `Backend` protocol the
+sandboxes implement) knows no sandbox, and no sandbox the grading that uses it; `core` knows no
+diagnosis either (whoever grades for a person passes it in); `report` knows no course, service, web
+page or LMS; the web knows no LMS (grader/lti, above it, hands its pages in); the command line is the
+top, where they are all put together.
 """
 
 from __future__ import annotations
@@ -83,20 +84,36 @@ def test_the_host_imports_of_the_sandbox_side_the_contract_alone(path):
     assert not wrong, wrong
 
 
-# What each layer of the host may not import: the layers above it.
-LAYERS = {
-    "core": ("grader.course", "grader.web", "grader.service", "grader.lti", "grader.cli"),
-    "course": ("grader.web", "grader.service", "grader.lti", "grader.cli"),
-    "report": ("grader.course", "grader.web", "grader.service", "grader.lti"),
-    "sandbox": ("grader.core.grading",),
-}
+# The host's packages (and top-level modules) from the ground up. A package imports only those on the
+# floors below its own: two on one floor know nothing of each other.
+FLOORS = [
+    ("errors", "disk_cache"),
+    ("db", "text"),
+    ("core",),
+    ("sandbox", "diagnosis"),
+    ("report",),
+    ("course",),
+    ("service", "similarity"),
+    ("web",),
+    ("lti", "bundles"),
+    ("cli",),
+]
+# What each layer of the host may not import: every package on its floor or above, itself aside.
+LAYERS = {layer: tuple(f"grader.{other}" for above in FLOORS[floor:] for other in above if other != layer)
+          for floor, layers in enumerate(FLOORS) for layer in layers}
+# Below its floor too, a sandbox knows of the grading the protocol it implements (grader.core.backend) alone.
+LAYERS["sandbox"] += ("grader.core.grading",)
 
 
 def within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == package or module.startswith(f"{package}.") for package in packages)
 
 
-@pytest.mark.parametrize(("layer", "path"), [(layer, path) for layer in LAYERS for path in modules(layer)],
+def layer_modules(layer: str) -> list[Path]:
+    return modules(layer) if (PACKAGE / layer).is_dir() else [PACKAGE / f"{layer}.py"]
+
+
+@pytest.mark.parametrize(("layer", "path"), [(layer, path) for layer in LAYERS for path in layer_modules(layer)],
                          ids=lambda value: str(value.relative_to(PACKAGE)) if isinstance(value, Path) else value)
 def test_each_layer_imports_nothing_of_the_layers_above_it(layer, path):
     wrong = [f"{path.relative_to(PACKAGE)}:{line}: {module}" for line, module in imports(path)
@@ -105,7 +122,22 @@ def test_each_layer_imports_nothing_of_the_layers_above_it(layer, path):
 
 
 def test_each_layer_has_modules_to_check():
-    assert all(len(modules(layer)) >= 5 for layer in LAYERS)
+    assert all(len(modules(layer)) >= 5 for layer in LAYERS if (PACKAGE / layer).is_dir())
+    assert all(path.is_file() for layer in LAYERS for path in layer_modules(layer))
+
+
+def test_every_package_of_the_host_stands_on_a_floor():
+    """A new package (or top-level module) of the host is given its place among the layers before it is used."""
+    host = {path.stem for path in PACKAGE.iterdir() if path.suffix == ".py" and path.stem != "__init__"}
+    host |= {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    assert host - {"harness", "confined"} == set(LAYERS)
+
+
+def test_the_floors_keep_the_grading_from_the_sandboxes_and_the_diagnosis_and_the_web_from_lti():
+    assert within("grader.sandbox.local", LAYERS["core"]) and within("grader.diagnosis.match", LAYERS["core"])
+    assert within("grader.core.grading", LAYERS["sandbox"]) and not within("grader.core.backend", LAYERS["diagnosis"])
+    assert within("grader.lti.mount", LAYERS["web"]) and not within("grader.web.app", LAYERS["lti"])
+    assert within("grader.bundles", LAYERS["lti"]) and within("grader.lti", LAYERS["bundles"])
 
 
 def test_the_layer_rule_sees_the_command_line_and_a_package_above(tmp_path):

@@ -299,6 +299,27 @@ def test_a_docker_socket_that_denies_access_is_named_as_such(monkeypatch, tmp_pa
     assert "exists but this user may not use it" in why and str(socket_file) in why
 
 
+def test_a_docker_socket_without_an_engine_is_named_as_such_and_left_closed(monkeypatch, tmp_path):
+    """The socket of an engine that is not running refuses the connection: the probe says so, and leaves
+    no socket of its own open (the SDK's connection, which leaks one then, is never made)."""
+    import gc
+    import socket
+    import warnings
+
+    from grader.sandbox import engine
+
+    path = tmp_path / "docker.sock"
+    with socket.socket(socket.AF_UNIX) as left:  # a socket file that nothing listens on, as a stopped engine leaves
+        left.bind(str(path))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        client, why = engine.engine_status(timeout=1)
+        gc.collect()
+    assert client is None and why == "the Docker engine did not answer ([Errno 111] Connection refused)"
+    assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
 def unprivileged_account() -> tuple[int, int]:
     """The unprivileged user CI makes (`grader-ci`), else a uid no account has, outside the range lent
     to gradings."""
@@ -514,6 +535,7 @@ def test_two_gradings_on_one_host_never_share_a_worker_uid(tmp_path):
         for holder in holders:
             holder.stdin.close()
             holder.wait(timeout=10)
+            holder.stdout.close()
 
 
 def test_a_worker_traces_nothing_and_makes_no_system_v_objects_yet_multiprocessing_works():

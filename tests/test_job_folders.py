@@ -52,8 +52,8 @@ def hold_a_job_folder(parent: Path, prefix: str = folders.JOB_PREFIX) -> tuple[s
 
 
 def end(process: subprocess.Popen) -> None:
-    process.kill()
-    process.wait()
+    with process:  # waits for it, and closes the pipe it printed its folder on
+        process.kill()
 
 
 def test_a_job_folder_is_swept_once_its_maker_is_dead_and_never_while_it_lives(tmp_path):

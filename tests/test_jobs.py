@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from grader.core.backend import PlainBackend
 from grader.core.scorecard import Scorecard
 from grader.course.store import Store
-from grader.sandbox.backend import PlainBackend
 from grader.service import jobs
 from tests.helpers import EXERCISE
 
@@ -118,3 +118,17 @@ def test_a_grading_stopped_in_the_middle_gives_its_submission_back_at_once(tmp_p
         assert jobs.status(store, ids[0]).state == "queued" and jobs.queued_ids(store) == ids
         assert jobs.lost_gradings(store) == [] and store.scorecards(ids[0]) == []
         assert f"submission {ids[0]} goes back to the queue: its grading was stopped before the end" in caplog.text
+
+
+def test_both_watchers_say_the_store_is_away_in_one_line_a_beat(caplog):
+    """The thread dispatcher's watcher and the queue's say it alike (`dispatch.store_away`): the driver's
+    first line of why, not its whole report."""
+    from sqlalchemy.exc import OperationalError
+
+    from grader.service.dispatch import store_away
+
+    away = OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused\nis the server running?"))
+    with caplog.at_level("WARNING", logger="grader.service"):
+        store_away(away, 20.0)
+    assert caplog.messages == ["watching the queue: the store cannot be reached (connection refused); "
+                               "trying again in 20 s"]

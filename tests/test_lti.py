@@ -21,12 +21,13 @@ from grader.core.exercise import load_exercise
 from grader.core.grading import new_scorecard
 from grader.course.store import Store
 from grader.db import schema
-from grader.lti import ags, services
+from grader.lti import ags, nrps, services
 from grader.lti.deep_link import full_points
 from grader.lti.launch import STATE_COOKIE
+from grader.lti.mount import lti_pages
 from grader.lti.platforms import add_platform
 from grader.service import accounts
-from grader.web.app import Service, create_app
+from grader.web.app import LtiPages, Service, create_app
 from grader.web.auth import COOKIE
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
@@ -54,7 +55,7 @@ def lti(tmp_path):
     store.migrate()
     service = Service(store=store, dispatcher=Recorded(), exercises={exercise.slug: exercise}, base_url=BASE)
     add_platform(store, deployments=[DEPLOYMENT], tier="free", **platform.registration)
-    app = create_app(service)
+    app = create_app(service, lti_pages())
 
     def client() -> TestClient:
         return TestClient(app, base_url=BASE)
@@ -403,7 +404,39 @@ def test_a_revoked_student_is_not_signed_in_by_a_launch(lti):
     assert launch(lti.client(), lti.platform).status_code == 303
 
 
+@pytest.mark.unit
+def test_the_lti_pages_are_the_services_only_when_handed_to_it(tmp_path):
+    """The web application does not look for grader/lti (which stands above it): whoever assembles the
+    service hands its pages in."""
+    with Store(tmp_path / "grader.db") as store:
+        store.migrate()
+        service = Service(store=store, dispatcher=Recorded(), exercises={}, base_url=BASE)
+        assert TestClient(create_app(service), base_url=BASE).get("/lti/jwks").status_code == 404
+        pages = lti_pages()
+        assert pages is not None and pages.panel(store) is None  # no platform registered: no dashboard block
+        assert TestClient(create_app(service, pages), base_url=BASE).get("/lti/jwks").json()["keys"]
+
+
+@pytest.mark.unit
+def test_a_call_to_a_platform_no_longer_registered_fails_alike_for_scores_and_rosters(tmp_path):
+    """Both services find the platform a call goes to in one place (`services.registered`)."""
+    with Store(tmp_path / "grader.db") as store:
+        store.migrate()
+        with pytest.raises(services.ServiceError, match="the platform is no longer registered"):
+            services.registered(store, 99)
+        with pytest.raises(services.ServiceError, match="the platform is no longer registered"):
+            nrps.sync_roster(store, nrps.Course(99, "course-1", "A course", "https://lms.example/members"))
+
+
 # -- the command line -------------------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_grader_serve_hands_the_lti_pages_to_the_service(tmp_path, monkeypatch):
+    handed = []
+    monkeypatch.setattr("grader.web.serve.serve", lambda options, lti=None: handed.append(lti))
+    assert main(["serve", "--db", str(tmp_path / "class.db"), "--port", "0"]) == 0
+    assert isinstance(handed[0], LtiPages) and "/lti/launch" in [getattr(r, "path", "") for r in handed[0].routes]
+
 
 @pytest.mark.unit
 def test_add_platform_and_list(tmp_path, capsys):
@@ -473,13 +506,14 @@ from starlette.testclient import TestClient
 from grader.core.exercise import load_exercise
 from grader.service import accounts
 from grader.course.store import Store
+from grader.lti.mount import lti_pages
 from grader.web.app import Service, create_app
 from grader.web.auth import COOKIE
 from tests.service import press_sign_in
 store = Store({str(tmp_path / "grader.db")!r})
 exercise = load_exercise({EXERCISE!r})
 service = Service(store=store, dispatcher=None, exercises={{exercise.slug: exercise}}, base_url="http://testserver")
-client = TestClient(create_app(service))
+client = TestClient(create_app(service, lti_pages()))
 assert client.get("/lti/jwks").status_code == 404
 signed = press_sign_in(client, "/signin/" + accounts.new_link(store, "instructor"))
 client.cookies.set(COOKIE, signed.cookies[COOKIE])

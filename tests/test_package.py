@@ -119,6 +119,28 @@ def test_the_gradescope_zip_has_the_two_scripts_at_its_root_and_carries_the_grad
 
 
 @pytest.mark.unit
+def test_both_bundles_carry_one_runner_and_one_exercise_project_each_where_its_platform_looks(quick_exercise, tmp_path):
+    """The files that install and run the grader, and the exercise it grades, are made in one place
+    (grader/bundles/contents.py) for both platforms: Gradescope's at the zip's root, PrairieLearn's
+    runner in image/ (with the course's packages) and its exercise in tests/."""
+    from grader.bundles.contents import exercise_members, runner_members
+    from grader.bundles.prairielearn import course_packages
+
+    with zipfile.ZipFile(io.BytesIO(gradescope_zip(quick_exercise, "free", "visible"))) as archive:
+        zipped = {info.filename: (archive.read(info), info.external_attr >> 16 & 0o777) for info in archive.infolist()}
+    for path, data, mode in [*runner_members(packages_for(quick_exercise)),
+                             *exercise_members("gradescope", quick_exercise, "free", "visible")]:
+        assert zipped[path] == (data, mode), path
+    prairielearn_folder(quick_exercise, "free", tmp_path, "someone/grader:1")
+    for folder, members in (("image", runner_members(course_packages(quick_exercise))),
+                            ("tests", exercise_members("prairielearn", quick_exercise, "free", None))):
+        for path, data, mode in members:
+            written = tmp_path / folder / path
+            assert written.read_bytes() == data and written.stat().st_mode & 0o777 == mode, written
+    assert "check-python.sh" in zipped and (tmp_path / "image" / "install-packages.sh").stat().st_mode & 0o111
+
+
+@pytest.mark.unit
 def test_the_prairielearn_question_is_valid_for_prairielearn_and_keeps_its_uuid(quick_exercise, tmp_path):
     import jsonschema
 

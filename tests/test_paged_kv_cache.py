@@ -11,6 +11,7 @@ from grader.confined import protocol
 from grader.confined.limits import Limits
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
+from grader.diagnosis.match import diagnose_graded
 from grader.harness.client import Scenario
 from grader.sandbox.local import run_local
 from tests.helpers import PROJECT, load_module, worker_for
@@ -39,7 +40,7 @@ def test_a_manager_that_is_also_a_builtin_container_gets_full_marks(exercise, na
     # The object a test constructs is the object it calls: a subclass of dict, list or set with methods
     # of its own must not cross as the container's items (which have no `allocate`).
     source = REFERENCE.read_bytes() + b"\n\n" + (PROJECT / "tests" / "solutions" / SLUG / f"{name}.py").read_bytes()
-    card = grade_bytes(source, exercise, exercise.top_tier, run_local, "local")
+    card = grade_bytes(source, exercise, exercise.top_tier, run_local, "local", diagnose=diagnose_graded)
     assert card.status == "graded" and card.score == card.max_score > 0, \
         [(t.name, t.message[:200]) for t in card.tests if t.status != "passed"]
     assert card.diagnosis == []

@@ -200,3 +200,15 @@ def test_the_plugin_is_found_in_the_config_stash(pytester):
         prctl(PR_SET_CHILD_SUBREAPER, 0)
         prctl(PR_SET_DUMPABLE, 1)
     assert os.getpid()
+
+
+def test_a_long_message_is_cut_with_a_count_and_made_valid_text_as_the_contract_does(grade_suite):
+    """The plugin cuts a message as the contract cuts every text from the sandbox (`valid_text`): the
+    count of what was cut after it, a lone surrogate replaced."""
+    records, _ = grade_suite('''
+def test_long():
+    assert False, "\\ud800" + "x" * 30_000
+''')
+    message = records["test_long"].message
+    assert message.startswith("\ufffdxxx") and message.endswith("x… [10,014 more characters cut]")
+    assert len(message) == 20_000 + len("… [10,014 more characters cut]")

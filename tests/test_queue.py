@@ -181,15 +181,15 @@ def test_a_web_server_killed_with_work_waiting_grades_it_all_once_restarted(tmp_
 def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monkeypatch):
     """On the broker's path too, a student's many submissions wait behind everyone else's first: a
     message names a submission, the store says whose turn it is, and each message grades one."""
+    from grader.core.backend import PlainBackend
     from grader.core.scorecard import Scorecard
     from grader.course.store import Store
-    from grader.sandbox.backend import PlainBackend
     from grader.service import jobs
     from grader.service import queue_worker as worker
 
     order: list[bytes] = []
 
-    def grade(data: bytes, exercise, tier, backend, name=None) -> Scorecard:
+    def grade(data: bytes, exercise, tier, backend, name=None, diagnose=None) -> Scorecard:
         order.append(data)
         return Scorecard(exercise=EXERCISE, tier="free", submission_sha256="x", status="graded", score=1,
                          max_score=1)
@@ -213,17 +213,17 @@ def test_a_workers_message_grades_the_submission_whose_turn_it_is(tmp_path, monk
 def test_a_worker_whose_late_result_is_dropped_says_so_and_why_instead_of_graded(tmp_path, monkeypatch, capsys):
     from sqlalchemy import update
 
+    from grader.core.backend import PlainBackend
     from grader.core.scorecard import Scorecard
     from grader.course.store import Store
     from grader.db import schema
-    from grader.sandbox.backend import PlainBackend
     from grader.service import jobs
     from grader.service import queue_worker as worker
 
     with Store(tmp_path / "s.db") as store:
         (sid, _) = jobs.submit(store, "ada", EXERCISE, "free", "scheduler.py", b"x = 1\n")
 
-        def grade(data: bytes, exercise, tier, backend, name=None) -> Scorecard:
+        def grade(data: bytes, exercise, tier, backend, name=None, diagnose=None) -> Scorecard:
             # While this grader works, its claim runs out (it was too slow to renew) and another grader takes it.
             s = schema.submissions
             with store.transaction() as db:
@@ -249,9 +249,9 @@ def test_the_queue_says_why_grading_stops_and_logs_an_unreachable_redis_once(tmp
     went silent are said too, from the store: the claim run out, then the submission waiting again."""
     from sqlalchemy import update
 
+    from grader.core.backend import PlainBackend
     from grader.course.store import Store
     from grader.db import schema
-    from grader.sandbox.backend import PlainBackend
     from grader.service import jobs
     from grader.service.dispatch import RQDispatcher, ThreadDispatcher
 

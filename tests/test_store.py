@@ -14,9 +14,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from grader.cli import main
+from grader.core.backend import PlainBackend
 from grader.core.scorecard import Scorecard
 from grader.course.store import SCHEMA_VERSION, Store, StoreError, TooSoon
-from grader.sandbox.backend import PlainBackend
 from tests.helpers import EXERCISE, REFERENCE
 
 EARLY = "2026-01-05T09:00:00+00:00"
@@ -198,7 +198,7 @@ def test_one_students_submissions_never_hold_every_grading_thread(location, monk
     started: list[str] = []
     gates = {name: threading.Event() for name in ("a0", "a1", "a2", "b0")}
 
-    def grade_when_let_go(data: bytes, exercise, tier, backend, name=None) -> Scorecard:
+    def grade_when_let_go(data: bytes, exercise, tier, backend, name=None, diagnose=None) -> Scorecard:
         # A grading that lasts until the test lets it end: the claim order is what is looked at.
         started.append(data.decode())
         gates[data.decode()].wait(60)

@@ -84,16 +84,15 @@ def test_a_process_that_waits_for_a_cpu_is_credited_its_wait():
 
 
 def test_a_process_that_sleeps_is_charged_its_sleep():
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; print('asleep', flush=True); time.sleep(30)"],
-                               stdout=subprocess.PIPE)
-    try:
-        assert sleeper.stdout is not None and sleeper.stdout.readline() == b"asleep\n"
-        deadline = OwnDeadline(0.5, process_charge(lambda: sleeper.pid).baseline())
-        time.sleep(0.6)
-        assert deadline.left() <= 0
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    with subprocess.Popen([sys.executable, "-c", "import time; print('asleep', flush=True); time.sleep(30)"],
+                          stdout=subprocess.PIPE) as sleeper:  # its end waits for it and closes the pipe
+        try:
+            assert sleeper.stdout is not None and sleeper.stdout.readline() == b"asleep\n"
+            deadline = OwnDeadline(0.5, process_charge(lambda: sleeper.pid).baseline())
+            time.sleep(0.6)
+            assert deadline.left() <= 0
+        finally:
+            sleeper.kill()
 
 
 def test_a_process_that_keeps_its_own_threads_busy_is_not_credited_for_waiting_on_them():

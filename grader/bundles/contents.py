@@ -31,6 +31,7 @@ STARTUP_S = 60
 # timeout goes up to 40 minutes (its default is 10).
 PLATFORM_TIMEOUT_MAX_S = {"prairielearn": 600, "gradescope": 40 * 60}
 EXECUTABLE = 0o755
+Member = tuple[str, bytes, int]  # a file of a bundle: its path in the bundle, its bytes, its mode
 
 
 class BundleError(Exception):
@@ -129,4 +130,20 @@ def _inside(path: Path, root: Path) -> str:
 def config_for(target: str, exercise: Exercise, tier: str, hidden_visibility: str | None) -> BundleConfig:
     return BundleConfig(target=target, exercise=exercise.slug, tier=tier, submission=exercise.submission_file,
                         hidden_visibility=hidden_visibility, grader_version=grader.__version__)
+
+
+def runner_members(packages: list[str]) -> list[Member]:
+    """What installs and runs the grader in the platform's container, whatever the platform: the script
+    that installs the Debian `packages` (listed in packages.txt), the one that checks the container's
+    Python, and the grader's own source."""
+    return [("install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
+            ("check-python.sh", (FILES / "check-python.sh").read_bytes(), EXECUTABLE),
+            ("packages.txt", "\n".join(packages).encode() + b"\n", 0o644),
+            *((path, data, 0o644) for path, data in grader_files())]
+
+
+def exercise_members(target: str, exercise: Exercise, tier: str, hidden_visibility: str | None) -> list[Member]:
+    """What the runner grades with: bundle.json (what to grade, and how) and the exercise as a project."""
+    return [(CONFIG, config_for(target, exercise, tier, hidden_visibility).to_json().encode(), 0o644),
+            *((path, data, 0o644) for path, data in exercise_files(exercise))]
 

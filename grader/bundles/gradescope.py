@@ -13,16 +13,7 @@ import zipfile
 from pathlib import Path
 
 import grader
-from grader.bundles.contents import (
-    CONFIG,
-    EXECUTABLE,
-    FILES,
-    check_timeout,
-    config_for,
-    exercise_files,
-    grader_files,
-    packages_for,
-)
+from grader.bundles.contents import EXECUTABLE, FILES, check_timeout, exercise_members, packages_for, runner_members
 from grader.core.exercise import VISIBILITIES, Exercise
 
 GRADESCOPE_DEFAULT_TIMEOUT_S = 10 * 60
@@ -55,12 +46,8 @@ def gradescope_zip(exercise: Exercise, tier: str, hidden_visibility: str | None)
         ("README.md", readme.encode(), 0o644),
         ("setup.sh", (FILES / "setup.sh").read_bytes(), EXECUTABLE),
         ("run_autograder", (FILES / "run_autograder").read_bytes(), EXECUTABLE),
-        ("install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
-        ("check-python.sh", (FILES / "check-python.sh").read_bytes(), EXECUTABLE),
-        ("packages.txt", "\n".join(packages_for(exercise)).encode() + b"\n", 0o644),
-        (CONFIG, config_for("gradescope", exercise, tier, hidden_visibility).to_json().encode(), 0o644),
-        *((path, data, 0o644) for path, data in grader_files()),
-        *((path, data, 0o644) for path, data in exercise_files(exercise)),
+        *runner_members(packages_for(exercise)),
+        *exercise_members("gradescope", exercise, tier, hidden_visibility),
     ]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -17,14 +17,13 @@ from pathlib import Path
 
 import grader
 from grader.bundles.contents import (
-    CONFIG,
     EXECUTABLE,
     FILES,
+    Member,
     check_timeout,
-    config_for,
-    exercise_files,
-    grader_files,
+    exercise_members,
     packages_for,
+    runner_members,
 )
 from grader.core.exercise import Exercise
 
@@ -74,18 +73,14 @@ def prairielearn_folder(exercise: Exercise, tier: str, out: Path, image: str) ->
     html = string.Template((FILES / "question.html").read_text(encoding="utf-8")).substitute(
         title=_mustache_safe(exercise.title or exercise.slug), submission=escape(exercise.submission_file),
         starter=escape(starter), statement=statement_html(exercise))
-    files: list[tuple[str, bytes, int]] = [
+    files: list[Member] = [
         ("info.json", (json.dumps(info, indent=2) + "\n").encode(), 0o644),
         ("question.html", html.encode(), 0o644),
         (starter, exercise.stub.read_bytes(), 0o644),
-        (f"tests/{CONFIG}", config_for("prairielearn", exercise, tier, None).to_json().encode(), 0o644),
-        *((f"tests/{path}", data, 0o644) for path, data in exercise_files(exercise)),
+        *((f"tests/{path}", data, mode) for path, data, mode in exercise_members("prairielearn", exercise, tier, None)),
         ("image/Dockerfile", (FILES / "Dockerfile").read_bytes(), 0o644),
         ("image/entrypoint", (FILES / "entrypoint").read_bytes(), EXECUTABLE),
-        ("image/install-packages.sh", (FILES / "install-packages.sh").read_bytes(), EXECUTABLE),
-        ("image/check-python.sh", (FILES / "check-python.sh").read_bytes(), EXECUTABLE),
-        ("image/packages.txt", "\n".join(course_packages(exercise)).encode() + b"\n", 0o644),
-        *((f"image/{path}", data, 0o644) for path, data in grader_files()),
+        *((f"image/{path}", data, mode) for path, data, mode in runner_members(course_packages(exercise))),
     ]
     for folder in ("tests", "image", "clientFilesQuestion"):  # what a previous packaging left goes
         if (out / folder).is_dir() and not (out / folder).is_symlink():

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from grader.core.scorecard import Scorecard
@@ -117,7 +117,8 @@ def submission_id(files: list[Path], folder: Path) -> str:
     return hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def unrun_card(config: dict[str, Any], status: str, reason: str, project: Path, sha256: str) -> Scorecard:
+def unrun_card(config: dict[str, Any], status: Literal["rejected", "error"], reason: str, project: Path,
+               sha256: str) -> Scorecard:
     """A scorecard of a run refused (`rejected`) or failed (`error`) before any test ran. Where the bundle's
     exercise cannot even be loaded, an `error` card that says so: the results are still written."""
     import grader

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from grader.core.backend import Backend
     from grader.core.scorecard import Scorecard
     from grader.course.store import Store
-    from grader.sandbox.backend import Backend
     from grader.sandbox.interpreter import WaitingHarness
 
 OK, UNVOUCHED, USAGE, BROKEN, BELOW = 0, 1, 2, 3, 4

@@ -53,6 +53,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def command_serve(args: argparse.Namespace, console: Console) -> int:
+    from grader.lti.mount import lti_pages
     from grader.web.serve import ServeOptions, serve
 
     if args.workers < 1:
@@ -62,7 +63,7 @@ def command_serve(args: argparse.Namespace, console: Console) -> int:
     serve(ServeOptions(host=args.host, port=args.port, db=store_location(args.db), broker=args.broker,
                        workers=args.workers, sandbox=args.sandbox, submission_interval_s=args.interval,
                        max_request_kb=args.max_request_kb, lease_s=args.lease, base_url=given_address(args),
-                       spool=args.spool))
+                       spool=args.spool), lti=lti_pages())
     return OK
 
 

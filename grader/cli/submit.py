@@ -63,6 +63,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
     from grader.core.exercise import load_exercise
     from grader.core.grading import grade_bytes
     from grader.course.store import validate_student_id
+    from grader.diagnosis.match import diagnose_graded
 
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)
@@ -78,7 +79,7 @@ def command_submit(args: argparse.Namespace, console: Console) -> int:
             console.print(Text(f"this exact file was already graded for {student} (submission {submission_id}); "
                                "showing that result", style="yellow"))
         else:
-            card = grade_bytes(data, exercise, args.tier, sandbox_for(args, console))
+            card = grade_bytes(data, exercise, args.tier, sandbox_for(args, console), diagnose=diagnose_graded)
             store.save_scorecard(submission_id, card)
         print_summary(card, console)
         report = store_report(store.path, student, exercise.slug, submission_id, card)

@@ -9,19 +9,18 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import grader
+from grader.core.backend import Backend, RawRun
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import exercise_fingerprint
-from grader.core.scorecard import TIMED_OUT, LockedTest, Scorecard, TestResult, utc_now
+from grader.core.scorecard import TIMED_OUT, Diagnosis, LockedTest, Scorecard, TestResult, utc_now
 from grader.core.seeding import seed_for_source
 from grader.core.suite_tests import check_tests, list_tests
 from grader.core.validate import Rejected, validate
-from grader.diagnosis.match import diagnose_graded
 from grader.harness.contract import MESSAGE_CHARS, Results, Run, TestRecord, results_from_output
-from grader.sandbox.backend import Backend
-from grader.sandbox.layout import RawRun
 from grader.text import valid_text
 
 
@@ -32,13 +31,16 @@ def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
 
 
+# The misconceptions a judged card's failures look like (grader.diagnosis.match.diagnose_graded): the
+# grading that is read by a person passes it in; an audit or the making of the signatures has no use for it.
+Diagnose = Callable[[Scorecard, Exercise], list[Diagnosis]]
 
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
-                backend_name: str | None = None, seed: int | None = None) -> Scorecard:
+                backend_name: str | None = None, seed: int | None = None, diagnose: Diagnose | None = None) -> Scorecard:
     """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
     its own name unless `backend_name` says otherwise; the random workloads draw from the submission's
-    own seed unless `seed` is given."""
+    own seed unless `seed` is given. `diagnose`, when given, tells the judged card its likely misconceptions."""
     backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
@@ -55,7 +57,8 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         run = new_run(exercise, submission.source, seed)
         card.seed = run.seed
         judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected)
-        card.diagnosis = diagnose_graded(card, exercise)  # on the host, from what the card says alone
+        if diagnose is not None:
+            card.diagnosis = diagnose(card, exercise)  # on the host, from what the card says alone
     card.graded_at = utc_now()  # when the grading ended
     card.duration_s = round(time.monotonic() - started, 3)
     return card

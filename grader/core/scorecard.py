@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from grader.harness.contract import TEST_STATUSES as TEST_STATUSES
 from grader.harness.contract import TestRecord, TestStatus
@@ -20,7 +20,8 @@ SCHEMA_VERSION = 1
 
 # What a whole run can end as: graded (the tests ran), rejected (the submission was refused before
 # running: syntax error, wrong encoding, too big, empty) or error (the grader cannot vouch for a result).
-RUN_STATUSES = ("graded", "rejected", "error")
+RunStatus = Literal["graded", "rejected", "error"]
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 # What one test can end as (`TestStatus`, `TEST_STATUSES`) is the contract's: the harness records it.
 TIMED_OUT = "grading did not finish"  # how the reason of a run stopped at the exercise's time limit starts
 
@@ -93,7 +94,7 @@ class Scorecard:
     exercise: str
     tier: str
     submission_sha256: str
-    status: str
+    status: RunStatus
     score: int
     max_score: int
     tests: list[TestResult] = field(default_factory=list)

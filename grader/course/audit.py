@@ -27,13 +27,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
 from grader.core.seed_checks import check_seeds, seeded_tests
 from grader.core.seeding import audit_seeds
 from grader.course.mutate import Mutant, generate_mutants
-from grader.sandbox.backend import Backend
 
 
 @dataclass

@@ -16,14 +16,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core.backend import Backend
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import exercise_fingerprint
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.core.validate import read_capped
 from grader.course.store import Store, validate_student_id
+from grader.diagnosis.match import diagnose_graded
 from grader.errors import StoreError
-from grader.sandbox.backend import Backend
 from grader.text import valid_text
 
 
@@ -229,7 +230,7 @@ class _Grading:
         if not hasattr(self.local, "backend"):  # one backend (one engine connection, one warm sandbox) per thread
             self.local.backend = make_backend()
             self.backends.append(self.local.backend)
-        return grade_bytes(data, self.exercise, self.tier, self.local.backend)
+        return grade_bytes(data, self.exercise, self.tier, self.local.backend, diagnose=diagnose_graded)
 
     def _collect(self, pool: ThreadPoolExecutor, pending: dict[Future[Scorecard], Taken]) -> None:
         try:

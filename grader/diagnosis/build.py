@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.core.backend import Backend
 from grader.core.exercise import Exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
@@ -18,7 +19,6 @@ from grader.core.seeding import audit_seeds
 from grader.core.suite_tests import list_tests
 from grader.diagnosis.hints import mutant_hint
 from grader.diagnosis.signatures import Failure, Signature, Signatures, failure_kind, signatures_fingerprint, test_key
-from grader.sandbox.backend import Backend
 
 SEEDS = 3
 

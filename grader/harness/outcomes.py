@@ -61,10 +61,6 @@ def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException],
 MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
 
 
-def cut_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
-
-
 def assertion_message(exc: AssertionError, details: bool, description: str = "") -> str:
     """What a student reads of a failed assert. pytest's rewriting appends "assert <expression>" (the values
     compared) to the author's message: with details, both, the author's words first; without, the

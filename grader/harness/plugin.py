@@ -19,12 +19,11 @@ import pytest
 
 from grader.confined.clock import OwnDeadline, own_charge
 from grader.harness.client import WorkerClient
-from grader.harness.contract import Results, collection_error
+from grader.harness.contract import Results, collection_error, valid_text
 from grader.harness.feedback import Feedback
 from grader.harness.outcomes import (
     MAX_MESSAGE,
     TimeRanOut,
-    cut_text,
     explain,
     new_record,
     not_run_after_timeouts,
@@ -79,7 +78,7 @@ CLOCK = pytest.StashKey[OwnDeadline]()
 
 
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-    return cut_text(f"{excinfo.typename}: {excinfo.value}", 1000)
+    return valid_text(f"{excinfo.typename}: {excinfo.value}", 1000)
 
 
 class GradingPlugin:
@@ -228,7 +227,7 @@ class GradingPlugin:
             status, message, trace = explain(harness, call.excinfo, record.suite, record.description)
             if call.when != "call" and status == "failed":
                 status = "error"
-            record.status, record.message, record.traceback = status, cut_text(message, MAX_MESSAGE), trace
+            record.status, record.message, record.traceback = status, valid_text(message, MAX_MESSAGE), trace
         if report.failed:
             # pytest keeps every failure's report to the end of the run; the record holds what counts, so its
             # copy stays small however large the values in the failure (a 20,000-entry plan in every frame).

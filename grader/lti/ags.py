@@ -26,8 +26,7 @@ from grader.course.deadlines import Deadlines
 from grader.course.gradebook import entry_of, final_score, pick, worth
 from grader.course.store import Store
 from grader.db import schema
-from grader.lti.platforms import platform_by_id
-from grader.lti.services import SCORE_SCOPE, ServiceError, call
+from grader.lti.services import SCORE_SCOPE, ServiceError, call, registered
 
 log = logging.getLogger("grader.lti")
 
@@ -140,11 +139,8 @@ def deliver(store: Store, now: float | None = None) -> tuple[int, int]:
     for row in due:
         if row.platform_id in down:
             continue
-        platform = platform_by_id(store, row.platform_id)
         try:
-            if platform is None:
-                raise ServiceError("the platform is no longer registered")
-            call(store, platform, [SCORE_SCOPE], "POST", scores_url(row.lineitem), {
+            call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem), {
                 "userId": row.sub, "scoreGiven": row.score, "scoreMaximum": row.max_score,
                 "activityProgress": "Completed", "gradingProgress": "FullyGraded", "timestamp": row.created_at,
             }, content_type=SCORE_TYPE)

@@ -10,8 +10,8 @@ from sqlalchemy import and_, select
 
 from grader.course.store import Store
 from grader.db import schema
-from grader.lti.platforms import Platform, platform_by_id
-from grader.lti.services import NRPS_SCOPE, ServiceError, call
+from grader.lti.platforms import Platform
+from grader.lti.services import NRPS_SCOPE, ServiceError, call, registered
 from grader.lti.users import add_member, ensure_user, lms_user
 
 MEMBERSHIPS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
@@ -50,9 +50,7 @@ def is_learner(roles: list[str]) -> bool:
 
 def sync_roster(store: Store, course: Course) -> RosterSync:
     """Read every page of the course's memberships and add its active learners to the roster."""
-    platform = platform_by_id(store, course.platform_id)
-    if platform is None:
-        raise ServiceError("the course's platform is no longer registered")
+    platform = registered(store, course.platform_id)
     if not course.memberships_url:
         raise ServiceError(f"the course {course.title or course.context_id} has not given its members' address "
                            "(Names and Role Provisioning): enable the service on the tool in the LMS and launch again")

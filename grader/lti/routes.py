@@ -1,6 +1,7 @@
 """The LTI pages of `grader serve`: the tool's JWKS, the OIDC login, the launch (a student lands on the
 exercise, an instructor on it or on the deep linking page), and the dashboard's actions (send pending
-scores now, fill the roster from a course). `create_app` adds them when the `lti` extra is installed.
+scores now, fill the roster from a course). `grader.lti.mount` hands them to the web application when the
+`lti` extra is installed.
 
 The platform posts the launch from its own site, so the login's state cookie is `SameSite=None; Secure`
 (a browser sends no other kind back with a cross-site POST): LTI needs the service behind https

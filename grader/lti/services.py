@@ -1,5 +1,6 @@
 """Calls to a platform's services (AGS, NRPS) with an OAuth2 access token, got by the client credentials
-grant with a JWT client assertion signed by the tool's key (LTI Advantage's security framework)."""
+grant with a JWT client assertion signed by the tool's key (LTI Advantage's security framework): the
+platform a call goes to (`registered`), its token (`access_token`) and the request (`call`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from grader.course.store import Store
 from grader.lti.keys import random_token, tool_key
-from grader.lti.platforms import Platform
+from grader.lti.platforms import Platform, platform_by_id
 
 TIMEOUT_S = 15
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -55,6 +56,14 @@ def http(method: str, url: str, body: bytes | None = None, headers: dict[str, st
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise ServiceError(f"{method} {url}: {reason}", unreachable=True) from None
+
+
+def registered(store: Store, platform_id: int) -> Platform:
+    """The platform a service call goes to (a score's, a course's); ServiceError once it is no longer registered."""
+    platform = platform_by_id(store, platform_id)
+    if platform is None:
+        raise ServiceError("the platform is no longer registered")
+    return platform
 
 
 # Tokens kept until shortly before they expire, per platform and scopes: one token serves many scores.

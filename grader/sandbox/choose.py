@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.core.backend import Backend
 from grader.errors import GradingError, SandboxUnavailable
-from grader.sandbox.backend import Backend
 from grader.sandbox.interpreter import WaitingHarness
 from grader.sandbox.isolation import local_isolation
 from grader.sandbox.local import LocalBackend

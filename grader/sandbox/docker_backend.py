@@ -20,6 +20,7 @@ import docker
 import requests
 from docker.types import LogConfig
 
+from grader.core.backend import RawRun
 from grader.core.exercise import Exercise
 from grader.errors import GradingError
 from grader.harness.contract import INPUT_CLOSED, Run, bootstrap
@@ -28,7 +29,6 @@ from grader.sandbox.interpreter import HARNESS_ENV
 from grader.sandbox.layout import (
     JobLayout,
     PreparedSuites,
-    RawRun,
     WorkerSettings,
     build_layout,
     harness_input,

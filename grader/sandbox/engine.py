@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -33,6 +34,9 @@ def engine_status(timeout: float = 5.0) -> tuple[docker.DockerClient | None, str
         return None, DOCKER_EXTRA
     client = None
     try:
+        path = _socket_path()
+        if path:
+            _probe(path, timeout)
         # version="auto" negotiates down to what the engine speaks (Debian's 20.10 speaks 1.41).
         # The SDK hands the timeout to requests, which takes seconds as a float; its stubs say int.
         client = docker.from_env(version="auto", timeout=max(0.1, float(timeout)))  # type: ignore[arg-type]
@@ -55,9 +59,22 @@ def engine_in_sight() -> bool:
     return "DOCKER_HOST" in os.environ or os.path.exists(DEFAULT_SOCKET)
 
 
-def _why(exc: BaseException) -> str:
+def _socket_path() -> str:
+    """The engine's socket, as DOCKER_HOST names it (the default one without it); "" for a host reached otherwise."""
     host = os.environ.get("DOCKER_HOST", "")
-    socket_path = urlparse(host).path if host.startswith("unix://") else (DEFAULT_SOCKET if not host else "")
+    return urlparse(host).path if host.startswith("unix://") else (DEFAULT_SOCKET if not host else "")
+
+
+def _probe(path: str, timeout: float) -> None:
+    """Connect to the engine's socket and close it again: OSError when no engine listens there. Found out
+    here, first, because the SDK's own connection leaves its socket open when the connect fails."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(max(0.1, timeout))
+        probe.connect(path)
+
+
+def _why(exc: BaseException) -> str:
+    socket_path = _socket_path()
     if socket_path and os.path.exists(socket_path) and not os.access(socket_path, os.R_OK | os.W_OK):
         return (f"the Docker socket {socket_path} exists but this user may not use it (permission denied; "
                 "join the docker group or grade as root)")

@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.core.backend import RawRun as RawRun  # re-exported: the local backend and its harness process take it here
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import files_fingerprint
 from grader.core.seeding import KEY_FILE
@@ -181,20 +182,4 @@ def harness_input(layout: JobLayout) -> bytes:
 def run_input(run: Run, source: bytes) -> bytes:
     """The second part: the run (nonce, seed), then the submission, each in a frame."""
     return input_frame(run.to_json().encode()) + input_frame(source)
-
-
-@dataclass
-class RawRun:
-    """What a backend hands back: everything the harness printed and what explains a missing result."""
-
-    output: bytes
-    exit_status: int | None
-    timed_out: bool
-    duration_s: float
-    detail: str = ""  # a backend's own explanation (out of memory, ...)
-    isolation: str = ""  # how the workers were kept apart (`contract.ISOLATIONS`), for the scorecard
-
-    @property
-    def log_tail(self) -> str:
-        return self.output[-4000:].decode("utf-8", errors="replace")
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
+from grader.core.backend import Backend
 from grader.course.store import Store
 from grader.db import schema
-from grader.sandbox.backend import Backend
 from grader.service import jobs
 
 if TYPE_CHECKING:
@@ -42,6 +42,13 @@ JOB_TIMEOUT_S = 1800  # RQ's own limit per job; the sandbox's limits end a gradi
 HEARTBEAT_S = 5.0
 HEARTBEAT_TTL_S = 20
 EXECUTION_TTL_S = 90
+
+
+def store_away(away: Exception, beat: float) -> None:
+    """What a watcher says on each beat while the store cannot be reached: one line, the first of the
+    database driver's own reason."""
+    why = str(getattr(away, "orig", None) or away).strip().splitlines()[0][:200]
+    log.warning("watching the queue: the store cannot be reached (%s); trying again in %g s", why, beat)
 
 
 class ThreadDispatcher:
@@ -114,9 +121,8 @@ class ThreadDispatcher:
                 # the next one to come in: look at the queue on every beat too.
                 if jobs.queued_ids(self.store):
                     self.pending.put(-1)
-            except (OperationalError, InterfaceError) as away:  # one line a beat while the store is away
-                log.warning("watching the queue: the store cannot be reached (%s); trying again in %g s",
-                            str(getattr(away, "orig", None) or away).strip().splitlines()[0][:200], beat)
+            except (OperationalError, InterfaceError) as away:
+                store_away(away, beat)
             except Exception:
                 log.exception("recovering stale gradings failed")
 
@@ -324,9 +330,8 @@ class RQDispatcher:
                 self.broker.answered()
             except RedisError as exc:  # one line when Redis goes, one when it is back
                 self.broker.failed(exc)
-            except (OperationalError, InterfaceError) as away:  # the store is away: one line a beat
-                log.warning("watching the queue: the store cannot be reached (%s); trying again in %g s",
-                            str(getattr(away, "orig", None) or away).strip().splitlines()[0][:200], beat)
+            except (OperationalError, InterfaceError) as away:
+                store_away(away, beat)
             except Exception:
                 log.exception("watching the queue failed")
 

@@ -25,12 +25,13 @@ from typing import Any
 from sqlalchemy import and_, func, select, update
 
 import grader
+from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError, load_exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, utc_now
 from grader.course.store import Refused, Store
 from grader.db import schema
-from grader.sandbox.backend import Backend
+from grader.diagnosis.match import diagnose_graded
 
 log = logging.getLogger("grader.jobs")
 
@@ -385,7 +386,7 @@ def grade_claimed(store: Store, submission_id: int, token: str, backend: Backend
             content = store.content(submission_id)
             assert content is not None
             try:
-                card = grade_bytes(content, exercise, sub.tier, backend)
+                card = grade_bytes(content, exercise, sub.tier, backend, diagnose=diagnose_graded)
             except Exception as exc:  # fail closed: the grader could not vouch for a result
                 card = error_card(store, submission_id, f"the grader could not grade this submission: {exc}")
         finally:

@@ -36,10 +36,10 @@ from rq.job import Job
 from rq.worker import WorkerStatus
 from rq.worker_registration import register
 
+from grader.core.backend import Backend
 from grader.course.store import Store
 from grader.db.engine import sqlite_path
 from grader.errors import StoreError
-from grader.sandbox.backend import Backend
 from grader.sandbox.choose import choose_backend
 from grader.sandbox.local import LocalBackend
 from grader.service import dispatch, jobs

@@ -5,12 +5,15 @@ request sends is ever used as a path on disk: exercises are looked up by name in
 start, submissions and students by their id in the store, the instructor's site files by name in the
 site built in memory. The pages live by who reads them: signing in (`auth`), students (`student`),
 instructors (`instructor`), and what goes wrong (`errors`); `base` holds the `Service` they share.
+The LTI pages (grader/lti, which stands above the web: its pages are made of the web's) are handed in
+as `LtiPages` by whoever assembles the service, never looked for here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.applications import Starlette
@@ -44,35 +47,30 @@ from grader.web.instructor import (
 from grader.web.security import Guard
 from grader.web.student import exercise_view, history, home, predict, report, solution, submission_view, submit
 
-__all__ = ["Service", "create_app"]
+__all__ = ["LtiPages", "Service", "create_app"]
 
 
 async def favicon(request: Request) -> Response:
     return Response(status_code=204)  # browsers ask for one; there is none, and that is no error
 
 
-def lti_missing(exc: ModuleNotFoundError) -> bool:
-    """Whether the `lti` extra (PyJWT, cryptography) is what is missing: then the service has no LTI pages."""
-    return (exc.name or "").partition(".")[0] in ("jwt", "cryptography")
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
 
 
-LtiPanel = Callable[[Store], dict[str, Any] | None]
+@dataclass(frozen=True)
+class LtiPages:
+    """What LTI adds to the service (grader/lti makes it, `grader.lti.mount.lti_pages`): its routes, the
+    instructor dashboard's LTI block (`panel`: what it shows, None when no platform is registered), and
+    what runs beside the service while it serves (`start`: the grades sent to the LMSs, stopped at the end)."""
+
+    routes: list[Route]
+    panel: Callable[[Store], dict[str, Any] | None]
+    start: Callable[[Service], Stoppable]
 
 
-def lti_extra() -> tuple[list[Route], LtiPanel | None]:
-    """The LTI pages and the dashboard's LTI block (grader/lti), or neither without the `lti` extra: the one
-    place the web application reaches for it."""
-    try:
-        from grader.lti.panel import dashboard_panel
-        from grader.lti.routes import lti_routes
-    except ModuleNotFoundError as exc:
-        if not lti_missing(exc):
-            raise
-        return [], None
-    return lti_routes(), dashboard_panel
-
-
-def create_app(service: Service) -> AccessLog:
+def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
+    """The application of every page, the LTI ones with them when `lti` is given."""
     routes = [
         Route("/favicon.ico", favicon),
         route("/")(home),
@@ -102,10 +100,9 @@ def create_app(service: Service) -> AccessLog:
         route("/instructor/similarity/{slug}", role="instructor")(similarity),
         route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),
     ]
-    lti_routes, lti_panel = lti_extra()
-    routes += lti_routes
+    routes += lti.routes if lti is not None else []
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, OperationalError: store_unavailable,
                                                          InterfaceError: store_unavailable, Exception: server_fault})
     app.state.service = service
-    app.state.lti_panel = lti_panel  # read by the instructor's dashboard
+    app.state.lti_panel = lti.panel if lti is not None else None  # read by the instructor's dashboard
     return AccessLog(Guard(app, service.max_request_bytes, too_large_page=too_large_page(service)))

@@ -163,8 +163,8 @@ def stale_scorecards(service: Service, subs: list[StoredSubmission]) -> dict[str
 
 
 def lti_panel(service: Service, request: Request) -> dict[str, Any] | None:
-    """The dashboard's LTI block (grader/lti): None without the `lti` extra (`create_app` found none) or
-    a platform registered."""
+    """The dashboard's LTI block (grader/lti): None without LTI pages (`create_app` was given none) or a
+    platform registered."""
     panel = request.app.state.lti_panel
     return panel(service.store) if panel is not None else None
 

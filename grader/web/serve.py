@@ -8,7 +8,7 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 from urllib.parse import urlsplit
 
 from grader.core.exercise import Exercise, ExerciseError, load_exercise, project_root
@@ -17,11 +17,8 @@ from grader.course.store import Store
 from grader.sandbox.choose import choose_backend
 from grader.service import accounts, jobs
 from grader.service.spool import Drainer, Spool, default_folder
-from grader.web.app import create_app
+from grader.web.app import LtiPages, create_app
 from grader.web.base import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service
-
-if TYPE_CHECKING:
-    from grader.lti.ags import ScoreSync
 
 log = logging.getLogger("grader.web")
 
@@ -105,32 +102,24 @@ def log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
-def lti_score_sync(service: Service) -> ScoreSync | None:
-    """The thread that sends grades to the LMSs' gradebooks (grader/lti/ags.py), started when the `lti`
-    extra is installed; None without it."""
-    try:
-        from grader.lti.ags import ScoreSync
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] in ("jwt", "cryptography"):
-            return None
-        raise
-    sync = ScoreSync(service.store, service.exercises)
-    sync.start()
-    return sync
+def serve(options: ServeOptions, out: TextIO = sys.stdout, lti: LtiPages | None = None) -> None:
+    """Serve until stopped; with `lti`, its pages too and its grades sent to the LMSs while it serves."""
+    log_to_stderr()
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as listener:  # closed however serving ends
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((options.host, options.port))
+        listener.listen(128)
+        serve_on(listener, options, out, lti)
 
 
-def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
+def serve_on(listener: socket.socket, options: ServeOptions, out: TextIO, lti: LtiPages | None) -> None:
+    """`serve` on a socket that listens already."""
     import uvicorn
 
     from grader.service.dispatch import RQDispatcher, ThreadDispatcher
 
-    log_to_stderr()
     store = Store(options.db)
-    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((options.host, options.port))
-    listener.listen(128)
     port = listener.getsockname()[1]
     listening = base_url(options.host, port)
     url = options.base_url or listening
@@ -158,10 +147,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     print(f"instructor sign-in (works once): {service.link(token)}", file=out, flush=True)
     dispatcher.start()
     drainer.start()
-    scores = lti_score_sync(service)
+    scores = lti.start(service) if lti is not None else None
     # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
     # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
-    config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="off",
+    config = uvicorn.Config(create_app(service, lti), log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=5, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=5)
     try:
         uvicorn.Server(config).run(sockets=[listener])

@@ -79,12 +79,14 @@ def grade(name: str, folder: Path) -> Scorecard:
     """Grade case `name` afresh in the local sandbox (`folder`: room for an exercise with other limits)."""
     from grader.core.exercise import load_exercise
     from grader.core.grading import grade_bytes
+    from grader.diagnosis.match import diagnose_graded
     from grader.sandbox.local import run_local
     from tests.helpers import exercise_copy
 
     case = CASES[name]
     exercise = load_exercise(str(exercise_copy(folder, **dict(case.limits))) if case.limits else EXERCISE)
-    return grade_bytes(case.source(), exercise, case.tier, _killed(run_local) if case.killed else run_local, "local")
+    return grade_bytes(case.source(), exercise, case.tier, _killed(run_local) if case.killed else run_local, "local",
+                       diagnose=diagnose_graded)
 
 
 def _killed(backend: Any) -> Any:

@@ -1,8 +1,8 @@
-"""What a sandbox is to the grading that uses it: a callable that runs a tier's suites against one
-submission and hands back what its harness printed (grader.core.grading judges it).
+"""What the grading needs of a sandbox: a callable that runs a tier's suites against one submission and
+hands back what its harness printed (`RawRun`), which grader.core.grading judges.
 
-Defined here, beside its implementations (`local`, `docker`) and the factory that picks one (`choose`),
-so that the grading depends on the sandboxes and no sandbox on the grading.
+Defined here, beside the grading that uses it, so that the sandboxes (grader.sandbox: `local`,
+`docker`, and the factory that picks one) implement it and the grading knows none of them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,18 @@ from typing import Protocol
 
 from grader.core.exercise import Exercise
 from grader.harness.contract import Run
-from grader.sandbox.layout import RawRun
+
+
+@dataclass
+class RawRun:
+    """What a backend hands back: everything the harness printed and what explains a missing result."""
+
+    output: bytes
+    exit_status: int | None
+    timed_out: bool
+    duration_s: float
+    detail: str = ""  # a backend's own explanation (out of memory, ...)
+    isolation: str = ""  # how the workers were kept apart (`contract.ISOLATIONS`), for the scorecard
 
 
 class Backend(Protocol):
