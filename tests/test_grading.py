@@ -192,8 +192,6 @@ def test_cli_submit_tells_a_mutant_its_likely_misconception(tmp_path, capsys):
         " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.xfail(strict=True, reason="grader/cli/grade.py (under another change) does not hand grade_bytes "
-                                       "diagnose=diagnose_graded yet")
 def test_cli_grade_tells_a_mutant_its_likely_misconception(tmp_path):
     out = tmp_path / "card.json"
     assert main(["grade", str(MUTANT), "--exercise", EXERCISE, "--sandbox", "local", "--json", str(out)]) == 0

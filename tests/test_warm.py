@@ -175,11 +175,6 @@ def test_an_order_to_a_dead_template_gets_no_harness_and_leaves_nothing():
     assert not fork_server.base.exists()
 
 
-# A harness discarded while it waits for its run (a warm sandbox let go) keeps its standard input's pipe
-# open: StartedHarness.end in grader/sandbox/harness_process.py, a file under another change, must close it.
-# Strict: once it does, this mark's pass fails the test, and the mark goes.
-@pytest.mark.xfail(strict=True, raises=pytest.PytestUnraisableExceptionWarning,
-                   reason="a discarded harness's stdin pipe is left to the garbage collector")
 def test_a_template_that_does_not_fork_in_time_costs_no_grading(monkeypatch):
     """A fork server that never answers an order: the submission is not sent to it, it is graded by a
     harness of its own, and the backend uses no fork server again."""

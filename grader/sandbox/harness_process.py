@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from grader.core.backend import RawRun
 from grader.core.exercise import Exercise
 from grader.harness.contract import Run, process_ending, wait_for_exit
 from grader.sandbox.folders import make_job_folder, remove_owned_folder
@@ -29,7 +30,6 @@ from grader.sandbox.isolation import worker_python
 from grader.sandbox.layout import (
     JobLayout,
     PreparedSuites,
-    RawRun,
     WorkerSettings,
     build_layout,
     harness_input,
@@ -134,6 +134,8 @@ class StartedHarness:
             except ProcessLookupError:
                 pass
         self.process.wait()
+        if not isinstance(self.process, ForkedHarness) and self.process.stdin is not None:
+            self.process.stdin.close()  # a harness discarded before its run still had it open
         try:
             self.output.seek(0)
             printed = self.output.read()

@@ -25,7 +25,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.core.backend import RawRun as RawRun  # re-exported: the local backend and its harness process take it here
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import files_fingerprint
 from grader.core.seeding import KEY_FILE

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from grader.core.backend import RawRun
 from grader.core.exercise import Exercise
 from grader.core.suite_tests import list_tests
 from grader.errors import GradingError, SandboxUnavailable
@@ -43,7 +44,7 @@ from grader.sandbox.isolation import (
     sandbox_python,
     worker_python,
 )
-from grader.sandbox.layout import RawRun, WorkerSettings
+from grader.sandbox.layout import WorkerSettings
 from grader.sandbox.warm import WarmSlots
 from grader.sandbox.worker_accounts import worker_account
 
