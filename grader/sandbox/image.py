@@ -283,6 +283,8 @@ def _run_mmdebstrap(target: Path, progress: Progress, packages: list[str]) -> No
         raise
     finally:
         timer.cancel()
+        if proc.stdout is not None:
+            proc.stdout.close()
     log = "\n".join(tail)
     if timed_out.is_set():
         raise ImageBuildError(f"mmdebstrap did not finish within {MMDEBSTRAP_TIMEOUT_S:.0f} s; last output:\n{log}")
