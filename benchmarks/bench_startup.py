@@ -57,10 +57,13 @@ def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) 
     return run
 
 
-def grader_command() -> list[str]:
-    """What the `grader` console script runs, started from this checkout: an installed script imports the
-    checkout it was installed from, which may be another one (a `git worktree`)."""
-    return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
+def grader_command(checkout: Path = ROOT) -> list[str]:
+    """What the `grader` console script runs, started from `checkout`: an installed script imports the
+    checkout it was installed from, which may be another one (a `git worktree`). A checkout older than
+    the command's own start (`grader/__main__.py`) is run as its script ran it."""
+    if not (checkout / "grader" / "__main__.py").exists():
+        return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "import sys; from grader.__main__ import run; sys.exit(run())"]
 
 
 Case = tuple[list[str], dict[str, str] | None, Path]
@@ -74,8 +77,8 @@ def commands(exercise_slug: str, tier: str, submission: Path, before: Path | Non
 
     exercise = load_exercise(exercise_slug, ROOT)
     tier = exercise.tier(tier)
-    grade = [*grader_command(), "grade", str(submission), "--exercise", exercise_slug, "--sandbox", "local",
-             "--tier", tier]
+    options = ["grade", str(submission), "--exercise", exercise_slug, "--sandbox", "local", "--tier", tier]
+    grade = [*grader_command(), *options]
     suites = [str(spec.path) for spec in exercise.suites_for(tier)]
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "grader.harness.inprocess", "-p", "no:cacheprovider",
               "-c", os.devnull, "--rootdir", str(ROOT), *suites]
@@ -84,7 +87,7 @@ def commands(exercise_slug: str, tier: str, submission: Path, before: Path | Non
     cases = {"grade": (grade, None, ROOT), "pytest": (pytest, env, ROOT),
              "import": ([sys.executable, "-c", "import grader.cli"], None, ROOT)}
     if before is not None:  # `python -c` puts the current folder first on the path: that checkout's grader
-        cases["before"] = (grade, None, before)
+        cases["before"] = ([*grader_command(before), *options], None, before)
     return cases
 
 

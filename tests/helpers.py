@@ -27,7 +27,7 @@ ATTACKS = PROJECT / "tests" / "attacks"
 
 
 @contextlib.contextmanager
-def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple[Confinement, Callable[[], WorkerClient]]]:
+def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple[Confinement, Callable[..., WorkerClient]]]:
     """A worker's confinement with `source` loaded as module `student`, confined as the grader would
     confine it (namespaces where this machine has them, else a plain process as the worker account),
     and a function that forks a worker in it, ready to be called, as the harness does for each test."""
@@ -52,11 +52,14 @@ def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple
         # the harness's pool does (`WorkerPool.cpu_count`); without one, the limits' bound holds.
         cpu = (lambda: GroupCPU(confinement.cpu_seconds)) if confinement.group is not None else None
 
-        def spawn() -> WorkerClient:
+        def spawn(wait: bool = True) -> WorkerClient:
+            """A worker, ready; without `wait`, one whose fork's answer is not read yet (a spare)."""
             client = WorkerClient(confinement=confinement, module="student", limits=job.limits,
-                                  output_path=str(base / "private" / f"output-{len(started)}.txt"), cpu=cpu)
+                                  output_path=str(base / "private" / f"output-{len(started)}.txt"), cpu=cpu,
+                                  wait=wait)
             started.append(client)
-            client.wait_ready()
+            if wait:
+                client.wait_ready()
             return client
 
         try:

@@ -24,7 +24,7 @@ STATE = re.compile(r'data-state="(\w+)"')
 
 def grader_command(*args: str) -> list[str]:
     """`grader ...` from this checkout (the installed script may point at another one)."""
-    return [sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())", *args]
+    return [sys.executable, "-c", "import sys; from grader.__main__ import run; sys.exit(run())", *args]
 
 
 def child_env() -> dict[str, str]:

@@ -15,10 +15,12 @@ from importlib.metadata import version
 
 import pytest
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from grader.cli import BELOW, EXAMPLES, build_parser, main, subcommands, threshold
 from grader.cli.console import PipedConsole
-from grader.cli.terminal import print_summary
+from grader.cli.terminal import print_summary, tests_table
 from grader.core.scorecard import SCHEMA_VERSION, Scorecard
 from grader.core.scorecard import TestResult as Result
 from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
@@ -165,6 +167,31 @@ def test_the_terminal_table_shows_test_ids_whole_and_student_text_as_text():
                          max_score=2, reason="line 1: [bold]x[/bold]")
     print_summary(rejected, Console(file=out, width=100, color_system=None))
     assert "line 1: [bold]x[/bold]" in out.getvalue()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("color", [None, "standard"])
+def test_the_tests_table_laid_out_where_it_fits_reads_as_rich_lays_it_out(color):
+    statuses = ["passed", "failed", "timeout", "crashed", "error"]
+    tests = [Result(id=f"t::test_{i}", name=f"test_{'x' * (i % 7)}_{i}[case-{i}]", suite=("visible", "hidden")[i % 2],
+                    status=statuses[i % 5], score=i % 3, max_score=2 + i % 11,
+                    message=["", "expected [1, 2] got 3", "漢字 wide ✓ text\nsecond line", "\x1b[31m[red]"][i % 4])
+             for i in range(23)]
+    card = Scorecard(exercise="e", tier="free", submission_sha256="0" * 64, status="graded", score=0, max_score=2,
+                     tests=tests, reason="")
+
+    def shown(laid_out: bool) -> str:
+        out = io.StringIO()
+        console = PipedConsole(file=out, width=140, force_terminal=color is not None, color_system=color)
+        console.print(tests_table(card, console.width, laid_out))
+        return out.getvalue()
+
+    laid, by_rich = shown(True), shown(False)
+    assert isinstance(tests_table(card, 140), Text) and isinstance(tests_table(card, 60), Table)
+    assert re.sub(r"\x1b\[[0-9;]*m", "", laid) == re.sub(r"\x1b\[[0-9;]*m", "", by_rich)
+    assert laid.count("\n") == len(tests) + 1 and "\\x1b[31m[red]" in laid
+    if color:  # each status in its colour, as rich shows it
+        assert "\x1b[31mfailed" in laid and "\x1b[33mtimeout" in laid and "\x1b[35mcrashed" in laid
 
 
 def test_a_summary_written_to_a_pipe_keeps_each_test_id_on_one_line(capsys, monkeypatch):

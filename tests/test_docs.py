@@ -119,7 +119,7 @@ def test_the_readme_keeps_the_two_commands_ci_runs():
 
 def commands_in_help(*words: str) -> list[str]:
     """The subcommands `grader WORDS --help` lists, read from the help text as a user sees it."""
-    done = subprocess.run([sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())",
+    done = subprocess.run([sys.executable, "-c", "import sys; from grader.__main__ import run; sys.exit(run())",
                            *words, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     listed = done.stdout.split("positional arguments:", 1)[-1].split("\n\n", 1)[0]
@@ -206,7 +206,7 @@ def test_the_readme_shows_what_its_own_install_prints():
     command = next(line for line in README.splitlines() if line.startswith("grader grade exercises/")
                    and "--tier free" in line).split(" | ")[0].split()
     assert command[-2:] == ["--json", "-"]
-    code = "import sys; sys.modules['docker'] = None; from grader.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; sys.modules['docker'] = None; from grader.__main__ import run; sys.exit(run(sys.argv[1:]))"
     done = subprocess.run([sys.executable, "-c", code, *command[1:-2]], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "COLUMNS": "5000", "NO_COLOR": "1"}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -4,14 +4,15 @@
   itself: it is what ships into the confinement, whole, and nothing else is on a worker's path.
 - `grader.harness` (the trusted in-sandbox side) imports the standard library, pytest, itself and the
   confined package: the sandbox holds nothing else of the grader.
-- The host (every other module of `grader`) imports of the sandbox's code the contract alone.
+- The host (every other module of `grader`) imports of the sandbox's code the contract alone, and the
+  line that starts a sandbox's Python (`grader.harness.start`, light enough to import before anything else).
 
 And the host's layers (`FLOORS`), each importing only what lies on the floors below it, never a package
 on its own floor or above: `core` (an exercise, its grading, the scorecard, the `Backend` protocol the
 sandboxes implement) knows no sandbox, and no sandbox the grading that uses it; `core` knows no
 diagnosis either (whoever grades for a person passes it in); `report` knows no course, service, web
 page or LMS; the web knows no LMS (grader/lti, above it, hands its pages in); the command line is the
-top, where they are all put together.
+top, where they are all put together (under the `grader` command's own start, `grader/__main__.py`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def test_the_harness_imports_only_pytest_itself_and_the_confined_package(path):
 @pytest.mark.parametrize("path", host_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_host_imports_of_the_sandbox_side_the_contract_alone(path):
     wrong = [f"{path.relative_to(PACKAGE)}:{line}: {module}" for line, module in imports(path)
-             if module.startswith(("grader.harness", "grader.confined")) and module != "grader.harness.contract"]
+             if module.startswith(("grader.harness", "grader.confined"))
+             and module not in ("grader.harness.contract", "grader.harness.start")]
     assert not wrong, wrong
 
 
@@ -97,6 +99,7 @@ FLOORS = [
     ("web",),
     ("lti", "bundles"),
     ("cli",),
+    ("__main__",),
 ]
 # What each layer of the host may not import: every package on its floor or above, itself aside.
 LAYERS = {layer: tuple(f"grader.{other}" for above in FLOORS[floor:] for other in above if other != layer)

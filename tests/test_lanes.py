@@ -59,33 +59,38 @@ def test_each_lane_runs_its_workers_as_an_account_of_its_own():
     card = grade(WHO_AM_I, 2)
     assert card.status == "graded" and card.score == 0, card.reason
     uids = [re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests]
-    assert len(set(uids)) == 2 and "0" not in uids
-    # The tests alternate between the lanes, in collection order.
-    assert uids[0::2] == [uids[0]] * len(uids[0::2]) and uids[1::2] == [uids[1]] * len(uids[1::2])
+    assert len(set(uids)) == 2 and "0" not in uids  # each lane took tests as it was free
 
 
-LANE_KILLER = '''import os
+LANE_KILLER = '''
+import os
+
+import pytest
 
 
-def die_in_the_second_lane(config):
+def _second_lane(config):
     from grader.harness.plugin import GRADING  # the harness's own state: this suite is trusted code
 
-    if config.stash[GRADING].harness.lanes.number:  # not the first lane
+    grading = config.stash.get(GRADING, None)  # None where the host lists the tests
+    return grading is not None and grading.harness.lanes.number > 0
+
+
+def pytest_runtest_setup(item):
+    if _second_lane(item.config):  # the first test the second lane takes: it dies midway through the run
         os.kill(os.getpid(), 9)
 
 
-def test_the_second_lane_dies_here(pytestconfig):
-    die_in_the_second_lane(pytestconfig)
-
-
-def test_or_here(pytestconfig):  # two tests in a row: one of them is the second lane's, whatever comes before
-    die_in_the_second_lane(pytestconfig)
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    if _second_lane(session.config):  # a second lane that took no test dies before it sends its results
+        os.kill(os.getpid(), 9)
 '''
 
 
 def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
     folder = exercise_copy(tmp_path)
-    (tmp_path / "hidden_tests" / EXERCISE / "test_zz_lane_killer.py").write_text(LANE_KILLER)
+    conftest = tmp_path / "hidden_tests" / EXERCISE / "conftest.py"
+    conftest.write_text(conftest.read_text() + LANE_KILLER)
     exercise = load_exercise(folder)
     control = grade(REFERENCE.read_bytes(), 1, exercise)
     assert control.status == "graded" and control.score == control.max_score  # one lane: nothing dies
@@ -131,3 +136,69 @@ def test_without_a_free_account_for_a_second_lane_a_grading_runs_in_one(monkeypa
         pytest.skip(f"the one account of the range is in use: {exc}")
     assert card.status == "graded", card.reason
     assert len({re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests}) == 1
+
+
+TIMEOUTS = '''
+import time
+
+from grader.harness.stops import CallTimeout
+
+
+def endless(call):
+    raise CallTimeout(f"{call} did not finish within 5 s (is there an endless loop?)")
+
+
+def test_t1_slow():
+    time.sleep(0.4)
+
+
+def test_t2_loops():
+    endless("schedule()")
+
+
+def test_t3_passes():
+    pass
+
+
+def test_t4_loops():
+    endless("complete()")
+
+
+def test_t5_slow():
+    time.sleep(0.2)
+
+
+def test_t6_loops():
+    endless("add()")
+
+
+def test_t7_would_pass():
+    pass
+
+
+def test_t8_would_loop():
+    endless("schedule()")
+
+
+def test_t9_would_pass():
+    time.sleep(0.1)
+'''
+
+
+def test_past_the_timeouts_two_lanes_leave_the_tests_one_lane_leaves_unrun(tmp_path):
+    """Which lane runs a test is a matter of timing (each takes the next as soon as it is free), so the
+    rule that stops a grading after its third timeout is settled over the whole run in collection order:
+    the tests after the third timeout are not run, whichever lane ran them, as with one lane."""
+    folder = exercise_copy(tmp_path)
+    (tmp_path / "hidden_tests" / EXERCISE / "test_zz_timeouts.py").write_text(TIMEOUTS)
+    exercise = load_exercise(folder)
+    one, two = grade(REFERENCE.read_bytes(), 1, exercise), grade(REFERENCE.read_bytes(), 2, exercise)
+    assert one.status == "graded", one.reason
+    assert view(two) == view(one)
+    statuses = {t.name: t.status for t in two.tests if re.match(r"test_t\d_", t.name)}
+    assert statuses == {"test_t1_slow": "passed", "test_t2_loops": "timeout", "test_t3_passes": "passed",
+                        "test_t4_loops": "timeout", "test_t5_slow": "passed", "test_t6_loops": "timeout",
+                        "test_t7_would_pass": "timeout", "test_t8_would_loop": "timeout",
+                        "test_t9_would_pass": "timeout"}
+    assert all(t.message.startswith("not run: your code already ran out of time in 3 tests") for t in two.tests
+               if t.name in ("test_t7_would_pass", "test_t8_would_loop", "test_t9_would_pass"))

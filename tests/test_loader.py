@@ -173,3 +173,46 @@ def test_a_loader_that_does_not_fork_costs_its_confinement_not_the_running_test(
         # was not touched.
         assert confinement.broken
         assert running.lookup("bump")() == 1
+
+
+def test_a_spares_fork_is_answered_when_its_pid_is_first_needed():
+    """A spare worker is ordered while a test runs and the zygote's answer read only when it is needed:
+    here while the running worker's end is awaited, the answer arriving first."""
+    with confinement_for(WHERE) as (confinement, spawn):
+        running = spawn()
+        spare = spawn(wait=False)
+        assert spare.process._pid is None and confinement.forking == [spare.process]  # nothing read yet
+        running.close()  # awaits the zygote's note of its end, which comes after the spare's answer
+        assert confinement.forking == [] and spare.process._pid is not None
+        spare.wait_ready()
+        assert spare.lookup("bump")() == 1
+        spare.close()
+        assert not confinement.broken
+
+
+class _Gone:
+    """A confinement whose zygote no longer answers."""
+
+    broken, namespaced = False, True
+
+    def _next(self, deadline):
+        raise ZygoteUnavailable("the zygote closed its socket")
+
+    def kill(self, pid):
+        raise AssertionError("a fork that never happened has nothing to kill")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("answer", [{"refused": "the loader did not fork"}, None])
+def test_a_spare_whose_fork_was_refused_or_never_answered_is_ended_as_killed(answer):
+    from grader.confined import control
+    from grader.harness.confine import ForkedProcess
+
+    process = ForkedProcess(_Gone())
+    if answer is not None:
+        process.answered({control.REFUSED: answer["refused"]})
+    with pytest.raises(ZygoteUnavailable, match="refused" if answer else "closed its socket"):
+        process.resolve()
+    assert process.confinement.broken
+    process.kill()  # nothing to kill, nothing raised
+    assert process.poll() == process.wait() == -9 and process.seen_as() is None

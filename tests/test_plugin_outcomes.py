@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
-from grader.harness.contract import Job, Suite
+from grader.harness.contract import Job, Suite, TestRecord
+from grader.harness.lanes import LaneReport
+from grader.harness.outcomes import not_run_after_timeouts, not_run_message, settle_timeouts
 from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin
 from grader.harness.state import HarnessState
 
@@ -140,6 +142,56 @@ def test_7_would_loop():
     for name in ("test_6_would_pass", "test_7_would_loop"):
         assert records[name].message == ("not run: your code already ran out of time in 3 tests of this grading, "
                                          "so the tests left are not run (is there an endless loop?)")
+
+
+def _records(outcomes: str) -> dict[str, TestRecord]:
+    """Records in collection order, one a letter: p passed, f failed, t timed out, n not run for the timeouts
+    rule, g not run for the grading's time."""
+    found = {}
+    for at, kind in enumerate(outcomes):
+        status = {"p": "passed", "f": "failed"}.get(kind, "timeout")
+        message = {"t": "schedule() did not finish within 5 s", "n": not_run_after_timeouts(3),
+                   "g": not_run_message(160)}.get(kind, "")
+        found[f"t::test_{at}"] = TestRecord(f"t::test_{at}", "hidden", f"test_{at}", "", status, message,
+                                            output="" if kind in "ng" else "printed")
+    return found
+
+
+def _settled(outcomes: str, import_failed_at: tuple[int, ...] = ()) -> str:
+    records = _records(outcomes)
+    report = LaneReport({nodeid: {"n": "timeouts", "g": "time"}[kind] for nodeid, kind in
+                         zip(records, outcomes) if kind in "ng"}, [f"t::test_{at}" for at in import_failed_at])
+    settle_timeouts(records, 3, report)
+    kinds = ""
+    for record in records.values():
+        if record.message.startswith("not run: your code already"):
+            assert record.message == not_run_after_timeouts(3) and record.output == "", record
+            kinds += "n"
+        else:
+            kinds += {"passed": "p", "failed": "f"}.get(record.status, "g" if "grading's time" in record.message else "t")
+    return kinds
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("lanes_made", "one_lane_makes"), [
+    ("ptpttpppft", "ptpttnnnnn"),  # a lane with fewer timeouts ran the tests after the third: not run all the same
+    ("ptttnnn", "ptttnnn"),  # as one lane made them
+    ("tfttptn", "tfttnnn"),  # the message of the lane that stopped is the whole run's
+    ("ttggtpp", "ttggtnn"),  # the grading's time: said as such, and not a timeout of the submission's
+    ("pftp", "pftp"),
+])
+def test_past_the_third_timeout_in_collection_order_the_tests_left_are_not_run(lanes_made, one_lane_makes):
+    """Lanes take tests as they are free, so which lane saw which timeout is a matter of timing: the rule is
+    settled over the merged records, as one lane running them in order applies it."""
+    assert _settled(lanes_made) == one_lane_makes
+
+
+@pytest.mark.unit
+def test_after_the_imports_failure_each_test_keeps_its_own_timeout():
+    """An import that timed out fails every later test by itself (one lane does not apply the rule then)."""
+    assert _settled("ptttttt", import_failed_at=(1,)) == "ptttttt"
+    # A failure after the third timeout (in another lane) is not one the run in order would have met.
+    assert _settled("ptttpttt", import_failed_at=(5,)) == "ptttnnnn"
 
 
 def test_a_failure_outside_the_test_body_is_an_error_and_a_fail_keeps_the_authors_words(grade_suite):

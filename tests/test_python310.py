@@ -42,7 +42,7 @@ def py310(tmp_path_factory) -> tuple[str, dict[str, str]]:
 
 def grade(py310: tuple[str, dict[str, str]], source: Path, card: Path, *options: str) -> dict:
     interpreter, env = py310
-    done = subprocess.run([interpreter, "-m", "grader.cli", "grade", str(source), "--exercise", "continuous_batching",
+    done = subprocess.run([interpreter, "-m", "grader", "grade", str(source), "--exercise", "continuous_batching",
                            "--sandbox", "local", "--json", str(card), *options], env=env, cwd=PROJECT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

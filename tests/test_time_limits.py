@@ -327,7 +327,7 @@ def test_correct_code_keeps_full_marks_under_tight_limits_on_a_crowded_cpu(tmp_p
     # A grader of its own, started under the contention: every process of the grading inherits it (one
     # that this process had started before, a waiting sandbox, would not).
     with contention():
-        subprocess.run([sys.executable, "-c", "import sys; from grader.cli import main; sys.exit(main())",
+        subprocess.run([sys.executable, "-c", "import sys; from grader.__main__ import run; sys.exit(run())",
                         "grade", str(submission), "--exercise", str(exercise), "--tier", "free",
                         "--sandbox", "local", "--json", str(result)], check=True, stdout=subprocess.DEVNULL)
     card = Scorecard.from_dict(json.loads(result.read_text()))

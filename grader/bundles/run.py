@@ -14,7 +14,7 @@
    autograder could not produce a result, with the submission id to quote.
 4. `grader export card.json --format PLATFORM -o RESULTS` writes the platform's results.json.
 
-Each step is a `python3 -m grader.cli` process, so a crash in grading still leaves the runner to
+Each step is a `python3 -m grader` process, so a crash in grading still leaves the runner to
 report it. The runner exits 0 whenever results.json is written, whatever the outcome: PrairieLearn
 reads results.json only after an exit status 0. If the export itself fails, no results.json is written
 and the runner exits 1; the platform's shell script (`files/run_autograder`, `files/entrypoint`) then
@@ -89,7 +89,7 @@ def refusal(files: list[Path], folder: Path, expected: str) -> str | None:
 
 
 def grader_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "grader.cli", *arguments]
+    return [sys.executable, "-m", "grader", *arguments]
 
 
 def export_command(card: Path, platform: Platform, hidden_visibility: str | None) -> list[str]:

@@ -1,4 +1,5 @@
-"""`python -m grader.cli`: what the `grader` console script runs (the platform bundles call it so)."""
+"""`python -m grader.cli`: the command line alone. `python -m grader`, what the console script runs (and the
+platform bundles), also starts a grading's harness before it reads its command line."""
 
 import sys
 

@@ -54,11 +54,15 @@ def ranked(card: Scorecard, signatures: Signatures) -> list[tuple[float, Signatu
     return sorted(scored, key=lambda pair: -pair[0])
 
 
+def has_failures(card: Scorecard) -> bool:
+    """Whether the card has anything to diagnose: a graded run short of full marks, with a test not passed."""
+    return card.status == "graded" and card.score < card.max_score and any(t.status != "passed" for t in card.tests)
+
+
 def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
     """The misconceptions the card's failures look like, the closest first; none for a run that is not
     `graded`, has full marks or fails like no mutant."""
-    if card.status != "graded" or card.score >= card.max_score or signatures.exercise != card.exercise \
-            or all(t.status == "passed" for t in card.tests):
+    if not has_failures(card) or signatures.exercise != card.exercise:
         return []
     scored = ranked(card, signatures)
     if not scored or scored[0][0] < THRESHOLD:
@@ -74,6 +78,9 @@ def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
 
 
 def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:
-    """`diagnose` against the exercise's current signatures; none without a current file."""
+    """`diagnose` against the exercise's current signatures; none without a current file (which is not
+    even read for a card with nothing to diagnose)."""
+    if not has_failures(card):
+        return []
     signatures = current_signatures(exercise)
     return diagnose(card, signatures) if signatures is not None else []

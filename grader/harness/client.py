@@ -50,7 +50,8 @@ class WorkerClient:
     """One worker process: one submission import, many calls, one test."""
 
     def __init__(self, *, confinement: Confinement, module: str, limits: Limits, output_path: str,
-                 env: dict[str, str] | None = None, cpu: Callable[[], CPUCount] | None = None) -> None:
+                 env: dict[str, str] | None = None, cpu: Callable[[], CPUCount] | None = None,
+                 wait: bool = True) -> None:
         self.limits = limits
         self.output_path = output_path
         self.codec = Codec(self, self._violation)
@@ -63,7 +64,7 @@ class WorkerClient:
         try:
             self.process: ForkedProcess = confinement.fork(
                 env=env if env is not None else WORKER_ENV, module=module,
-                fds=(to_worker_r, from_worker_w, output))
+                fds=(to_worker_r, from_worker_w, output), wait=wait)
         except ZygoteUnavailable:
             for fd in (to_worker_w, from_worker_r):
                 os.close(fd)

@@ -134,6 +134,7 @@ class Confinement:
             theirs.close()
         self.channel = ours
         self.exits: dict[int, int] = {}
+        self.forking: list[ForkedProcess] = []  # the forks asked for whose answer has not been read yet
         self.broken = False
         self.loaded = False
 
@@ -149,21 +150,23 @@ class Confinement:
         finally:
             os.close(fd)
 
-    def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int]) -> ForkedProcess:
+    def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int], wait: bool = True) -> ForkedProcess:
+        """A worker forked by the zygote. Without `wait`, the zygote's answer (the worker's pid, or its
+        refusal) is read when it is first needed (`ForkedProcess.resolve`): a spare worker's fork then
+        costs the test running meanwhile nothing."""
         if self.broken or not self.loaded:
             raise ZygoteUnavailable("the zygote is gone" if self.broken else "no submission was loaded")
         request = {control.OP: control.FORK, control.ENV: env, control.MODULE: module}
         try:
             control.send(self.channel, request, fds)
-            while True:
-                message = self._next(None)
-                if control.PID in message:
-                    return ForkedProcess(self, int(message[control.PID]))
-                if control.REFUSED in message:
-                    raise ZygoteUnavailable(f"the zygote refused the fork: {str(message[control.REFUSED])[:300]}")
-        except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable) as exc:
+        except OSError as exc:
             self.broken = True
             raise ZygoteUnavailable(str(exc)) from None
+        process = ForkedProcess(self)
+        self.forking.append(process)  # the zygote answers its forks in order
+        if wait:
+            process.resolve()
+        return process
 
     def kill(self, pid: int) -> None:
         """Kill one worker's group. Outside a PID namespace the harness does it itself as well."""
@@ -210,6 +213,8 @@ class Confinement:
         message = control.decode(data)
         if control.EXIT in message:
             self.exits[int(message[control.EXIT])] = int(message[control.CODE])
+        elif (control.PID in message or control.REFUSED in message) and self.forking:
+            self.forking.pop(0).answered(message)
         return message
 
     def unable(self) -> str | None:
@@ -314,15 +319,56 @@ def pid_in_namespace(root: int, pid: int) -> int | None:
 class ForkedProcess:
     """A worker forked by the zygote, with the part of `subprocess.Popen`'s interface the client uses."""
 
-    def __init__(self, confinement: Confinement, pid: int) -> None:
-        self.confinement, self.pid = confinement, pid
+    def __init__(self, confinement: Confinement) -> None:
+        self.confinement = confinement
+        self._pid: int | None = None  # once the zygote has answered the fork
+        self.refused: str | None = None
         self.returncode: int | None = None
         self._seen_as: int | None = None
+
+    def answered(self, message: dict[str, Any]) -> None:
+        if control.PID in message:
+            self._pid = int(message[control.PID])
+        else:
+            self.refused = str(message[control.REFUSED])[:300]
+
+    def resolve(self) -> int:
+        """The worker's pid in the confinement, once the zygote has answered its fork (waiting for the
+        answer, as long as the zygote is there to give it). ZygoteUnavailable when it refused the fork or
+        did not answer: the confinement is then marked broken."""
+        confinement = self.confinement
+        while self._pid is None:
+            if self.refused is not None:
+                confinement.broken = True
+                raise ZygoteUnavailable(f"the zygote refused the fork: {self.refused}")
+            if confinement.broken:
+                raise ZygoteUnavailable("the zygote is gone")
+            try:
+                confinement._next(None)
+            except (OSError, ValueError, KeyError, TypeError, ZygoteUnavailable) as exc:
+                confinement.broken = True
+                raise ZygoteUnavailable(str(exc)) from None
+        return self._pid
+
+    @property
+    def pid(self) -> int:
+        return self.resolve()
+
+    def _forked(self) -> bool:
+        """Whether a worker exists to act on; a fork that never happened ends as killed (a zygote that is
+        gone takes its workers along)."""
+        try:
+            self.resolve()
+            return True
+        except ZygoteUnavailable:
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL
+            return False
 
     def seen_as(self) -> int | None:
         """The worker's pid in this process's /proc (for the time it waited for a CPU), None when it is
         gone or cannot be found."""
-        if self.returncode is not None:
+        if self.returncode is not None or not self._forked():
             return None
         if not self.confinement.namespaced:
             return self.pid
@@ -333,7 +379,7 @@ class ForkedProcess:
     def kill(self, timeout: float | None = None, wait: bool = True) -> None:
         """Kill the worker's group and (unless `wait` is False: then `await_end` follows) wait for the
         zygote's note of its end."""
-        if self.returncode is not None:
+        if self.returncode is not None or not self._forked():
             return
         self.confinement.kill(self.pid)
         if wait:
@@ -350,12 +396,12 @@ class ForkedProcess:
         return not self.confinement.broken
 
     def poll(self) -> int | None:
-        if self.returncode is None:
+        if self.returncode is None and self._forked():
             self.returncode = self.confinement.exit_code(self.pid, 0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
+        if self.returncode is None and self._forked():
             self.returncode = self.confinement.exit_code(self.pid, timeout)
         if self.returncode is None:
             if self.confinement.broken:

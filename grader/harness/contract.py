@@ -27,7 +27,7 @@ import re
 import struct
 import textwrap
 import zipfile
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -47,6 +47,7 @@ from grader.confined.forking import stat_number as stat_number
 from grader.confined.limits import Limits as Limits
 from grader.confined.processes import wait_for_exit as wait_for_exit
 from grader.confined.restrict import seccomp_program as seccomp_program
+from grader.harness.start import bootstrap as bootstrap
 
 RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
@@ -56,15 +57,6 @@ INPUT_FRAME = struct.Struct(">Q")
 MAX_INPUT_BYTES = 1 << 30
 # The worker side: the `grader.confined` package, whole, shipped to the worker as one zip.
 CONFINED_PACKAGE = "confined"
-
-
-def bootstrap(root: str, module: str, function: str, paths: Sequence[str] = ()) -> str:
-    """The `python3 -I -c` program that puts `root` (a folder or zip holding `grader/`) first on the
-    path, `paths` last, and calls `module.function()`. -I keeps the environment and the current folder
-    out of it; with -S too, `paths` names the site folders (without running their .pth files)."""
-    extend = f"sys.path.extend({list(paths)!r}); " if paths else ""
-    return (f"import sys; sys.path.insert(0, {root!r}); {extend}"
-            f"from {module} import {function}; sys.exit({function}())")
 
 
 @dataclass

@@ -5,13 +5,16 @@ When the job names accounts for extra lanes (the local backend does for a single
 the tier has tests enough for each), the harness forks a helper per extra lane as soon as it has its job,
 before anything of the run: each lane then starts its own confinement and collects the tests itself, at
 the same time as the first. The first lane reads the submission and hands each helper a copy through a
-pipe of its own, which the helper reads as the first lane reads its standard input. Lane k of n runs the
-tests k, k+n, k+2n... of the collection order; every test still gets a fresh worker, and each lane has its
-own worker account and its own confinement (its own zygote and namespaces), so no lane's workers can
-reach or starve another's. A helper sends its records, and the tests it collected, through a pipe when
-its session ends; the first lane merges them in collection order before writing the results. A helper
-that ends without sending them, or that collected other tests, makes the run an error: the grader cannot
-vouch for tests it has no result of.
+pipe of its own, which the helper reads as the first lane reads its standard input. The lanes take the
+tests in collection order, each the next one no lane has taken as soon as it is free (`claim`, a counter
+the lanes share under a lock), so that they end together however long each test takes; every test still
+gets a fresh worker, and each lane has its own worker account and its own confinement (its own zygote and
+namespaces), so no lane's workers can reach or starve another's. A helper sends its records, the tests it
+collected and what decided how its tests ran (`LaneReport`) through a pipe when its session ends; the
+first lane merges them in collection order before writing the results. A helper that ends without sending
+them, or that collected other tests, makes the run an error: the grader cannot vouch for tests it has no
+result of. Which lane ran a test is a matter of timing, so nothing of a grade may depend on it: a rule
+that looks at earlier tests (`outcomes.settle_timeouts`) is settled on the merged records.
 
 A harness process keeps its part in the lanes in a `Lanes`; what a lane needs of the rest of the harness
 (its problems, its records, how a forked process becomes a helper) it is handed, never reaches for.
@@ -19,6 +22,7 @@ A harness process keeps its part in the lanes in a `Lanes`; what a lane needs of
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 # How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]), reading
 # its run from the given file: the harness's own business (its folder, output, account and confinement).
 BecomeHelper = Callable[[int, list[int | None], BinaryIO], None]
+CLAIM_BYTES = 8  # the shared count of tests taken
 
 
 @dataclass
@@ -47,6 +52,16 @@ class Helper:
 
 
 @dataclass
+class LaneReport:
+    """What decided how a lane's tests ran, beside their records: the tests it recorded without running
+    them (and why: "time" for the grading's time, "timeouts" for the timeouts rule), and the test during
+    which its worker's import of the submission first failed."""
+
+    not_run: dict[str, str] = field(default_factory=dict)
+    import_failed_at: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Lanes:
     """One harness process's part in its grading's lanes."""
 
@@ -55,6 +70,7 @@ class Lanes:
     helpers: list[Helper] = field(default_factory=list)  # the first lane's helpers
     results: int | None = None  # a helper's pipe to the first lane
     order: list[str] = field(default_factory=list)  # every test of the run, in collection order, once shared
+    claims: int | None = None  # a memory file the lanes share: the number of tests taken so far
 
     def pids(self) -> list[int]:
         """The helpers' pids: harness processes of this grading, which a sweep of its processes spares."""
@@ -65,6 +81,9 @@ class Lanes:
         `become_helper` has set it up."""
         parent = os.getpid()
         self.count = len(accounts) + 1
+        if self.count > 1:
+            self.claims = os.memfd_create("grader-claims")  # closed on exec: no worker, zygote or loader has it
+            os.pwrite(self.claims, bytes(CLAIM_BYTES), 0)
         for number in range(1, self.count):
             results_read, results_write = os.pipe()
             run_read, run_write = os.pipe()
@@ -98,16 +117,29 @@ class Lanes:
                 os.close(helper.run)
 
     def share(self, session: pytest.Session) -> None:
-        """Keep this lane's share of the collected tests."""
-        if self.count < 2:
-            return
-        items = list(session.items)
-        self.order = [item.nodeid for item in items]
-        session.items[:] = items[self.number::self.count]
+        """Note the collected tests' order, which every lane must have collected alike."""
+        if self.count > 1:
+            self.order = [item.nodeid for item in session.items]
 
-    def send(self, problems: list[str], records: Iterable[TestRecord]) -> NoReturn:
-        """In a helper, at the end of its session: its records and problems to the first lane, then leave."""
-        document = {"problems": problems, "tests": [record.to_dict() for record in records], "order": self.order}
+    def claim(self, tests: int) -> int | None:
+        """The position (in collection order) of the next of `tests` tests that no lane has taken, now
+        this lane's; None when all are taken."""
+        assert self.claims is not None, "lanes share a counter from their fork on"
+        fcntl.lockf(self.claims, fcntl.LOCK_EX)  # a lock of this process's: the forked lanes exclude each other
+        try:
+            taken = int.from_bytes(os.pread(self.claims, CLAIM_BYTES, 0), "little")
+            if taken >= tests:
+                return None
+            os.pwrite(self.claims, (taken + 1).to_bytes(CLAIM_BYTES, "little"), 0)
+            return taken
+        finally:
+            fcntl.lockf(self.claims, fcntl.LOCK_UN)
+
+    def send(self, problems: list[str], records: Iterable[TestRecord], report: LaneReport) -> NoReturn:
+        """In a helper, at the end of its session: its records, problems and report to the first lane, then
+        leave."""
+        document = {"problems": problems, "tests": [record.to_dict() for record in records], "order": self.order,
+                    "not_run": report.not_run, "import_failed_at": report.import_failed_at}
         data = json.dumps(document).encode()
         pipe = self.results
         assert pipe is not None, "only a helper lane sends, and it has its pipe"
@@ -118,9 +150,10 @@ class Lanes:
         finally:
             os._exit(0)
 
-    def gather(self, problems: list[str], records: dict[str, TestRecord]) -> dict[str, TestRecord]:
+    def gather(self, problems: list[str], records: dict[str, TestRecord], report: LaneReport) -> dict[str, TestRecord]:
         """In the first lane, at the end of its session: `records` with every helper's, in collection
-        order; a helper without them is added to `problems`, the run's."""
+        order, and the helpers' reports added to `report`, its own; a helper without them is added to
+        `problems`, the run's."""
         for helper in self.helpers:
             chunks = []
             while chunk := os.read(helper.results, 1 << 16):
@@ -130,6 +163,7 @@ class Lanes:
             try:
                 document: dict[str, Any] = json.loads(b"".join(chunks))
                 tests, sent, order = document["tests"], document["problems"], document["order"]
+                not_run, import_failed_at = dict(document["not_run"]), list(document["import_failed_at"])
             except (ValueError, KeyError, TypeError):
                 code = os.waitstatus_to_exitcode(status)
                 problems.append(f"lane {helper.number + 1} of the harness ended without results (exit status {code})")
@@ -137,6 +171,8 @@ class Lanes:
             if order != self.order:
                 problems.append(f"lane {helper.number + 1} of the harness collected other tests than the first")
             problems.extend(p for p in sent if p not in problems)
+            report.not_run.update(not_run)
+            report.import_failed_at.extend(import_failed_at)
             for entry in tests:  # a lane of this very harness wrote them: records as they were
                 record = TestRecord(**entry)
                 records[record.nodeid] = record

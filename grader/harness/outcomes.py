@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from grader.harness.contract import TestRecord, TestStatus
+from grader.harness.lanes import LaneReport
 from grader.harness.state import HARNESS_MEMORY_MB, HarnessState
 from grader.harness.stops import GradingStop, RemoteException
 
@@ -26,6 +27,29 @@ def not_run_message(total_s: float) -> str:
 def not_run_after_timeouts(count: int) -> str:
     return (f"not run: your code already ran out of time in {count} tests of this grading, so the tests left "
             "are not run (is there an endless loop?)")
+
+
+def settle_timeouts(records: dict[str, TestRecord], limit: int, report: LaneReport) -> None:
+    """The timeouts rule over the whole run, in collection order, as one harness running the tests one
+    after another applies it: once `limit` tests have timed out, the tests left are not run, until the
+    submission's import has failed (which then fails each test by itself). Each lane applies the rule to
+    its own tests as it goes, to stop early; which tests a lane ran is a matter of timing (`lanes`), so it
+    is settled here, on the merged records (`report`: what the lanes did not run, and where an import
+    first failed), and no grade depends on which lane ran what."""
+    count, import_failed = 0, False
+    for nodeid, record in records.items():
+        why = report.not_run.get(nodeid)
+        if why == "time":
+            continue  # the grading's time was spent before it: a matter of time, said as such
+        if not import_failed and count >= limit:
+            if why != "timeouts" or record.message != not_run_after_timeouts(count):
+                records[nodeid] = TestRecord(nodeid=nodeid, suite=record.suite, name=record.name,
+                                             description=record.description, status="timeout",
+                                             message=not_run_after_timeouts(count))
+            continue
+        if why is None and record.status == "timeout":
+            count += 1
+        import_failed = import_failed or nodeid in report.import_failed_at
 
 
 def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""

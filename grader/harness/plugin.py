@@ -28,6 +28,7 @@ from grader.harness.outcomes import (
     new_record,
     not_run_after_timeouts,
     not_run_message,
+    settle_timeouts,
 )
 from grader.harness.scenario import Scenario
 from grader.harness.state import SUITE, HarnessState
@@ -164,12 +165,33 @@ class GradingPlugin:
             # The grading's time is spent: the tests left fail without running, and the grading is graded
             # (the submission scores what it earned before), not an error the submission could choose.
             record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
+            harness.report.not_run[item.nodeid] = "time"
             return True
         # An import that timed out fails every later test at once (see `WorkerPool.start_worker`), saying why.
         if len(harness.timed_out) >= harness.job.limits.timed_out_tests and harness.pool.import_failure is None:
             record.status, record.message = "timeout", not_run_after_timeouts(len(harness.timed_out))
+            harness.report.not_run[item.nodeid] = "timeouts"
             return True
         return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """A lane's loop (`lanes`): it runs the next test no lane has taken, as soon as it is free. Each is
+        claimed one test ahead, so that pytest's teardown knows the test that comes next in this lane (a
+        module's fixtures are kept for it)."""
+        lanes = self.harness.lanes
+        if lanes.count < 2 or session.testsfailed or session.config.option.collectonly:
+            return None  # pytest's own loop, which says why it runs nothing
+        items = session.items
+        following = lanes.claim(len(items))
+        while following is not None:
+            item, following = items[following], lanes.claim(len(items))
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=None if following is None else items[following])
+            if session.shouldfail:
+                raise session.Failed(session.shouldfail)
+            if session.shouldstop:
+                raise session.Interrupted(session.shouldstop)
+        return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
@@ -245,6 +267,8 @@ class GradingPlugin:
             record.cpu_wait_s = round(clock.credited(), 3)
         if call.when == "teardown" and record.status == "timeout":
             harness.timed_out.append(record.name)
+        if call.when == "teardown" and harness.pool.import_failure is not None and not harness.report.import_failed_at:
+            harness.report.import_failed_at.append(item.nodeid)
         if report.skipped and record.status == "passed":
             record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
 
@@ -269,8 +293,9 @@ class GradingPlugin:
         if exitstatus not in (0, 1) and not harness.problems:  # a problem found already says why
             harness.problems.append(f"pytest ended with exit status {exitstatus}")
         if harness.lanes.number:
-            harness.lanes.send(harness.problems, harness.records.values())  # a helper lane leaves here
-        harness.records = harness.lanes.gather(harness.problems, harness.records)
+            harness.lanes.send(harness.problems, harness.records.values(), harness.report)  # a helper leaves here
+        harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report)
+        settle_timeouts(harness.records, harness.job.limits.timed_out_tests, harness.report)
         harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 
 

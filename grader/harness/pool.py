@@ -138,7 +138,9 @@ class WorkerPool:
         self.reap_strays()
         cgroups.remove_pending(tries=20)  # the groups whose last processes were reaped just now
 
-    def spawn(self) -> WorkerClient:
+    def spawn(self, wait: bool = True) -> WorkerClient:
+        """A new worker. Without `wait` the zygote's answer to its fork is read later (a spare's, when the
+        test it is for takes it, or when the test running ends)."""
         self.workers_started += 1
         output = os.path.join(self.job.at(self.base, self.job.private), f"output-{self.workers_started}.txt")
         failures: list[str] = []
@@ -146,7 +148,7 @@ class WorkerPool:
             confinement = self.confinement()
             try:
                 return WorkerClient(confinement=confinement, module=self.job.module, limits=self.job.limits,
-                                    cpu=self.cpu_count(),
+                                    cpu=self.cpu_count(), wait=wait,
                                     output_path=output if attempt == 0 else output + ".again")
             except ZygoteUnavailable as exc:
                 # The confinement is marked broken: the next attempt starts a new one. Its log is gone
@@ -188,15 +190,16 @@ class WorkerPool:
         if client.import_error is not None:
             self.import_failure = (client.import_error, "")
         elif not self.last_test:  # after the last test a spare would only be started to be killed
-            self.spare = self.spawn()
+            self.spare = self.spawn(wait=False)
         return client
 
     @staticmethod
     def survived(spare: WorkerClient) -> bool:
         """Whether a spare finished its import and is still there to take calls."""
         try:
+            spare.process.resolve()
             spare.wait_ready()
-        except GradingStop:
+        except (GradingStop, ZygoteUnavailable):
             return False
         return spare.import_error is not None or spare.idle()
 
@@ -211,7 +214,7 @@ class WorkerPool:
         swept = (confinement is not None and confinement.namespaced and not confinement.broken
                  and client.process.confinement is confinement)
         client.close(wait=not swept)
-        if self.spare is not None and self.spare.process.confinement.broken:
+        if self.spare is not None and (self.spare.process.confinement.broken or not self.spare_forked()):
             self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
             self.spare = None
         self.end_retired()
@@ -220,6 +223,16 @@ class WorkerPool:
             if not confinement.sweep(keep) or (swept and not client.process.await_end()):
                 self.end_confinement()
         self.reap_strays()
+
+    def spare_forked(self) -> bool:
+        """Whether the spare's fork was answered with a worker (read now if it was not yet)."""
+        if self.spare is None:
+            return False
+        try:
+            self.spare.process.resolve()
+        except ZygoteUnavailable:
+            return False
+        return True
 
     def reap_strays(self) -> None:
         """Kill what a worker left behind outside a PID namespace: as a subreaper, its orphans became

@@ -5,11 +5,13 @@ with `-I -S` and an environment of its own (`HARNESS_ENV`). Once started it impo
 harness, then waits for its job on its standard input (see `grader.harness.__main__`): until the job
 comes it holds nothing of an exercise. So a one-shot `grader grade` starts it first (`early_harness`),
 and the interpreter's start and pytest's import run beside the host's own work (its imports, the
-exercise, the isolation's check, the job's making) instead of after it.
+exercise, the isolation's check, the job's making) instead of after it. The `grader` command itself
+starts it for `grader grade` before it reads its command line (`start_first`, from `grader/__main__.py`);
+the grading takes that one (`early_harness`), and the command ends it if nothing did (`discard_first`).
 
 An early harness sits in the folder a grading in namespaces uses (this user's private jobs folder); a
 grading that needs another folder, or no local sandbox at all, discards it. Kept to light imports: the
-command line imports this module before anything else of a grading.
+command imports this module before anything else.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 import grader
-from grader.harness.contract import bootstrap
+from grader.harness.start import bootstrap
 from grader.sandbox.engine import engine_in_sight
 from grader.sandbox.folders import make_job_folder, private_folder, remove_owned_folder
 
@@ -105,12 +107,60 @@ def start_harness_process(base: Path, *options: str, pass_fds: tuple[int, ...] =
     return WaitingHarness(process, base, output)
 
 
+# The harness `start_first` started, until a grading takes it (`early_harness`) or the command ends it.
+_first: WaitingHarness | None = None
+
+
+def local_likely(sandbox: str) -> bool:
+    """Whether a grading with `--sandbox sandbox` will likely run in the local sandbox: `local`, or `auto`
+    with no Docker engine in sight."""
+    return sandbox == "local" or (sandbox == "auto" and not engine_in_sight())
+
+
+def sandbox_named(arguments: list[str]) -> str:
+    """The `--sandbox` of a command's arguments as a first look sees them (`--sandbox X`, `--sandbox=X`),
+    `auto` otherwise. Only a guess: the parsed command line decides what is done with the harness."""
+    for index, argument in enumerate(arguments):
+        if argument == "--sandbox" and index + 1 < len(arguments):
+            return arguments[index + 1]
+        if argument.startswith("--sandbox="):
+            return argument.partition("=")[2]
+    return "auto"
+
+
+def start_first(arguments: list[str]) -> None:
+    """Start the harness of `grader grade ARGUMENTS` before anything else, where it will likely be local."""
+    global _first
+    if _first is None and local_likely(sandbox_named(arguments)):
+        _first = _start_waiting()
+
+
+def discard_first() -> None:
+    """End the harness `start_first` started, unless a grading took it."""
+    global _first
+    first, _first = _first, None
+    if first is not None:
+        first.discard()
+
+
 def early_harness(sandbox: str) -> WaitingHarness | None:
-    """A harness started now for a grading that will likely run in the local sandbox (`--sandbox local`,
-    or `auto` with no Docker engine in sight), else None. Nothing is lost when it cannot start: the
-    grading then starts its own."""
-    if sandbox != "local" and (sandbox != "auto" or engine_in_sight()):
+    """A harness started early for a grading that will likely run in the local sandbox (`--sandbox local`,
+    or `auto` with no Docker engine in sight), else None: the one `start_first` started, else one started
+    now. Nothing is lost when it cannot start: the grading then starts its own."""
+    global _first
+    first, _first = _first, None
+    if not local_likely(sandbox):
+        if first is not None:
+            first.discard()
         return None
+    if first is not None and first.process.poll() is None:
+        return first
+    if first is not None:
+        first.discard()
+    return _start_waiting()
+
+
+def _start_waiting() -> WaitingHarness | None:
     try:
         base = make_job_folder(jobs_root())
     except Exception:
