@@ -20,7 +20,7 @@ from rich.text import Text
 
 from grader.cli import BELOW, EXAMPLES, build_parser, main, subcommands, threshold
 from grader.cli.console import PipedConsole
-from grader.cli.terminal import print_summary, tests_table
+from grader.cli.terminal import print_summary, table_of_tests
 from grader.core.scorecard import SCHEMA_VERSION, Scorecard
 from grader.core.scorecard import TestResult as Result
 from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB
@@ -171,7 +171,7 @@ def test_the_terminal_table_shows_test_ids_whole_and_student_text_as_text():
 
 @pytest.mark.unit
 @pytest.mark.parametrize("color", [None, "standard"])
-def test_the_tests_table_laid_out_where_it_fits_reads_as_rich_lays_it_out(color):
+def test_the_table_of_tests_laid_out_where_it_fits_reads_as_rich_lays_it_out(color):
     statuses = ["passed", "failed", "timeout", "crashed", "error"]
     tests = [Result(id=f"t::test_{i}", name=f"test_{'x' * (i % 7)}_{i}[case-{i}]", suite=("visible", "hidden")[i % 2],
                     status=statuses[i % 5], score=i % 3, max_score=2 + i % 11,
@@ -183,11 +183,11 @@ def test_the_tests_table_laid_out_where_it_fits_reads_as_rich_lays_it_out(color)
     def shown(laid_out: bool) -> str:
         out = io.StringIO()
         console = PipedConsole(file=out, width=140, force_terminal=color is not None, color_system=color)
-        console.print(tests_table(card, console.width, laid_out))
+        console.print(table_of_tests(card, console.width, laid_out))
         return out.getvalue()
 
     laid, by_rich = shown(True), shown(False)
-    assert isinstance(tests_table(card, 140), Text) and isinstance(tests_table(card, 60), Table)
+    assert isinstance(table_of_tests(card, 140), Text) and isinstance(table_of_tests(card, 60), Table)
     assert re.sub(r"\x1b\[[0-9;]*m", "", laid) == re.sub(r"\x1b\[[0-9;]*m", "", by_rich)
     assert laid.count("\n") == len(tests) + 1 and "\\x1b[31m[red]" in laid
     if color:  # each status in its colour, as rich shows it

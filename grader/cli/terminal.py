@@ -35,7 +35,7 @@ def table_rows(card: Scorecard) -> list[list[Text]]:
              Text(first_line(test.message))] for test in card.tests]
 
 
-def tests_table(card: Scorecard, width: int, laid_out: bool = True) -> RenderableType:
+def table_of_tests(card: Scorecard, width: int, laid_out: bool = True) -> RenderableType:
     """The table of the card's tests for a console `width` wide. Where every cell fits whole, its lines
     are laid out here as rich lays out the same table (each column as wide as its widest cell, two spaces
     between columns) in a fraction of rich's time (docs/benchmarks.md); `laid_out=False`, or a table too
@@ -77,7 +77,7 @@ def print_summary(card: Scorecard, console: Console | None = None) -> None:
     if card.status != "graded":
         console.print(Text(f"{card.status.upper()}: {without_surrogates(card.reason)}", style="red bold"))
     if card.tests:
-        console.print(tests_table(card, console.width))
+        console.print(table_of_tests(card, console.width))
     for suite, row in card.suites.items():
         console.print(Text(f"{card.suite_label(suite)}: {row['passed']}/{row['tests']} tests passed, "
                            f"{row['score']}/{row['max_score']} points"))

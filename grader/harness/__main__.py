@@ -24,7 +24,8 @@ import pytest
 
 from grader.confined.forking import INPUT_CLOSED, end_with_parent
 from grader.harness import plugin, state
-from grader.harness.contract import JOB_FILE, Job, read_input_frame, results_line
+from grader.harness.bytecode import install_bytecode
+from grader.harness.contract import JOB_FILE, TEST_FILES, Job, read_input_frame, results_line
 from grader.harness.unpack import unpack
 
 GC_YOUNG_THRESHOLD = 20_000  # new container objects between collections (Python's default: 700)
@@ -34,7 +35,7 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
     ini = os.path.join(job.at(base, job.private), "pytest.ini")
     # An ini of our own, so no configuration file near the suites (or a submission) can add options.
     with os.fdopen(os.open(ini, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "w") as handle:
-        handle.write("[pytest]\npython_files = test_*.py\n")
+        handle.write(f"[pytest]\npython_files = {TEST_FILES}\n")
     roots = [job.at(base, suite.path) for suite in job.suites]
     return [
         *roots,
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         unpack(io.BytesIO(read_input_frame(stdin)), Path(base))
     except EOFError:
         return INPUT_CLOSED  # closed before a job came: a warm sandbox that was never used
+    install_bytecode(base)  # the suites' modules, compiled by the host, where pytest and Python look first
     job = Job.from_json(Path(base, JOB_FILE).read_text(encoding="utf-8"))
     harness = state.HarnessState(job, base, stdin, fork_server)
     # Everything trusted is loaded before the first worker exists.

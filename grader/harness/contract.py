@@ -52,6 +52,10 @@ from grader.harness.start import bootstrap as bootstrap
 RESULTS_SCHEMA = 1
 RESULTS_MARKER = "GRADER-RESULTS"
 JOB_FILE = "secret/job.json"
+# The suites' modules compiled ahead by the host, for a harness that runs the host's own Python
+# (`grader.harness.bytecode`): a marshalled {path of a module: (its code, its code with pytest's asserts)}.
+BYTECODE_FILE = "secret/bytecode"
+TEST_FILES = "test_*.py"  # the harness's pytest collects these (and rewrites their asserts, as conftest.py's)
 ISOLATIONS = ("namespaces", "container", "account", "none")
 INPUT_FRAME = struct.Struct(">Q")
 MAX_INPUT_BYTES = 1 << 30

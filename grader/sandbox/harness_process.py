@@ -181,7 +181,7 @@ def start_harness(exercise: Exercise, tier: str, settings: WorkerSettings, accou
     base = waiting.base if waiting is not None else make_job_folder(parent)
     try:
         prepared = prepare_suites(exercise, tier)
-        layout = build_layout(exercise, tier, settings)
+        layout = build_layout(exercise, tier, settings, bytecode=True)  # the harness runs this Python
         if waiting is None:
             waiting = start_harness_process(base)
     except BaseException:
@@ -223,7 +223,7 @@ def start_fork_server(exercise: Exercise, tier: str, settings: WorkerSettings) -
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         prepared = prepare_suites(exercise, tier)
-        layout = build_layout(exercise, tier, settings)
+        layout = build_layout(exercise, tier, settings, bytecode=True)  # the harness runs this Python
         server = start_harness_process(base, "--fork-server", str(theirs.fileno()), pass_fds=(theirs.fileno(),))
     except BaseException:
         ours.close()

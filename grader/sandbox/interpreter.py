@@ -36,7 +36,6 @@ HARNESS_ENV = {
     "LANG": "C.UTF-8",
     # No plugin the machine happens to have installed may join the grading run.
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 
@@ -53,7 +52,9 @@ def harness_paths() -> list[str]:
 
 
 def harness_command(base: Path, *options: str) -> list[str]:
-    return [sys.executable, "-I", "-S", "-c",
+    # -B: a job's folder is gone with its grading, so no bytecode is written into it (-I ignores
+    # PYTHONDONTWRITEBYTECODE); what the host compiled ahead is read all the same (`grader.sandbox.bytecode`).
+    return [sys.executable, "-I", "-S", "-B", "-c",
             bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
             str(base), *options]
 

@@ -29,7 +29,18 @@ from grader.core.exercise import Exercise
 from grader.core.fingerprint import files_fingerprint
 from grader.core.seeding import KEY_FILE
 from grader.disk_cache import keep, read_cached
-from grader.harness.contract import JOB_FILE, Job, Run, Suite, input_frame, worker_files, worker_zip, zip_holds
+from grader.harness.contract import (
+    BYTECODE_FILE,
+    JOB_FILE,
+    Job,
+    Run,
+    Suite,
+    input_frame,
+    worker_files,
+    worker_zip,
+    zip_holds,
+)
+from grader.sandbox.bytecode import suites_bytecode
 from grader.sandbox.interpreter import HARNESS_PACKAGE as HARNESS_PACKAGE
 
 WORKER_ZIP = "pub/worker.zip"
@@ -142,8 +153,9 @@ def _worker_zip() -> bytes:
     return made
 
 
-def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> JobLayout:
-    """Everything a backend places in the sandbox for one grading of a tier, before the submission."""
+def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings, bytecode: bool = False) -> JobLayout:
+    """Everything a backend places in the sandbox for one grading of a tier, before the submission; with
+    `bytecode`, for a harness that runs this very Python, its suites' modules compiled (`bytecode`)."""
     prepared = prepare_suites(exercise, tier)
     entries = [
         Entry(".", None, 0o700 if settings.isolation == "namespaces" else 0o711),
@@ -151,6 +163,10 @@ def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings) -> Job
         Entry("pub", None, 0o755), Entry(WORKER_ZIP, _worker_zip(), 0o644),
         *prepared.entries,
     ]
+    compiled = suites_bytecode((entry.path, entry.data) for entry in prepared.entries
+                               if entry.data is not None and entry.path.endswith(".py")) if bytecode else None
+    if compiled is not None:
+        entries.append(Entry(BYTECODE_FILE, compiled, 0o600))
     job = Job(
         submission=exercise.submission_file, module=exercise.module, names=list(exercise.names),
         suites=list(prepared.suites), worker_code=WORKER_ZIP, worker_python=settings.python,
