@@ -8,7 +8,11 @@ never the machine's:
   grade    `grader grade SUBMISSION --exercise E --sandbox local --tier T`, the whole command (the
            console script's code, run from this checkout)
   pytest   a fresh `python -m pytest -p grader.harness.inprocess` of the tier's suites, the
-           submission imported into pytest itself, with the seed the grader gives it
+           submission imported into pytest itself, with the seed the grader gives it; the suites'
+           bytecode kept in their `__pycache__` from the round before, as any pytest run after the
+           first finds it (the floor `grade` is held to: its harness gets the suites compiled too)
+  cold     the same pytest compiling the suites afresh (their `__pycache__` removed, none written), as
+           a first run does
   import   `python -c "import grader.cli"`: what the command line costs before any command runs
   before   with `--before DIR`: the same `grade` run from another checkout (an older commit's worktree),
            so that a change is measured against what it changed in the same rounds
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("grade", "pytest", "import", "before")
+CASES = ("grade", "pytest", "cold", "import", "before")
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,12 @@ def grader_command(checkout: Path = ROOT) -> list[str]:
 
 Case = tuple[list[str], dict[str, str] | None, Path]
 
+# `python -m pytest ARGS` once the suites' bytecode is gone (the suites are ARGS' existing folders).
+COLD = ("import os, runpy, shutil, sys; "
+        "[shutil.rmtree(os.path.join(root, '__pycache__')) for folder in sys.argv[1:] if os.path.isdir(folder) "
+        "for root, dirs, _ in os.walk(folder) if '__pycache__' in dirs]; "
+        "sys.argv[0] = 'pytest'; runpy.run_module('pytest', run_name='__main__')")
+
 
 def commands(exercise_slug: str, tier: str, submission: Path, before: Path | None = None) -> dict[str, Case]:
     """Each case's command line and environment."""
@@ -84,7 +94,9 @@ def commands(exercise_slug: str, tier: str, submission: Path, before: Path | Non
               "-c", os.devnull, "--rootdir", str(ROOT), *suites]
     env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission), "GRADER_REFERENCE": str(exercise.reference),
            "GRADER_SEED": str(seed_for_source(submission.read_bytes(), exercise)), "PYTHONPATH": str(ROOT)}
+    cold = [sys.executable, "-c", COLD, *pytest[3:]]
     cases = {"grade": (grade, None, ROOT), "pytest": (pytest, env, ROOT),
+             "cold": (cold, {**env, "PYTHONDONTWRITEBYTECODE": "1"}, ROOT),
              "import": ([sys.executable, "-c", "import grader.cli"], None, ROOT)}
     if before is not None:  # `python -c` puts the current folder first on the path: that checkout's grader
         cases["before"] = ([*grader_command(before), *options], None, before)
@@ -97,12 +109,13 @@ def report(runs: dict[str, list[Run]]) -> None:
                for case, found in runs.items()}
     for case, run in medians.items():
         print(f"{case:<8} {run.wall_s:>12.3f} s {run.cpu_s:>11.3f} s")
-    floor = medians["pytest"]
-    for case in ("grade", "before"):
-        if case in medians:
-            run = medians[case]
-            print(f"{case} / pytest: {run.wall_s / floor.wall_s:.2f}x the wall time, "
-                  f"{run.cpu_s / floor.cpu_s:.2f}x the CPU")
+    for floor_case in ("pytest", "cold"):
+        floor = medians[floor_case]
+        for case in ("grade", "before"):
+            if case in medians:
+                run = medians[case]
+                print(f"{case} / {floor_case}: {run.wall_s / floor.wall_s:.2f}x the wall time, "
+                      f"{run.cpu_s / floor.cpu_s:.2f}x the CPU")
 
 
 def main() -> None:
