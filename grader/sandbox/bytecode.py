@@ -4,11 +4,12 @@ A grading's harness imports its suites' modules in each lane: pytest rewrites th
 files (and conftest.py's) and compiles them, Python compiles the helpers beside them and the reference,
 tens of milliseconds a lane before the first test. Where the harness runs the host's own interpreter
 and pytest (the local sandbox), the host compiles them here instead, exactly as they would, and ships
-the code with the job (`contract.BYTECODE_FILE`); the harness writes it where pytest and Python look
-first (`grader.harness.bytecode`). The code is made once per exercise and kept on disk (`disk_cache`),
-named by a digest of the sources, of this Python's bytecode version and of pytest's rewriter: a later
-grading reads it. Whatever cannot be compiled here is left out, for the harness to compile (and report)
-as it always has.
+them with the job: a module Python imports as its `__pycache__` file (checked against its source's
+hash, so a module whose source differs is compiled from the source), the test files' rewritten code
+in `contract.BYTECODE_FILE`, which the harness writes where pytest looks once it knows the files' real
+place (`grader.harness.bytecode`). Made once per exercise and kept on disk (`disk_cache`), named by a
+digest of the sources, of this Python's bytecode version and of pytest's rewriter. Whatever cannot be
+compiled here is left out, for the harness to compile (and report) as it always has.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import hashlib
 import importlib.util
 import marshal
 import posixpath
+import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
 
@@ -44,14 +47,22 @@ def rewritten_by_pytest(path: str) -> bool:
     return name == "conftest.py" or fnmatch.fnmatch(name, TEST_FILES)
 
 
-def suites_bytecode(modules: Iterable[tuple[str, bytes]]) -> bytes | None:
-    """The marshalled code of `modules` ((path in the job, source) pairs), read from the disk cache or
-    compiled now; None where pytest cannot be found."""
+@dataclass(frozen=True)
+class SuitesBytecode:
+    """What the job carries of its suites' bytecode."""
+
+    files: tuple[tuple[str, bytes], ...]  # (path in the job, a `__pycache__` file's bytes), for Python
+    rewritten: bytes  # `contract.BYTECODE_FILE`: {path of a test file: its rewritten code, marshalled}
+
+
+def suites_bytecode(modules: Iterable[tuple[str, bytes]]) -> SuitesBytecode | None:
+    """The bytecode of `modules` ((path in the job, source) pairs), read from the disk cache or compiled
+    now; None where pytest cannot be found."""
     sources = sorted(modules)
     rewriter = pytest_rewriter()
     if not sources or not rewriter:
         return None
-    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER + TEST_FILES.encode())
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER + sys.implementation.cache_tag.encode() + TEST_FILES.encode())
     try:
         for file in rewriter:
             digest.update(file.read_bytes())
@@ -63,18 +74,46 @@ def suites_bytecode(modules: Iterable[tuple[str, bytes]]) -> bytes | None:
 
 
 @functools.lru_cache(maxsize=16)
-def _kept_or_made(name: str, sources: tuple[tuple[str, bytes], ...]) -> bytes:
+def _kept_or_made(name: str, sources: tuple[tuple[str, bytes], ...]) -> SuitesBytecode:
     kept = read_cached(name)
-    if kept is not None:
-        return kept
-    made = marshal.dumps(compiled(sources))
-    keep(name, made)
-    return made
+    if kept is None:
+        kept = marshal.dumps(made(sources))
+        keep(name, kept)
+    files, rewritten = marshal.loads(kept)
+    return SuitesBytecode(tuple(files), rewritten)
+
+
+def made(sources: Iterable[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]], bytes]:
+    """(the `__pycache__` files of the modules Python imports, the test files' rewritten code) of `sources`."""
+    files: list[tuple[str, bytes]] = []
+    rewritten: dict[str, bytes] = {}
+    for path, (plain, code) in compiled(sources).items():
+        if code is not None:
+            rewritten[path] = marshal.dumps(code)
+        elif plain is not None:
+            files.append((pycache_path(path), pycache_file(sources_of(sources, path), plain)))
+    return files, marshal.dumps(rewritten)
+
+
+def sources_of(sources: Iterable[tuple[str, bytes]], path: str) -> bytes:
+    return next(source for name, source in sources if name == path)
+
+
+def pycache_path(path: str) -> str:
+    """Where Python looks for the bytecode of the module at `path` (`importlib.util.cache_from_source`)."""
+    folder, name = posixpath.split(path)
+    return f"{folder}/__pycache__/{name[:-3]}.{sys.implementation.cache_tag}.pyc"
+
+
+def pycache_file(source: bytes, code: CodeType) -> bytes:
+    """A `__pycache__` file that Python uses only while the source's hash is `source`'s (PEP 552)."""
+    checked_hash = (0b11).to_bytes(4, "little")
+    return importlib.util.MAGIC_NUMBER + checked_hash + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
 def compiled(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[CodeType | None, CodeType | None]]:
-    """{path: (the module's code, its code with pytest's asserts for a file pytest rewrites)}: what the
-    harness's Python and pytest would make of each, each compiled from `PLACEHOLDER`'s path."""
+    """{path: (the module's code, or its code with pytest's asserts for a file pytest rewrites)}: what the
+    harness's Python or pytest would make of each, compiled from `PLACEHOLDER`'s path."""
     import ast
 
     from _pytest.assertion.rewrite import rewrite_asserts
@@ -83,14 +122,14 @@ def compiled(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[CodeType |
     for path, source in sources:
         filename = f"{PLACEHOLDER}/{path}"
         try:
-            # Optimisation level 0, the harness's (-I ignores PYTHONOPTIMIZE): asserts kept whatever this process's.
-            plain = compile(source, filename, "exec", dont_inherit=True, optimize=0)
-            rewritten = None
             if rewritten_by_pytest(path):
                 tree = ast.parse(source, filename=filename)
                 rewrite_asserts(tree, source, filename, None)  # the harness's ini asks for no assertion-pass hook
-                rewritten = compile(tree, filename, "exec", dont_inherit=True, optimize=0)
+                # Optimisation level 0, the harness's (-I ignores PYTHONOPTIMIZE): asserts kept whatever this
+                # process's own level.
+                found[path] = (None, compile(tree, filename, "exec", dont_inherit=True, optimize=0))
+            else:
+                found[path] = (compile(source, filename, "exec", dont_inherit=True, optimize=0), None)
         except (SyntaxError, ValueError):
             continue  # the harness compiles it and says what is wrong, as it always has
-        found[path] = (plain, rewritten)
     return found

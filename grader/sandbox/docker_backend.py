@@ -122,7 +122,7 @@ class DockerBackend:
         container = None
         try:
             container = self.client.containers.create(
-                image, ["python3", "-I", "-B", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
+                image, ["python3", "-I", "-c", bootstrap(f"/{HARNESS_PREFIX}", "grader.harness.__main__", "main"), BASE],
                 # No network: an empty network namespace of the container's own, made by the runtime.
                 # `network_disabled` keeps the engine's network layer out of it altogether ("none" alone
                 # still has it create and configure a namespace for every container; docs/benchmarks.md).

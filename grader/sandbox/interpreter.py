@@ -52,9 +52,7 @@ def harness_paths() -> list[str]:
 
 
 def harness_command(base: Path, *options: str) -> list[str]:
-    # -B: a job's folder is gone with its grading, so no bytecode is written into it (-I ignores
-    # PYTHONDONTWRITEBYTECODE); what the host compiled ahead is read all the same (`grader.sandbox.bytecode`).
-    return [sys.executable, "-I", "-S", "-B", "-c",
+    return [sys.executable, "-I", "-S", "-c",
             bootstrap(str(HARNESS_PACKAGE.parent), "grader.harness.__main__", "main", harness_paths()),
             str(base), *options]
 

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import posixpath
 import secrets
 import tarfile
 import threading
@@ -166,7 +167,10 @@ def build_layout(exercise: Exercise, tier: str, settings: WorkerSettings, byteco
     compiled = suites_bytecode((entry.path, entry.data) for entry in prepared.entries
                                if entry.data is not None and entry.path.endswith(".py")) if bytecode else None
     if compiled is not None:
-        entries.append(Entry(BYTECODE_FILE, compiled, 0o600))
+        folders = dict.fromkeys(posixpath.dirname(path) for path, _ in compiled.files)
+        entries += [Entry(folder, None, 0o700) for folder in folders]
+        entries += [Entry(path, data, 0o600) for path, data in compiled.files]
+        entries.append(Entry(BYTECODE_FILE, compiled.rewritten, 0o600))
     job = Job(
         submission=exercise.submission_file, module=exercise.module, names=list(exercise.names),
         suites=list(prepared.suites), worker_code=WORKER_ZIP, worker_python=settings.python,
