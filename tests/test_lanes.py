@@ -99,29 +99,6 @@ def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
     assert "lane 2 of the harness ended without results" in card.reason
 
 
-LANE_SKEWER = '''
-def pytest_collection_modifyitems(config, items):
-    from grader.harness.plugin import GRADING  # the harness's own state: this suite is trusted code
-
-    grading = config.stash.get(GRADING, None)  # None where the host lists the tests
-    if grading is not None and grading.harness.lanes.number:  # not the first lane: it collects one fewer
-        del items[0]
-'''
-
-
-def test_a_lane_that_collected_other_tests_makes_the_grading_an_error(tmp_path):
-    """Each lane collects the tests itself: a lane whose collection differs from the first's (whatever
-    the cause) could leave a test run by no lane, or twice, so the grader refuses to vouch for the run."""
-    folder = exercise_copy(tmp_path)
-    (tmp_path / "hidden_tests" / EXERCISE / "conftest.py").write_text(
-        (tmp_path / "hidden_tests" / EXERCISE / "conftest.py").read_text() + LANE_SKEWER)
-    exercise = load_exercise(folder)
-    assert grade(REFERENCE.read_bytes(), 1, exercise).status == "graded"  # one lane: nothing differs
-    card = grade(REFERENCE.read_bytes(), 2, exercise)
-    assert card.status == "error" and card.score == 0
-    assert "lane 2 of the harness collected other tests than the first" in card.reason
-
-
 def test_without_a_free_account_for_a_second_lane_a_grading_runs_in_one(monkeypatch):
     from grader.errors import GradingError
     from grader.sandbox import worker_accounts

@@ -76,12 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     harness = state.HarnessState(job, base, stdin, fork_server)
     # Everything trusted is loaded before the first worker exists.
     state.load_reference(harness)
-    # pytest, the harness and the reference stay for the whole run: no full collection walks them (nor, in
-    # a lane forked now, writes to the pages it shares with this one).
-    gc.freeze()
+    gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     if fork_server is None:  # a fork server's children each start their own confinement
-        # The other lanes start now, each with its confinement and its collection, beside this one's.
-        harness.lanes.fork(job.lane_accounts, harness.become_helper)
         harness.pool.warm_up()
     # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked

@@ -2,19 +2,18 @@
 spare, so that a submission's feedback comes sooner.
 
 When the job names accounts for extra lanes (the local backend does for a single grading as root, when
-the tier has tests enough for each), the harness forks a helper per extra lane as soon as it has its job,
-before anything of the run: each lane then starts its own confinement and collects the tests itself, at
-the same time as the first. The first lane reads the submission and hands each helper a copy through a
-pipe of its own, which the helper reads as the first lane reads its standard input. The lanes take the
-tests in collection order, each the next one no lane has taken as soon as it is free (`claim`, a counter
-the lanes share under a lock), so that they end together however long each test takes; every test still
-gets a fresh worker, and each lane has its own worker account and its own confinement (its own zygote and
-namespaces), so no lane's workers can reach or starve another's. A helper sends its records, the tests it
-collected and what decided how its tests ran (`LaneReport`) through a pipe when its session ends; the
-first lane merges them in collection order before writing the results. A helper that ends without sending
-them, or that collected other tests, makes the run an error: the grader cannot vouch for tests it has no
-result of. Which lane ran a test is a matter of timing, so nothing of a grade may depend on it: a rule
-that looks at earlier tests (`outcomes.settle_timeouts`) is settled on the merged records.
+the tier has tests enough for each), the harness forks a helper per extra lane once it has collected the
+tests and read the run: a helper has the same collection and the same submission by construction, and
+starts a confinement of its own (its own worker account, zygote and namespaces) while the first lane
+starts on the tests. The lanes take the tests in collection order, each the next one no lane has taken as
+soon as it is free (`claim`, a counter the lanes share under a lock), so that they end together however
+long each test takes and however late a lane starts; every test still gets a fresh worker, and no lane's
+workers can reach or starve another's. A helper sends its records and what decided how its tests ran
+(`LaneReport`) through a pipe when its session ends; the first lane merges them in collection order
+before writing the results. A helper that ends without sending them makes the run an error: the grader
+cannot vouch for tests it has no result of. Which lane ran a test is a matter of timing, so nothing of a
+grade may depend on it: a rule that looks at earlier tests (`outcomes.settle_timeouts`) is settled on
+the merged records.
 
 A harness process keeps its part in the lanes in a `Lanes`; what a lane needs of the rest of the harness
 (its problems, its records, how a forked process becomes a helper) it is handed, never reaches for.
@@ -27,17 +26,14 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
+from typing import Any, NoReturn
 
 from grader.confined.forking import die_with_parent
 from grader.harness.contract import TestRecord
 
-if TYPE_CHECKING:
-    import pytest
-
-# How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]), reading
-# its run from the given file: the harness's own business (its folder, output, account and confinement).
-BecomeHelper = Callable[[int, list[int | None], BinaryIO], None]
+# How a forked process becomes the helper of lane `number` with its worker account ([uid, gid]): the
+# harness's own business (its folder, output, account and confinement).
+BecomeHelper = Callable[[int, list[int | None]], None]
 CLAIM_BYTES = 8  # the shared count of tests taken
 
 
@@ -48,7 +44,6 @@ class Helper:
     number: int
     pid: int
     results: int  # the read end of the pipe its records come through
-    run: int  # the write end of the pipe its run goes through
 
 
 @dataclass
@@ -69,7 +64,6 @@ class Lanes:
     count: int = 1  # how many lanes the grading has
     helpers: list[Helper] = field(default_factory=list)  # the first lane's helpers
     results: int | None = None  # a helper's pipe to the first lane
-    order: list[str] = field(default_factory=list)  # every test of the run, in collection order, once shared
     claims: int | None = None  # a memory file the lanes share: the number of tests taken so far
 
     def pids(self) -> list[int]:
@@ -77,8 +71,8 @@ class Lanes:
         return [helper.pid for helper in self.helpers]
 
     def fork(self, accounts: list[list[int | None]], become_helper: BecomeHelper) -> None:
-        """Fork a helper per extra lane (one per account), before the run. In a helper, returns once
-        `become_helper` has set it up."""
+        """Fork a helper per extra lane (one per account), once the tests are collected and the run is in.
+        In a helper, returns once `become_helper` has set it up."""
         parent = os.getpid()
         self.count = len(accounts) + 1
         if self.count > 1:
@@ -86,40 +80,18 @@ class Lanes:
             os.pwrite(self.claims, bytes(CLAIM_BYTES), 0)
         for number in range(1, self.count):
             results_read, results_write = os.pipe()
-            run_read, run_write = os.pipe()
             pid = os.fork()
             if pid == 0:
                 os.close(results_read)
-                os.close(run_write)
                 for helper in self.helpers:  # the earlier helpers' pipes are the first lane's
                     os.close(helper.results)
-                    os.close(helper.run)
                 self.helpers = []
                 die_with_parent(parent)  # the first lane's end (a timeout, a kill) ends this lane too
                 self.number, self.results = number, results_write
-                become_helper(number, accounts[number - 1], os.fdopen(run_read, "rb"))
+                become_helper(number, accounts[number - 1])
                 return
             os.close(results_write)
-            os.close(run_read)
-            self.helpers.append(Helper(number, pid, results_read, run_write))
-
-    def hand_on(self, run: bytes) -> None:
-        """In the first lane, once the run has come: a copy to every helper. A helper gone already is
-        found missing at the end (see `gather`)."""
-        for helper in self.helpers:
-            try:
-                view = memoryview(run)
-                while view:
-                    view = view[os.write(helper.run, view):]
-            except OSError:
-                pass
-            finally:
-                os.close(helper.run)
-
-    def share(self, session: pytest.Session) -> None:
-        """Note the collected tests' order, which every lane must have collected alike."""
-        if self.count > 1:
-            self.order = [item.nodeid for item in session.items]
+            self.helpers.append(Helper(number, pid, results_read))
 
     def claim(self, tests: int) -> int | None:
         """The position (in collection order) of the next of `tests` tests that no lane has taken, now
@@ -138,7 +110,7 @@ class Lanes:
     def send(self, problems: list[str], records: Iterable[TestRecord], report: LaneReport) -> NoReturn:
         """In a helper, at the end of its session: its records, problems and report to the first lane, then
         leave."""
-        document = {"problems": problems, "tests": [record.to_dict() for record in records], "order": self.order,
+        document = {"problems": problems, "tests": [record.to_dict() for record in records],
                     "not_run": report.not_run, "import_failed_at": report.import_failed_at}
         data = json.dumps(document).encode()
         pipe = self.results
@@ -150,9 +122,10 @@ class Lanes:
         finally:
             os._exit(0)
 
-    def gather(self, problems: list[str], records: dict[str, TestRecord], report: LaneReport) -> dict[str, TestRecord]:
+    def gather(self, problems: list[str], records: dict[str, TestRecord], report: LaneReport,
+               order: list[str]) -> dict[str, TestRecord]:
         """In the first lane, at the end of its session: `records` with every helper's, in collection
-        order, and the helpers' reports added to `report`, its own; a helper without them is added to
+        `order`, and the helpers' reports added to `report`, its own; a helper without them is added to
         `problems`, the run's."""
         for helper in self.helpers:
             chunks = []
@@ -162,14 +135,12 @@ class Lanes:
             _, status = os.waitpid(helper.pid, 0)
             try:
                 document: dict[str, Any] = json.loads(b"".join(chunks))
-                tests, sent, order = document["tests"], document["problems"], document["order"]
+                tests, sent = document["tests"], document["problems"]
                 not_run, import_failed_at = dict(document["not_run"]), list(document["import_failed_at"])
             except (ValueError, KeyError, TypeError):
                 code = os.waitstatus_to_exitcode(status)
                 problems.append(f"lane {helper.number + 1} of the harness ended without results (exit status {code})")
                 continue
-            if order != self.order:
-                problems.append(f"lane {helper.number + 1} of the harness collected other tests than the first")
             problems.extend(p for p in sent if p not in problems)
             report.not_run.update(not_run)
             report.import_failed_at.extend(import_failed_at)
@@ -177,5 +148,5 @@ class Lanes:
                 record = TestRecord(**entry)
                 records[record.nodeid] = record
         self.helpers = []
-        position = {nodeid: i for i, nodeid in enumerate(self.order)}
+        position = {nodeid: i for i, nodeid in enumerate(order)}
         return dict(sorted(records.items(), key=lambda kv: position.get(kv[0], len(position))))

@@ -9,6 +9,7 @@ that turn an outcome into a test's record are `outcomes`'s.
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 from collections.abc import Generator, Iterator, Mapping
@@ -284,7 +285,11 @@ class GradingPlugin:
             # done once here, before the submission, it is shared by every grading a fork server forks.
             item.location  # noqa: B018 - a cached property
         harness.receive_run()
-        harness.lanes.share(session)
+        if harness.job.lane_accounts and harness.fork_server is None and harness.nonce is not None:
+            # The other lanes start now, with this collection and this run: each starts its confinement
+            # while this one takes the first tests. What the collection made stays for the whole run.
+            gc.freeze()
+            harness.lanes.fork(harness.job.lane_accounts, harness.become_helper)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         harness = self.harness
@@ -294,7 +299,8 @@ class GradingPlugin:
             harness.problems.append(f"pytest ended with exit status {exitstatus}")
         if harness.lanes.number:
             harness.lanes.send(harness.problems, harness.records.values(), harness.report)  # a helper leaves here
-        harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report)
+        order = [item.nodeid for item in session.items]
+        harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report, order)
         settle_timeouts(harness.records, harness.job.limits.timed_out_tests, harness.report)
         harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 

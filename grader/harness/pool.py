@@ -122,6 +122,16 @@ class WorkerPool:
         except OSError as exc:
             self.problems.append(f"the worker's sandbox could not be started ({exc})")
 
+    def forget_confinement(self) -> None:
+        """In a lane forked from another: let go of that lane's confinement without ending it (it is the
+        other lane's), closing only this process's copy of its socket, and count this lane's own from
+        nothing."""
+        for confinement in [self._confinement, *self.retired]:
+            if confinement is not None:
+                confinement.channel.close()
+        self._confinement, self.retired, self.spare = None, [], None
+        self.counted, self.shared, self.ended_cpu = None, None, 0.0
+
     def end_retired(self) -> None:
         while self.retired:
             self._ended(self.retired.pop())

@@ -21,7 +21,7 @@ import pytest
 from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
-from grader.harness.contract import Job, Results, Run, Suite, TestRecord, input_frame, read_input_frame
+from grader.harness.contract import Job, Results, Run, Suite, TestRecord, read_input_frame
 from grader.harness.pool import WorkerPool
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
@@ -103,17 +103,20 @@ class HarnessState:
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
             self.pool.end_confinement()
             os._exit(INPUT_CLOSED)
-        self.lanes.hand_on(input_frame(frame) + input_frame(source))
         self.nonce, self.job.seed = run.nonce, run.seed
-        # It moves later by at most its own length: whatever a submission does to the readings, a grading
-        # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
-        total = self.job.limits.total_timeout_s
-        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
+        self.start_budget()
         if self.job.isolation == "container":
             # The host holds a container's input open until the grading ends; it closes early only when
             # the host is gone, and then nobody waits for this grading.
             end_with_input(self.stdin)
         self.pool.load(source)
+
+    def start_budget(self) -> None:
+        """The grading's time, from now, on this lane's charged clock."""
+        # It moves later by at most its own length: whatever a submission does to the readings, a grading
+        # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
+        total = self.job.limits.total_timeout_s
+        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
 
     def become(self, order: forkserver.Order) -> None:
         """In a child of the fork server: take this grading's session, output, folder and worker account,
@@ -129,13 +132,14 @@ class HarnessState:
         gc.freeze()  # what the collection made is shared with the fork server's other children
         self.pool.warm_up()
 
-    def become_helper(self, number: int, account: list[int | None], run: BinaryIO) -> None:
-        """In a process forked to run lane `number`'s share of the tests: take its own folder, output,
-        worker account ([uid, gid]), and `run` for its input, which the first lane writes (see `lanes`)."""
+    def become_helper(self, number: int, account: list[int | None]) -> None:
+        """In a process forked to run lane `number`'s tests, the tests collected and the run in: take its own
+        folder, output and worker account ([uid, gid]), and start its own confinement with the submission."""
         self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
+        self.pool.forget_confinement()  # the first lane's
         if self.stdin is not None:
-            self.stdin.close()  # the first lane's
-        self.stdin = run
+            self.stdin.close()  # the first lane's, read to its end
+            self.stdin = None
         job = self.job
         private = f"{job.private}/lane-{number}"
         os.mkdir(self.path(private), 0o700)
@@ -146,6 +150,8 @@ class HarnessState:
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
+        self.pool.warm_up()  # with the submission, which the pool holds
+        self.start_budget()
 
 
 def limit_own_memory(megabytes: int) -> None:
