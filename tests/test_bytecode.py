@@ -83,10 +83,9 @@ def test_the_code_is_compiled_as_the_harness_would_and_named_where_it_lands(tmp_
     found = compiled([("secret/suites/hidden/test_x.py", test_file), ("secret/suites/hidden/_help.py", helper),
                       ("secret/suites/hidden/broken.py", b"def (:\n")])
     assert set(found) == {"secret/suites/hidden/test_x.py", "secret/suites/hidden/_help.py"}  # left to the harness
-    assert found["secret/suites/hidden/test_x.py"][0] is None and found["secret/suites/hidden/_help.py"][1] is None
-    rewritten, plain = found["secret/suites/hidden/test_x.py"][1], found["secret/suites/hidden/_help.py"][0]
-    assert rewritten is not None and plain is not None
+    rewritten, plain = found["secret/suites/hidden/test_x.py"], found["secret/suites/hidden/_help.py"]
     assert "@pytest_ar" in rewritten.co_names  # pytest's assert rewriting
+    assert "@pytest_ar" not in plain.co_names  # a helper, which pytest does not rewrite
     assert plain.co_filename == f"{PLACEHOLDER}/secret/suites/hidden/_help.py"
     # Asserts are kept whatever the host's own optimisation: the helper's raises.
     namespace: dict = {}

@@ -21,7 +21,7 @@ import importlib.util
 import marshal
 import posixpath
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -83,20 +83,13 @@ def _kept_or_made(name: str, sources: tuple[tuple[str, bytes], ...]) -> SuitesBy
     return SuitesBytecode(tuple(files), rewritten)
 
 
-def made(sources: Iterable[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]], bytes]:
+def made(sources: Collection[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]], bytes]:
     """(the `__pycache__` files of the modules Python imports, the test files' rewritten code) of `sources`."""
-    files: list[tuple[str, bytes]] = []
-    rewritten: dict[str, bytes] = {}
-    for path, (plain, code) in compiled(sources).items():
-        if code is not None:
-            rewritten[path] = marshal.dumps(code)
-        elif plain is not None:
-            files.append((pycache_path(path), pycache_file(sources_of(sources, path), plain)))
+    found = compiled(sources)
+    files = [(pycache_path(path), pycache_file(source, found[path])) for path, source in sources
+             if path in found and not rewritten_by_pytest(path)]
+    rewritten = {path: marshal.dumps(code) for path, code in found.items() if rewritten_by_pytest(path)}
     return files, marshal.dumps(rewritten)
-
-
-def sources_of(sources: Iterable[tuple[str, bytes]], path: str) -> bytes:
-    return next(source for name, source in sources if name == path)
 
 
 def pycache_path(path: str) -> str:
@@ -111,25 +104,23 @@ def pycache_file(source: bytes, code: CodeType) -> bytes:
     return importlib.util.MAGIC_NUMBER + checked_hash + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
-def compiled(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[CodeType | None, CodeType | None]]:
-    """{path: (the module's code, or its code with pytest's asserts for a file pytest rewrites)}: what the
-    harness's Python or pytest would make of each, compiled from `PLACEHOLDER`'s path."""
+def compiled(sources: Iterable[tuple[str, bytes]]) -> dict[str, CodeType]:
+    """{path: the code the harness's Python would make of the module, or pytest of a file it rewrites (with
+    its asserts rewritten)}, compiled from `PLACEHOLDER`'s path."""
     import ast
 
     from _pytest.assertion.rewrite import rewrite_asserts
 
-    found: dict[str, tuple[CodeType | None, CodeType | None]] = {}
+    found: dict[str, CodeType] = {}
     for path, source in sources:
         filename = f"{PLACEHOLDER}/{path}"
         try:
+            tree = ast.parse(source, filename=filename)
             if rewritten_by_pytest(path):
-                tree = ast.parse(source, filename=filename)
                 rewrite_asserts(tree, source, filename, None)  # the harness's ini asks for no assertion-pass hook
-                # Optimisation level 0, the harness's (-I ignores PYTHONOPTIMIZE): asserts kept whatever this
-                # process's own level.
-                found[path] = (None, compile(tree, filename, "exec", dont_inherit=True, optimize=0))
-            else:
-                found[path] = (compile(source, filename, "exec", dont_inherit=True, optimize=0), None)
+            # Optimisation level 0, the harness's (-I ignores PYTHONOPTIMIZE): asserts kept whatever this
+            # process's own level.
+            found[path] = compile(tree, filename, "exec", dont_inherit=True, optimize=0)
         except (SyntaxError, ValueError):
             continue  # the harness compiles it and says what is wrong, as it always has
     return found
