@@ -17,7 +17,8 @@ from grader.sandbox.interpreter import sandbox_named
 from tests.helpers import EXERCISE, PROJECT, REFERENCE
 
 # Runs `grader ARGS` as the console script does, telling (on standard error, as JSON lines) each harness
-# started and whether the command line was imported by then, and (in a file) that the exit handlers ran.
+# started and what was imported by then (the command line; the heavier modules the grading needs later),
+# and (in a file) that the exit handlers ran.
 CONSOLE = textwrap.dedent('''
     import atexit, json, sys
     from grader.sandbox import interpreter
@@ -27,7 +28,9 @@ CONSOLE = textwrap.dedent('''
     def recorded(base, *options, **kwargs):
         waiting = real(base, *options, **kwargs)
         print(json.dumps({"base": str(base), "pid": waiting.process.pid,
-                          "command_line_read": "grader.cli" in sys.modules}), file=sys.stderr, flush=True)
+                          "command_line_read": "grader.cli" in sys.modules,
+                          "heavy": [name for name in ("grader.harness.contract", "dataclasses")
+                                    if name in sys.modules]}), file=sys.stderr, flush=True)
         return waiting
 
     interpreter.start_harness_process = recorded
@@ -57,6 +60,7 @@ def test_grade_starts_its_harness_before_its_command_line_and_grades_with_it(tmp
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(card.read_text())["status"] == "graded"
     assert len(started) == 1 and not started[0]["command_line_read"]  # the one harness, started first
+    assert started[0]["heavy"] == []  # nothing but what starting it takes comes before it
     assert gone(started[0])
     assert (tmp_path / "exited").read_text() == "the exit handlers ran"
     assert "Visible tests: 2/2 tests passed" in done.stdout  # the summary, flushed before the process left

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -57,15 +56,15 @@ def harness_command(base: Path, *options: str) -> list[str]:
             str(base), *options]
 
 
-@dataclass
 class WaitingHarness:
     """A harness process started in a fresh job folder, waiting for its job on its standard input, and
-    what it prints going to `output`. A grading claims it (`claim`); otherwise `discard` ends it."""
+    what it prints going to `output`. A grading claims it (`claim`); otherwise `discard` ends it.
+    (A plain class: this module is imported before the harness starts, and a dataclass's import is not
+    light.)"""
 
-    process: subprocess.Popen[bytes]
-    base: Path
-    output: IO[bytes]
-    claimed: bool = False
+    def __init__(self, process: subprocess.Popen[bytes], base: Path, output: IO[bytes]) -> None:
+        self.process, self.base, self.output = process, base, output
+        self.claimed = False
 
     def claim(self, parent: Path) -> bool:
         """Take this harness for a grading whose job folder belongs in `parent`: False when it sits
