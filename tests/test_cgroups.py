@@ -162,3 +162,39 @@ def test_memory_in_a_memory_file_counts_against_the_group_limit():
             os.close(fd)
         group.remove()
     assert done.returncode == -signal.SIGKILL and b"held" not in done.stdout
+
+
+@own_groups_here
+def test_a_confinement_its_zygote_and_every_worker_are_in_its_own_group():
+    """The confinement's processes join its group while they start (a thread of the harness puts them
+    there); the first worker is forked once they are in, so every worker is born in it."""
+    from grader.confined.processes import children_of
+    from tests.helpers import confinement_for
+
+    with confinement_for("VALUE = 1\n") as (confinement, spawn):
+        assert confinement.group is not None
+        client = spawn()  # ready: it imported the submission
+        first = confinement.process.pid  # bubblewrap, or the zygote without namespaces
+        members = [first, *children_of(first), client.process.seen_as()]
+        assert None not in members
+        name = os.path.basename(confinement.group.cpu.folder)
+        for pid in members:
+            assert name in Path(f"/proc/{pid}/cgroup").read_text(), (pid, members)
+        assert set(members) <= set(confinement.group.processes())
+
+
+@own_groups_here
+def test_a_confinement_whose_processes_could_not_join_its_group_forks_no_worker(monkeypatch):
+    from grader.harness.confine import Confinement, ZygoteUnavailable
+    from tests.helpers import confinement_for
+
+    def refused(self, fds, info):
+        for fd in [*fds, *([info] if info is not None else [])]:
+            os.close(fd)
+        self.join_failure = "its processes could not join its control group (refused)"
+
+    monkeypatch.setattr(Confinement, "_join", refused)
+    with confinement_for("VALUE = 1\n") as (confinement, spawn):
+        with pytest.raises(ZygoteUnavailable, match="could not join its control group"):
+            spawn()
+        assert confinement.broken

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -97,6 +98,72 @@ def test_a_lane_lost_midway_makes_the_grading_an_error_not_a_pass(tmp_path):
     card = grade(REFERENCE.read_bytes(), 2, exercise)
     assert card.status == "error" and card.score == 0
     assert "lane 2 of the harness ended without results" in card.reason
+
+
+# Fails every test the second lane takes (at its setup) unless the lane's workers live in the confinement
+# the first lane started for it: a first process that is the first lane's child, watched by a pidfd. With
+# NO_PIDFD, that confinement cannot be watched from the second lane, which must start its own instead.
+ADOPTED_CHECK = '''
+import os
+
+from grader.confined.forking import parent_of
+from grader.harness import confine
+from grader.harness.plugin import GRADING
+
+NO_PIDFD = {no_pidfd}
+
+
+def _refused(self, pid):
+    raise OSError("no pidfd here")
+
+
+def pytest_configure(config):
+    if NO_PIDFD:
+        confine.Adopted.__init__ = _refused
+
+
+def pytest_runtest_setup(item):
+    grading = item.config.stash.get(GRADING, None)
+    if grading is None or grading.harness.lanes.number == 0:
+        return
+    first = grading.harness.pool.confinement().process
+    started_by_first_lane = parent_of(first.pid) == os.getppid()
+    assert isinstance(first, confine.Adopted) == started_by_first_lane == (not NO_PIDFD), (first, NO_PIDFD)
+'''
+
+
+@pytest.mark.parametrize("no_pidfd", [False, True], ids=["taken-over", "its-own"])
+def test_the_second_lane_takes_over_the_confinement_the_first_started_for_it(tmp_path, no_pidfd):
+    folder = exercise_copy(tmp_path)
+    conftest = tmp_path / "hidden_tests" / EXERCISE / "conftest.py"
+    conftest.write_text(conftest.read_text() + ADOPTED_CHECK.format(no_pidfd=no_pidfd))
+    card = grade(WHO_AM_I, 2, load_exercise(folder))
+    assert card.status == "graded" and card.score == 0, card.reason
+    # Every test ran (none failed its setup) and the second lane took some, as an account of its own.
+    assert all(t.message and "worker uid" in t.message for t in card.tests), [t.message for t in card.tests]
+    assert len({re.search(r"worker uid (\d+)", t.message).group(1) for t in card.tests}) == 2
+
+
+def test_a_grading_in_lanes_leaves_no_process_behind():
+    """Whatever a harness leaves when it ends goes to the nearest subreaper up its line: this process, for
+    the time of the grading. The first process of the confinement the first lane started for the
+    second is the first lane's child: the first lane reaps it before it ends."""
+    from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
+    from grader.confined.processes import children_of
+
+    before = set(children_of(os.getpid()))
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        card = grade(REFERENCE.read_bytes(), 2)
+        left = [pid for pid in children_of(os.getpid()) if pid not in before]
+        names = {pid: Path(f"/proc/{pid}/comm").read_text().strip() for pid in left}
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
+        for pid in set(children_of(os.getpid())) - before:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    assert card.status == "graded" and card.score == card.max_score, card.reason
+    assert names == {}
 
 
 def test_without_a_free_account_for_a_second_lane_a_grading_runs_in_one(monkeypatch):

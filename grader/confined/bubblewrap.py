@@ -22,10 +22,11 @@ SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
 def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = None, disk_mb: int = 64,
-                    seccomp_fd: int | None = None) -> list[str]:
+                    seccomp_fd: int | None = None, info_fd: int | None = None) -> list[str]:
     """The bubblewrap command line, up to the program it runs (see `grader.harness.confine`). `accounts`:
     a descriptor for each of `account_files`; `disk_mb`: the size of /tmp and of /dev/shm each (the
-    exercise's `disk_mb`, the size of the Docker sandbox's /tmp); `seccomp_fd`: `seccomp_program`.
+    exercise's `disk_mb`, the size of the Docker sandbox's /tmp); `seccomp_fd`: `seccomp_program`;
+    `info_fd`: a pipe bubblewrap writes its information to (the pid of the namespace's first process).
 
     The command is PID 1 of the namespace (`--as-pid-1`: no init of bubblewrap's beside it, a process
     that would run as the worker's account without the worker's limits, traceable by every worker). A
@@ -49,4 +50,6 @@ def bwrap_arguments(bwrap: str, code_fd: int, accounts: dict[str, int] | None = 
                   "--ro-bind-data", str(code_fd), SANDBOX_CODE]
     if seccomp_fd is not None:
         arguments += ["--seccomp", str(seccomp_fd)]
+    if info_fd is not None:  # where bubblewrap tells the pid of the namespace's first process, then closes
+        arguments += ["--info-fd", str(info_fd)]
     return arguments + ["--remount-ro", "/", "--"]

@@ -184,14 +184,14 @@ class OwnGroup:
             with contextlib.suppress(OSError):
                 _write(os.path.join(self.cpu.folder, "cgroup.kill"), "1")
                 return
-        for _ in range(100):
+        for pause in _pauses(100):
             pids = self.processes()
             if not pids:
                 return
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+            time.sleep(pause)
 
     def remove(self) -> None:
         """Remove the groups once their processes are gone. One that still holds a process not yet
@@ -205,8 +205,16 @@ class OwnGroup:
 _pending: list[str] = []  # groups of this process that could not be removed yet
 
 
+def _pauses(count: int) -> list[float]:
+    """`count` pauses between looks at processes just killed: short at first (they are usually gone
+    within a millisecond), then 5 ms each."""
+    return [min(0.005, 0.0005 * 2 ** n) for n in range(count)]
+
+
 def remove_pending(tries: int = 1) -> None:
-    for _ in range(tries):
+    """Remove the groups left to remove, looking up to `tries` times while their last processes end."""
+    pauses = _pauses(tries - 1)
+    for attempt in range(tries):
         for folder in list(_pending):
             try:
                 os.rmdir(folder)
@@ -215,9 +223,9 @@ def remove_pending(tries: int = 1) -> None:
                 _pending.remove(folder)
             except OSError:
                 pass
-        if not _pending:
+        if not _pending or attempt == tries - 1:
             return
-        time.sleep(0.005)
+        time.sleep(pauses[attempt])
 
 
 def _own_start_time() -> str:

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 
 from grader.confined.forking import INPUT_CLOSED, end_with_parent
 from grader.harness import plugin, state
@@ -40,8 +41,8 @@ def pytest_arguments(job: Job, base: str) -> list[str]:
     return [
         *roots,
         "-c", ini, "--rootdir", os.path.commonpath(roots),
-        "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "pytest_timeout",
-        f"--timeout={job.limits.test_timeout_s:g}",
+        "-p", "no:cacheprovider", "-p", "no:stepwise",
+        f"--timeout={job.limits.test_timeout_s:g}",  # pytest-timeout's option: the plugin comes with `main`
         "-q", "--no-header", "-p", "no:warnings",
         # No tracebacks or summary of failures for a terminal nobody reads: the results line carries them.
         "--tb=no", "-rN",
@@ -79,11 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()  # pytest, the harness and the reference stay for the whole run: no full collection walks them
     if fork_server is None:  # a fork server's children each start their own confinement
         harness.pool.warm_up()
+        # The other lanes' too, beside the collection: each lane is forked once the tests are collected,
+        # and takes its own over (see `lanes`).
+        harness.pool.start_for_lanes(job.lane_accounts)
     # A run's tests make values by the hundred thousand (a crowd's observations, many steps long) that live
     # until their test ends and are freed by reference counting: collecting every 700 new objects walked
     # them again and again (docs/benchmarks.md). Cycles are still collected, just less often.
     gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
-    code = pytest.main(pytest_arguments(job, base), plugins=[plugin.GradingPlugin(harness)])
+    # pytest-timeout is handed over as the module it is: named with -p, pytest would first look for it
+    # among the entry points of every installed distribution.
+    code = pytest.main(pytest_arguments(job, base), plugins=[plugin.GradingPlugin(harness), pytest_timeout])
     if harness.results is None:
         return int(code) or 3
     sys.stdout.write(f"\n{results_line(harness.results)}\n")

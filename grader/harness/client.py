@@ -114,10 +114,12 @@ class WorkerClient:
             return False
         return not select.select([self.fd_in], [], [], 0)[0]
 
-    def close(self, wait: bool = True) -> None:
-        """Kill the worker's whole process group and release the pipes. Safe to call twice. Without
-        `wait`, the caller awaits the worker's end itself (`process.await_end`)."""
-        self.process.kill(wait=wait)
+    def close(self, swept: bool = False) -> None:
+        """Kill the worker's whole process group, wait for its end and release the pipes. Safe to call
+        twice. With `swept`, the caller's sweep of the confinement kills it and the caller awaits its end
+        (`process.await_end`): only the pipes are released here."""
+        if not swept:
+            self.process.kill()
         for fd in (self.fd_in, self.fd_out):
             try:
                 os.close(fd)

@@ -31,6 +31,7 @@ import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,13 @@ def _memory_file(name: str, data: bytes) -> int:
 class Confinement:
     """The worker's confinement for one grading run, and the zygote inside it."""
 
-    def __init__(self, job: Job, base: str, number: int) -> None:
+    def __init__(self, job: Job, base: str, number: int, account: list[int | None] | None = None,
+                 log_name: str | None = None) -> None:
+        """Start confinement `number` of this lane, as the job's worker account, or as `account` ([uid,
+        gid]: another lane's, for it to take over at its fork), its zygote's log `log_name` in the job's
+        private folder."""
         self.job, self.base, self.number = job, base, number
+        user, group = account if account is not None else (job.worker_user, job.worker_group)
         self.namespaced = job.isolation == "namespaces"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
@@ -88,7 +94,7 @@ class Confinement:
             "job": str(base),  # the job's folder names the processes of this grading, for whoever looks
             # Whether every process the zygote's account has in its /proc is this grading's: in a namespace
             # of its own, or as an account lent to it alone; not as the grader's own account.
-            "account_is_own": self.namespaced or job.worker_user is not None}
+            "account_is_own": self.namespaced or user is not None}
         if job.isolation == "account":
             # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
             # reading the system and its own code, and writing a folder of its own (`restrict`).
@@ -96,42 +102,58 @@ class Confinement:
         program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
                    "-c", bootstrap(code_root, "grader.confined.zygote", "serve"), json.dumps(config)]
         privileges: dict[str, Any] = {}
-        if job.worker_user is not None:
-            privileges = dict(user=job.worker_user, group=job.worker_group, extra_groups=[])  # Popen's
+        if user is not None:
+            privileges = dict(user=user, group=group, extra_groups=[])  # Popen's
         passed = [theirs.fileno()]
+        # A control group of its own, where the harness may make one (root on a host): it counts every CPU
+        # second and limits every page of the confinement, whatever a process does (see `cgroups`).
+        self.group = cgroups.make_own(job.limits.group_memory_mb << 20) if user is not None else None
+        info: tuple[int, int] | None = os.pipe() if self.group is not None and self.namespaced else None
+        if info is not None:
+            passed.append(info[1])  # bubblewrap's word of the pid of the namespace's first process
         if self.namespaced:
             assert job.bwrap is not None
             code_fd = _memory_file("worker.zip", Path(job.at(base, job.worker_code)).read_bytes())
-            uid = job.worker_user if job.worker_user is not None else os.getuid()
-            gid = job.worker_group if job.worker_group is not None else os.getgid()
+            uid = user if user is not None else os.getuid()
+            gid = group if group is not None else os.getgid()
             accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
             refusals = seccomp_program()
             seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
             passed += [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]
-            program = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd) + program
-        # A control group of its own, where the harness may make one (root on a host): it counts every CPU
-        # second and limits every page of the confinement, whatever a process does (see `cgroups`).
-        # The zygote (or bwrap) joins it before it runs, so that everything the confinement starts is in it.
-        self.group = cgroups.make_own(job.limits.group_memory_mb << 20) if job.worker_user is not None else None
+            program = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd,
+                                      info[1] if info is not None else None) + program
         self.final_cpu: float | None = None
         joining = self.group.join_fds() if self.group is not None else []
-        log = private_file(os.path.join(job.at(base, job.private), f"zygote-{number}.log"))
+        self.log_path = os.path.join(job.at(base, job.private), log_name or f"zygote-{number}.log")
+        log = private_file(self.log_path)
         try:
-            self.process = subprocess.Popen(
+            self.process: subprocess.Popen[bytes] | Adopted = subprocess.Popen(
                 program, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
-                env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True,
-                preexec_fn=(lambda: _join(joining)) if joining else None, **privileges)
+                env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True, **privileges)
         except BaseException:
+            for fd in [*joining, *(info or ())]:
+                os.close(fd)
             if self.group is not None:
                 self.group.remove()
             raise
         finally:
-            for fd in joining:
-                os.close(fd)
             os.close(log)
             for fd in passed[1:]:
-                os.close(fd)
+                if info is None or fd != info[1]:
+                    os.close(fd)
             theirs.close()
+        if info is not None:
+            os.close(info[1])
+        # The confinement's processes join the group while they start, not before: the kernel makes a join
+        # wait for a grace period of its own (milliseconds to tens of them), which would otherwise hold up
+        # this process and the zygote's start alike. Nothing of a submission runs before they are in: the
+        # zygote forks no worker before it is asked to, and the first fork waits for the join (`joined`).
+        self.join_failure: str | None = None
+        self._joining: threading.Thread | None = None
+        if joining:
+            self._joining = threading.Thread(target=self._join, args=(joining, info[0] if info else None),
+                                             name="confinement-join", daemon=True)
+            self._joining.start()
         self.channel = ours
         self.exits: dict[int, int] = {}
         self.forking: list[ForkedProcess] = []  # the forks asked for whose answer has not been read yet
@@ -150,10 +172,41 @@ class Confinement:
         finally:
             os.close(fd)
 
+    def _join(self, fds: list[int], info: int | None) -> None:
+        """In a thread of this process's: put the confinement's processes in its control group (bubblewrap
+        and the namespace's first process, which becomes the zygote; else the zygote)."""
+        try:
+            pids = [self.process.pid]
+            if info is not None:
+                said = b""
+                while chunk := os.read(info, 4096):
+                    said += chunk
+                pids.append(int(json.loads(said)["child-pid"]))
+            for fd in fds:
+                for pid in pids:
+                    os.write(fd, str(pid).encode())
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self.join_failure = f"its processes could not join its control group ({exc})"
+        finally:
+            for fd in [*fds, *([info] if info is not None else [])]:
+                os.close(fd)
+
+    def joined(self) -> bool:
+        """Wait until the confinement's processes are in its control group; False (the confinement then
+        broken) when they could not be put there."""
+        if self._joining is not None:
+            self._joining.join()
+            self._joining = None
+            if self.join_failure is not None:
+                self.broken = True
+        return self.join_failure is None
+
     def fork(self, *, env: dict[str, str], module: str, fds: tuple[int, int, int], wait: bool = True) -> ForkedProcess:
         """A worker forked by the zygote. Without `wait`, the zygote's answer (the worker's pid, or its
         refusal) is read when it is first needed (`ForkedProcess.resolve`): a spare worker's fork then
         costs the test running meanwhile nothing."""
+        if not self.joined():
+            raise ZygoteUnavailable(f"the confinement is not whole: {self.join_failure}")
         if self.broken or not self.loaded:
             raise ZygoteUnavailable("the zygote is gone" if self.broken else "no submission was loaded")
         request = {control.OP: control.FORK, control.ENV: env, control.MODULE: module}
@@ -217,9 +270,17 @@ class Confinement:
             self.forking.pop(0).answered(message)
         return message
 
+    def adopt(self) -> None:
+        """In the lane that takes this confinement over from the lane that started it (its parent, at the
+        fork): watch its first process through a pidfd from now on. Raises OSError where there is none."""
+        self.process = Adopted(self.process.pid)
+
     def unable(self) -> str | None:
         """Why the zygote cannot answer now (it ended, or it was stopped), or None while it can."""
-        if self.process.poll() is not None:
+        if isinstance(self.process, Adopted):
+            if self.process.poll() is not None:
+                return "the zygote's sandbox ended"
+        elif self.process.poll() is not None:
             code = self.process.returncode
             how = f"signal {-code}" if code < 0 else f"exit status {code}"
             return f"the zygote's sandbox ended ({how})"
@@ -231,9 +292,8 @@ class Confinement:
     def log_tail(self, limit: int = 2000) -> str:
         """The end of the zygote's log, for the reason of a grading its failure ended (the log itself
         is removed with the job's folder). Read, never acted on: it is shown as text."""
-        path = os.path.join(self.job.at(self.base, self.job.private), f"zygote-{self.number}.log")
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            fd = os.open(self.log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return ""
         with os.fdopen(fd, "rb") as file:
@@ -264,6 +324,7 @@ class Confinement:
     def close(self) -> None:
         """End the confinement: every process in it dies (under namespaces, with `bwrap` itself; with a
         control group, every process in the group and no other)."""
+        self.joined()  # what is in the group when it ends is all there is to kill by it
         self.broken = True
         try:
             self.channel.close()
@@ -272,15 +333,30 @@ class Confinement:
         if self.group is not None:
             self.group.kill_all()
         kill_group(self.process)
+        if isinstance(self.process, Adopted):
+            os.close(self.process.pidfd)
         if self.group is not None and self.final_cpu is None:
             self.final_cpu = cgroups.cpu_seconds(self.group.cpu)
             self.group.remove()
 
 
-def _join(fds: list[int]) -> None:
-    """In the confinement's first process, before it runs anything: join its control groups."""
-    for fd in fds:
-        os.write(fd, b"0")
+class Adopted:
+    """A confinement's first process that another lane of this grading started, and so reaps: only a
+    parent can wait for a process and learn how it ended, so this lane watches it through a pidfd.
+    The part of `subprocess.Popen`'s interface a confinement uses, with no exit status."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.returncode: int | None = None  # never known here
+
+    def poll(self) -> bool | None:
+        """True once the process has ended, None while it runs."""
+        return True if select.select([self.pidfd], [], [], 0)[0] else None
+
+    def wait(self, timeout: float | None = None) -> None:
+        if not select.select([self.pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired("bwrap", timeout or 0.0)
 
 
 class _Pid:

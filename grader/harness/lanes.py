@@ -3,9 +3,12 @@ spare, so that a submission's feedback comes sooner.
 
 When the job names accounts for extra lanes (the local backend does for a single grading as root, when
 the tier has tests enough for each), the harness forks a helper per extra lane once it has collected the
-tests and read the run: a helper has the same collection and the same submission by construction, and
-starts a confinement of its own (its own worker account, zygote and namespaces) while the first lane
-starts on the tests. The lanes take the tests in collection order, each the next one no lane has taken as
+tests and read the run: a helper has the same collection and the same submission by construction. Each
+lane has a confinement of its own (its own worker account, zygote and namespaces): the first lane starts
+the helpers' beside its collection, as their accounts, and each helper takes its own over when it is
+forked (watching its first process, a child of the first lane's, through a pidfd), so that every lane's
+first worker is ready about as soon as the first lane's; a helper that cannot take one over starts its
+own. The lanes take the tests in collection order, each the next one no lane has taken as
 soon as it is free (`claim`, a counter the lanes share under a lock), so that they end together however
 long each test takes and however late a lane starts; every test still gets a fresh worker, and no lane's
 workers can reach or starve another's. A helper sends its records and what decided how its tests ran

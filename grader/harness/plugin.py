@@ -289,7 +289,10 @@ class GradingPlugin:
             # The other lanes start now, with this collection and this run: each starts its confinement
             # while this one takes the first tests. What the collection made stays for the whole run.
             gc.freeze()
+            harness.pool.settle()
             harness.lanes.fork(harness.job.lane_accounts, harness.become_helper)
+            if harness.lanes.number == 0:
+                harness.pool.let_go_of_lanes()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         harness = self.harness
@@ -301,6 +304,7 @@ class GradingPlugin:
             harness.lanes.send(harness.problems, harness.records.values(), harness.report)  # a helper leaves here
         order = [item.nodeid for item in session.items]
         harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report, order)
+        harness.pool.end_handed_over()  # the lanes are over: what the first lane started for them goes too
         settle_timeouts(harness.records, harness.job.limits.timed_out_tests, harness.report)
         harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 

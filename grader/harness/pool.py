@@ -41,6 +41,11 @@ class WorkerPool:
         self.last_test = False  # the test running is this process's last: no spare after it
         self._confinement: Confinement | None = None
         self.retired: list[Confinement] = []  # broken confinements, ended once their test is over
+        # The other lanes' confinements, started by the first lane beside its collection (`start_for_lanes`),
+        # each taken over by its lane at the fork (`take_over`); then only their first processes' pids,
+        # children of this process that its sweeps spare (`handed_over`).
+        self.for_lanes: list[Confinement | None] = []
+        self.handed_over: list[int] = []
         self.test_clients: list[WorkerClient] = []  # the workers of the test running now
         self.subreaper = self.become_subreaper()
         # Where the CPU of this lane's processes is counted (see `cgroups`): each confinement's own control
@@ -122,6 +127,68 @@ class WorkerPool:
         except OSError as exc:
             self.problems.append(f"the worker's sandbox could not be started ({exc})")
 
+    def start_for_lanes(self, accounts: list[list[int | None]]) -> None:
+        """In the first lane: start a confinement for each other lane now (as its account), so that each
+        is ready when its lane is forked, once the tests are collected. One that cannot start is left to
+        its lane, which then starts its own."""
+        for number, account in enumerate(accounts, start=1):
+            try:
+                self.for_lanes.append(Confinement(self.job, self.base, 1, account, f"zygote-lane-{number}.log"))
+            except OSError:
+                self.for_lanes.append(None)
+
+    def take_over(self, number: int) -> None:
+        """In lane `number`, just forked: make the confinement started for it this lane's own (with the
+        submission), and let go of the other lanes'. Without one, the lane starts its own (`warm_up`)."""
+        mine = self.for_lanes[number - 1] if number <= len(self.for_lanes) else None
+        for confinement in self.for_lanes:
+            if confinement is not None and confinement is not mine:
+                confinement.channel.close()
+        self.for_lanes = []
+        if mine is None:
+            return
+        try:
+            mine.adopt()
+        except OSError:  # no pidfd to watch it by: it is left to its parent's sweep, and a new one started
+            mine.channel.close()
+            return
+        self.confinements_started += 1
+        self._confinement = mine
+        self._counted_by(mine)
+        if self.source is not None:
+            mine.load(self.job.submission, self.source)
+
+    def let_go_of_lanes(self) -> None:
+        """In the first lane, once the other lanes are forked: their confinements are theirs. Only the
+        first processes stay, as this process's children, spared by its sweeps until it ends."""
+        for confinement in self.for_lanes:
+            if confinement is not None:
+                confinement.channel.close()
+                self.handed_over.append(confinement.process.pid)
+        self.for_lanes = []
+
+    def settle(self) -> None:
+        """Wait until every confinement of this process's has its processes in its control group: a
+        thread puts them there (see `Confinement`), and no thread may run across a fork of the lanes."""
+        for confinement in [self._confinement, *self.retired, *self.for_lanes]:
+            if confinement is not None:
+                confinement.joined()
+
+    def end_handed_over(self) -> None:
+        """In the first lane, once the other lanes have ended: end and reap the first processes of the
+        confinements it started for them (its children), which those lanes ended already unless they
+        were lost. None is left for whatever adopts this process's orphans."""
+        for pid in self.handed_over:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.handed_over = []
+
     def forget_confinement(self) -> None:
         """In a lane forked from another: let go of that lane's confinement without ending it (it is the
         other lane's), closing only this process's copy of its socket, and count this lane's own from
@@ -137,7 +204,12 @@ class WorkerPool:
             self._ended(self.retired.pop())
 
     def end_confinement(self) -> None:
-        """End the confinement and everything in it, the spare worker included."""
+        """End the confinement and everything in it, the spare worker included (and the other lanes'
+        confinements, where no lane took them over)."""
+        for unused in self.for_lanes:
+            if unused is not None:
+                unused.close()
+        self.for_lanes = []
         if self.spare is not None:
             self.spare.close()
             self.spare = None
@@ -219,11 +291,11 @@ class WorkerPool:
 
     def clean_up_after(self, client: WorkerClient) -> None:
         confinement = self._confinement
-        # Under namespaces the sweep below ends the worker too: its kill and the sweep go to the zygote
-        # one after the other, and the worker's end is awaited once, after the sweep's answer.
+        # Under namespaces the sweep below ends the worker with whatever it left: one request to the
+        # zygote, and the worker's end is awaited once, after the sweep's answer.
         swept = (confinement is not None and confinement.namespaced and not confinement.broken
                  and client.process.confinement is confinement)
-        client.close(wait=not swept)
+        client.close(swept=swept)
         if self.spare is not None and (self.spare.process.confinement.broken or not self.spare_forked()):
             self.spare.close()  # started in a confinement that broke since: not to be trusted with a test
             self.spare = None
@@ -252,7 +324,7 @@ class WorkerPool:
         # Killed processes end as fast as the machine lets them: while fewer are left at each look, the
         # harness waits on; only 5 s without any ending is a failure.
         deadline, fewest = time.monotonic() + 5, None
-        keep = set(self.siblings())  # the other lanes: children, but not strays
+        keep = {*self.siblings(), *self.handed_over}  # the other lanes (and their confinements): not strays
         if self._confinement is not None:
             keep.add(self._confinement.process.pid)
             if self.spare is not None and not self._confinement.namespaced:

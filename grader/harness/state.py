@@ -134,7 +134,8 @@ class HarnessState:
 
     def become_helper(self, number: int, account: list[int | None]) -> None:
         """In a process forked to run lane `number`'s tests, the tests collected and the run in: take its own
-        folder, output and worker account ([uid, gid]), and start its own confinement with the submission."""
+        folder, output and worker account ([uid, gid]), and its own confinement (the one the first lane
+        started for it, else a new one) with the submission."""
         self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
         self.pool.forget_confinement()  # the first lane's
         if self.stdin is not None:
@@ -150,6 +151,7 @@ class HarnessState:
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
+        self.pool.take_over(number)  # the confinement the first lane started for this one, if it could
         self.pool.warm_up()  # with the submission, which the pool holds
         self.start_budget()
 
