@@ -95,11 +95,14 @@ def commands(exercise_slug: str, tier: str, submission: Path, before: Path | Non
     env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission), "GRADER_REFERENCE": str(exercise.reference),
            "GRADER_SEED": str(seed_for_source(submission.read_bytes(), exercise)), "PYTHONPATH": str(ROOT)}
     cold = [sys.executable, "-c", COLD, *pytest[3:]]
-    cases = {"grade": (grade, None, ROOT), "pytest": (pytest, env, ROOT),
+    # The command's own modules are read from their bytecode, as an installed package's are (and as
+    # pytest's are in the floor), whatever this shell says.
+    own = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    cases = {"grade": (grade, own, ROOT), "pytest": (pytest, env, ROOT),
              "cold": (cold, {**env, "PYTHONDONTWRITEBYTECODE": "1"}, ROOT),
-             "import": ([sys.executable, "-c", "import grader.cli"], None, ROOT)}
+             "import": ([sys.executable, "-c", "import grader.cli"], own, ROOT)}
     if before is not None:  # `python -c` puts the current folder first on the path: that checkout's grader
-        cases["before"] = ([*grader_command(before), *options], None, before)
+        cases["before"] = ([*grader_command(before), *options], own, before)
     return cases
 
 
@@ -125,6 +128,9 @@ def main() -> None:
     parser.add_argument("--tier", default="premium")
     parser.add_argument("--submission", type=Path, help="the file graded (default: the exercise's reference)")
     parser.add_argument("--before", type=Path, help="another checkout whose `grade` is measured beside this one's")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds of rest before each case (after the files written so far are synced): each "
+                             "case then starts on an idle machine rather than straight after the one before")
     args = parser.parse_args()
     from grader.core.exercise import load_exercise
 
@@ -136,7 +142,11 @@ def main() -> None:
     for round_number in range(args.rounds + 1):
         # Alternating cases, the order turned each round, so that a slow spell of the machine falls on all.
         order = names if round_number % 2 == 0 else names[::-1]
-        measured = {case: timed(*cases[case]) for case in order}
+        measured = {}
+        for case in order:
+            os.sync()
+            time.sleep(args.pause)
+            measured[case] = timed(*cases[case])
         if round_number == 0:
             continue
         for case, run in measured.items():

@@ -154,7 +154,7 @@ def test_a_grading_in_lanes_leaves_no_process_behind():
     before = set(children_of(os.getpid()))
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     try:
-        card = grade(REFERENCE.read_bytes(), 2)
+        cards = [grade(REFERENCE.read_bytes(), 2) for _ in range(3)]  # however the lanes' ends fall
         left = [pid for pid in children_of(os.getpid()) if pid not in before]
         names = {pid: Path(f"/proc/{pid}/comm").read_text().strip() for pid in left}
     finally:
@@ -162,7 +162,7 @@ def test_a_grading_in_lanes_leaves_no_process_behind():
         for pid in set(children_of(os.getpid())) - before:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
-    assert card.status == "graded" and card.score == card.max_score, card.reason
+    assert all(card.status == "graded" and card.score == card.max_score for card in cards), cards[0].reason
     assert names == {}
 
 

@@ -175,19 +175,12 @@ class WorkerPool:
                 confinement.joined()
 
     def end_handed_over(self) -> None:
-        """In the first lane, once the other lanes have ended: end and reap the first processes of the
-        confinements it started for them (its children), which those lanes ended already unless they
-        were lost. None is left for whatever adopts this process's orphans."""
-        for pid in self.handed_over:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        """In the first lane, once the other lanes have ended: end and reap what is left of the confinements
+        it started for them (their first processes are its children, and what those leave becomes its
+        children too), whether their lanes ended them or were lost. Nothing is left for whatever adopts
+        this process's orphans."""
         self.handed_over = []
+        self.reap_strays()
 
     def forget_confinement(self) -> None:
         """In a lane forked from another: let go of that lane's confinement without ending it (it is the
