@@ -12,13 +12,16 @@ never the machine's:
            bytecode kept in their `__pycache__` from the round before, as any pytest run after the
            first finds it (the floor `grade` is held to: its harness gets the suites compiled too)
   cold     the same pytest compiling the suites afresh (their `__pycache__` removed, none written), as
-           a first run does
+           a first run does (only the suites' bytecode is removed, not the checkout's own)
   import   `python -c "import grader.cli"`: what the command line costs before any command runs
   before   with `--before DIR`: the same `grade` run from another checkout (an older commit's worktree),
            so that a change is measured against what it changed in the same rounds
 
     python -m benchmarks.bench_startup [--rounds 7] [--exercise continuous_batching] [--tier premium]
-                                       [--submission FILE] [--before DIR]
+                                       [--submission FILE] [--before DIR] [--pause 0]
+
+The cases run in a new order each round, the files written so far synced before each; `--pause S` rests
+the machine S seconds before each case too.
 
 Prints each round, then the medians and the ratios of `grade` (and `before`) to `pytest` in wall and in
 CPU time.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -72,11 +76,12 @@ def grader_command(checkout: Path = ROOT) -> list[str]:
 
 Case = tuple[list[str], dict[str, str] | None, Path]
 
-# `python -m pytest ARGS` once the suites' bytecode is gone (the suites are ARGS' existing folders).
-COLD = ("import os, runpy, shutil, sys; "
-        "[shutil.rmtree(os.path.join(root, '__pycache__')) for folder in sys.argv[1:] if os.path.isdir(folder) "
+# `python -m pytest ARGS` once the bytecode of the suites is gone: `python -c COLD SUITE... -- ARGS`. Only
+# the suites' folders are cleared: the checkout's own bytecode (the `grade` case's) stays.
+COLD = ("import os, runpy, shutil, sys; cut = sys.argv.index('--'); "
+        "[shutil.rmtree(os.path.join(root, '__pycache__')) for folder in sys.argv[1:cut] "
         "for root, dirs, _ in os.walk(folder) if '__pycache__' in dirs]; "
-        "sys.argv[0] = 'pytest'; runpy.run_module('pytest', run_name='__main__')")
+        "sys.argv = ['pytest', *sys.argv[cut + 1:]]; runpy.run_module('pytest', run_name='__main__')")
 
 
 def commands(exercise_slug: str, tier: str, submission: Path, before: Path | None = None) -> dict[str, Case]:
@@ -94,7 +99,7 @@ def commands(exercise_slug: str, tier: str, submission: Path, before: Path | Non
               "-c", os.devnull, "--rootdir", str(ROOT), *suites]
     env = {**HARNESS_ENV, "GRADER_SUBMISSION": str(submission), "GRADER_REFERENCE": str(exercise.reference),
            "GRADER_SEED": str(seed_for_source(submission.read_bytes(), exercise)), "PYTHONPATH": str(ROOT)}
-    cold = [sys.executable, "-c", COLD, *pytest[3:]]
+    cold = [sys.executable, "-c", COLD, *suites, "--", *pytest[3:]]
     # The command's own modules are read from their bytecode, as an installed package's are (and as
     # pytest's are in the floor), whatever this shell says.
     own = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
@@ -139,9 +144,12 @@ def main() -> None:
     cases = commands(args.exercise, args.tier, submission, args.before.resolve() if args.before else None)
     names = [case for case in CASES if case in cases]
     runs: dict[str, list[Run]] = {case: [] for case in names}
+    shuffled = random.Random(0)
     for round_number in range(args.rounds + 1):
-        # Alternating cases, the order turned each round, so that a slow spell of the machine falls on all.
-        order = names if round_number % 2 == 0 else names[::-1]
+        # Alternating cases, in a new order each round, so that a slow spell of the machine falls on all and
+        # no case always comes after the same one: a command that keeps both cores busy starts faster just
+        # after another such command than after one that left a core idle (this machine's cores wake up).
+        order = shuffled.sample(names, len(names))
         measured = {}
         for case in order:
             os.sync()

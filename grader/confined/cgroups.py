@@ -9,9 +9,9 @@ none can move itself out without write access to the hierarchy, which a worker n
 Two ways to have one, tried in this order (`for_confinement`):
 
 - *own*: where the harness may write the hierarchy (root on a host, cgroup v1 or v2), it makes a group
-  for each confinement under its own, puts the confinement's first process in it before that process
-  runs (so everything the confinement ever starts is in it), limits its memory, and removes it at the
-  confinement's end. Its CPU is the confinement's alone.
+  for each confinement under its own, puts the confinement's processes in it before they run anything
+  of a submission (so everything the confinement starts from then on is in it), limits its memory, and
+  removes it at the confinement's end. Its CPU is the confinement's alone (from the move on).
 - *shared*: where the hierarchy is read-only (a container: the Docker sandbox's, a course platform's),
   the group the harness itself is in (the container's) is read. Its CPU is the confinement's and that of
   the other processes of the container (the harness, another lane, the grader that started it): what of
@@ -156,7 +156,8 @@ def _write(path: str, value: str) -> None:
 @dataclass
 class OwnGroup:
     """Groups made for one confinement (one for CPU, one for memory: the same folder under v2), which the
-    confinement's first process joins (`join_fds`, written in the child before it runs anything)."""
+    confinement's processes are put in (`join_fds`) before they are asked to run anything of a
+    submission."""
 
     cpu: Place
     memory: Place | None
@@ -164,7 +165,8 @@ class OwnGroup:
     made: list[str] = field(default_factory=list)
 
     def join_fds(self) -> list[int]:
-        """Open `cgroup.procs` of each group, for the child to write "0" to (itself) before it runs."""
+        """Open `cgroup.procs` of each group, to write the pids of the processes that join it to (one a write;
+        "0" for the writer itself)."""
         fds = []
         for folder in dict.fromkeys(p.folder for p in (self.cpu, self.memory) if p is not None):
             fds.append(os.open(os.path.join(folder, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC))
