@@ -87,23 +87,8 @@ class Confinement:
         user, group = account if account is not None else (job.worker_user, job.worker_group)
         self.namespaced = job.isolation == "namespaces"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
-        config: dict[str, Any] = {
-            "fd": theirs.fileno(), "limits": job.limits.for_worker(), "scratch": "/tmp",
-            "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
-            "job": str(base),  # the job's folder names the processes of this grading, for whoever looks
-            # Whether every process the zygote's account has in its /proc is this grading's: in a namespace
-            # of its own, or as an account lent to it alone; not as the grader's own account.
-            "account_is_own": self.namespaced or user is not None}
-        if job.isolation == "account":
-            # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
-            # reading the system and its own code, and writing a folder of its own (`restrict`).
-            config["restrict"] = {"read": [code_root]}
-        program = [job.worker_python, "-I", "-u", "-X", "faulthandler",
-                   "-c", bootstrap(code_root, "grader.confined.zygote", "serve"), json.dumps(config)]
-        privileges: dict[str, Any] = {}
-        if user is not None:
-            privileges = dict(user=user, group=group, extra_groups=[])  # Popen's
+        program = self._zygote(theirs.fileno(), user is not None)
+        privileges: dict[str, Any] = dict(user=user, group=group, extra_groups=[]) if user is not None else {}
         passed = [theirs.fileno()]
         # A control group of its own, where the harness may make one (root on a host): it counts every CPU
         # second and limits every page of the confinement, whatever a process does (see `cgroups`).
@@ -112,16 +97,8 @@ class Confinement:
         if info is not None:
             passed.append(info[1])  # bubblewrap's word of the pid of the namespace's first process
         if self.namespaced:
-            assert job.bwrap is not None
-            code_fd = _memory_file("worker.zip", Path(job.at(base, job.worker_code)).read_bytes())
-            uid = user if user is not None else os.getuid()
-            gid = group if group is not None else os.getgid()
-            accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
-            refusals = seccomp_program()
-            seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
-            passed += [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]
-            program = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd,
-                                      info[1] if info is not None else None) + program
+            wrapper, memory_files = self._bubblewrap(user, group, info[1] if info is not None else None)
+            program, passed = wrapper + program, passed + memory_files
         self.final_cpu: float | None = None
         joining = self.group.join_fds() if self.group is not None else []
         self.log_path = os.path.join(job.at(base, job.private), log_name or f"zygote-{number}.log")
@@ -159,6 +136,39 @@ class Confinement:
         self.forking: list[ForkedProcess] = []  # the forks asked for whose answer has not been read yet
         self.broken = False
         self.loaded = False
+
+    def _zygote(self, fd: int, lent_account: bool) -> list[str]:
+        """The zygote's command line: its configuration (the harness's socket `fd` among it) the last
+        argument. `lent_account`: it runs as an account lent to this grading alone."""
+        job, base = self.job, self.base
+        code_root = SANDBOX_CODE if self.namespaced else job.at(base, job.worker_code)
+        config: dict[str, Any] = {
+            "fd": fd, "limits": job.limits.for_worker(), "scratch": "/tmp",
+            "subreaper": self.namespaced,  # outside a namespace the harness takes the orphans
+            "job": str(base),  # the job's folder names the processes of this grading, for whoever looks
+            # Whether every process the zygote's account has in its /proc is this grading's: in a namespace
+            # of its own, or as an account lent to it alone; not as the grader's own account.
+            "account_is_own": self.namespaced or lent_account}
+        if job.isolation == "account":
+            # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
+            # reading the system and its own code, and writing a folder of its own (`restrict`).
+            config["restrict"] = {"read": [code_root]}
+        return [job.worker_python, "-I", "-u", "-X", "faulthandler",
+                "-c", bootstrap(code_root, "grader.confined.zygote", "serve"), json.dumps(config)]
+
+    def _bubblewrap(self, user: int | None, group: int | None, info_fd: int | None) -> tuple[list[str], list[int]]:
+        """bubblewrap's command line up to the zygote's, and the memory files it reads (the worker's code,
+        the account's files, the seccomp filter): descriptors to pass it, closed once it has started."""
+        job = self.job
+        assert job.bwrap is not None
+        code_fd = _memory_file("worker.zip", Path(job.at(self.base, job.worker_code)).read_bytes())
+        uid = user if user is not None else os.getuid()
+        gid = group if group is not None else os.getgid()
+        accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
+        refusals = seccomp_program()
+        seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
+        arguments = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd, info_fd)
+        return arguments, [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]
 
     # -- requests ------------------------------------------------------------------------------------
     def load(self, name: str, source: bytes) -> None:
