@@ -24,7 +24,8 @@ The cases run in a new order each round, the files written so far synced before 
 the machine S seconds before each case too.
 
 Prints each round, then the medians and the ratios of `grade` (and `before`) to `pytest` in wall and in
-CPU time.
+CPU time, and the ratios taken within each round (median and quartiles): the cases of a round ran
+seconds apart, so these hold when the machine's speed drifts between spells.
 """
 
 from __future__ import annotations
@@ -124,6 +125,14 @@ def report(runs: dict[str, list[Run]]) -> None:
                 run = medians[case]
                 print(f"{case} / {floor_case}: {run.wall_s / floor.wall_s:.2f}x the wall time, "
                       f"{run.cpu_s / floor.cpu_s:.2f}x the CPU")
+    # The machine's speed drifts from one spell to the next: a ratio taken within each round, where the
+    # cases ran seconds apart, is steadier than the ratio of medians taken over all of them.
+    print("round by round (median, quartiles of the ratios within each round, wall time):")
+    for case, floor_case in (("grade", "pytest"), ("before", "pytest"), ("grade", "before")):
+        if case in runs and floor_case in runs:
+            ratios = [a.wall_s / b.wall_s for a, b in zip(runs[case], runs[floor_case])]
+            low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            print(f"  {case} / {floor_case}: {statistics.median(ratios):.2f}x ({low:.2f}x to {high:.2f}x)")
 
 
 def main() -> None:
