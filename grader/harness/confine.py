@@ -108,19 +108,16 @@ class Confinement:
                 program, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
                 env=dict(SANDBOX_ENV), pass_fds=tuple(passed), start_new_session=True, **privileges)
         except BaseException:
-            for fd in [*joining, *(info or ())]:
+            for fd in [*joining, *([info[0]] if info is not None else [])]:
                 os.close(fd)
             if self.group is not None:
                 self.group.remove()
             raise
         finally:
             os.close(log)
-            for fd in passed[1:]:
-                if info is None or fd != info[1]:
-                    os.close(fd)
+            for fd in passed[1:]:  # bubblewrap's copies (the info pipe's end among them): ours are closed
+                os.close(fd)
             theirs.close()
-        if info is not None:
-            os.close(info[1])
         # The confinement's processes join the group while they start, not before: the kernel makes a join
         # wait for a grace period of its own (milliseconds to tens of them), which would otherwise hold up
         # this process and the zygote's start alike. Nothing of a submission runs before they are in: the
