@@ -37,7 +37,9 @@ DEFAULT_DB = "grader.db"
 # a file name and a page name on every system, with no control character, space or path separator.
 STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parents[1] / "db" / "migrations"
-SCHEMA_VERSION = len(list((MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")))
+# The newest migration's number (not how many there are: migrations made on branches side by side are
+# numbered apart and chained when they meet, so the numbers may skip).
+SCHEMA_VERSION = max(int(p.name[:4]) for p in (MIGRATIONS_FOLDER / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
 # Whether a file will be rejected by its grading, before any test runs (grader.core.validate's checks).

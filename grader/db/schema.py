@@ -73,12 +73,22 @@ links = Table(
     "links", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("token_sha256", String(64), nullable=False, unique=True),
-    Column("role", String(16), nullable=False),  # instructor | student
+    Column("role", String(16), nullable=False),  # instructor | student | ta
     Column("student_id", String(64), ForeignKey("students.id"), nullable=True),
     Column("one_time", Boolean, nullable=False),
     Column("created_at", Text, nullable=False),
     Column("used_at", Text, nullable=True),
     Column("revoked_at", Text, nullable=True),
+    Column("ta_id", String(64), ForeignKey("teaching_assistants.id"), nullable=True),  # a TA's link: whose
+)
+
+# Teaching assistants (from the roster's `role` column, or an LMS launch as one): they see every submission
+# and its code and answer grade inquiries, and adjust grades only where the course allows it.
+teaching_assistants = Table(
+    "teaching_assistants", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("created_at", Text, nullable=False),
 )
 
 sessions = Table(
@@ -171,10 +181,11 @@ lti_users = Table(
     "lti_users", metadata,
     Column("platform_id", Integer, ForeignKey("lti_platforms.id"), primary_key=True),
     Column("sub", String(255), primary_key=True),
-    Column("role", String(16), nullable=False),  # instructor | student
+    Column("role", String(16), nullable=False),  # instructor | student | ta
     Column("student_id", String(64), ForeignKey("students.id"), nullable=True),
     Column("link_id", Integer, ForeignKey("links.id"), nullable=True),
     Column("name", Text, nullable=False, server_default=""),
+    Column("ta_id", String(64), ForeignKey("teaching_assistants.id"), nullable=True),  # the TA they are, once one
 )
 
 # A course (the platform's context) as the launches last described it: where its members are listed (NRPS).
@@ -226,4 +237,31 @@ lti_outbox = Table(
     Column("last_error", Text, nullable=False, server_default=""),
     Column("created_at", Text, nullable=False),
     Column("sent_at", Text, nullable=True),
+)
+
+# A student's question about a released grade: of a submission, or of one test of it (`test_id`, with the
+# name it had when asked); open until an instructor or TA resolves it, reopened by either side.
+inquiries = Table(
+    "inquiries", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("student_id", String(64), ForeignKey("students.id"), nullable=False, index=True),
+    Column("exercise", String(64), nullable=False),
+    Column("test_id", Text, nullable=False, server_default=""),
+    Column("test_name", Text, nullable=False, server_default=""),
+    Column("state", String(16), nullable=False),  # open | resolved
+    Column("opened_at", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+)
+
+# An inquiry's thread: messages, and what was done (resolved, reopened, a regrade asked), with who.
+inquiry_posts = Table(
+    "inquiry_posts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("inquiry_id", Integer, ForeignKey("inquiries.id"), nullable=False, index=True),
+    Column("kind", String(16), nullable=False),  # message | resolved | reopened | regrade
+    Column("role", String(16), nullable=False),  # student | ta | instructor
+    Column("author", Text, nullable=False),
+    Column("body", Text, nullable=False, server_default=""),
+    Column("posted_at", Text, nullable=False),
 )

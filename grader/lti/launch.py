@@ -23,6 +23,7 @@ from sqlalchemy import and_, delete, insert, select, update
 from grader.course.store import Store
 from grader.db import schema
 from grader.lti.platforms import Platform, find_platform, platforms
+from grader.lti.roles import CourseRole, course_role
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"
@@ -33,7 +34,6 @@ DEEP_LINKING = "LtiDeepLinkingRequest"
 LOGIN_SECONDS = 600  # a login's state and nonce are good for this long
 LEEWAY_S = 60  # clocks of platform and tool differ by up to this much
 STATE_COOKIE = "grader_lti_state_"  # + the state: two launches at once in one browser keep apart
-INSTRUCTOR_ROLES = ("Instructor", "Administrator")
 
 
 class LaunchError(Exception):
@@ -64,8 +64,14 @@ class Launch:
         return [str(r) for r in roles] if isinstance(roles, list) else []
 
     @property
+    def course_role(self) -> CourseRole:
+        """What the user is in the launch's course (grader.lti.roles): nothing without a course (a context
+        claim), since context roles are roles in one."""
+        return course_role(self.roles) if self.context_id else CourseRole.NONE
+
+    @property
     def is_instructor(self) -> bool:
-        return is_instructor(self.roles)
+        return self.course_role is CourseRole.INSTRUCTOR
 
     @property
     def name(self) -> str:
@@ -113,13 +119,6 @@ class Launch:
     def deep_linking(self) -> dict[str, Any]:
         found = self.claims.get(DL_CLAIM + "deep_linking_settings")
         return found if isinstance(found, dict) else {}
-
-
-def is_instructor(roles: list[str]) -> bool:
-    """A role URI of the LIS vocabulary ends in `#Instructor` or `#Administrator` (context, institution or
-    system role), or is the short name alone. A teaching assistant (`membership/Instructor#TeachingAssistant`)
-    is not an instructor here: it signs in as a student would."""
-    return any(role.rsplit("#", 1)[-1] in INSTRUCTOR_ROLES for role in roles)
 
 
 @dataclass(frozen=True)

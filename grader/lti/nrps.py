@@ -11,6 +11,7 @@ from sqlalchemy import and_, select
 from grader.course.store import Store
 from grader.db import schema
 from grader.lti.platforms import Platform
+from grader.lti.roles import CourseRole, course_role
 from grader.lti.services import NRPS_SCOPE, ServiceError, call, registered
 from grader.lti.users import add_member, ensure_user, lms_user
 
@@ -45,7 +46,9 @@ def courses(store: Store) -> list[Course]:
 
 
 def is_learner(roles: list[str]) -> bool:
-    return any(role.rsplit("#", 1)[-1] == "Learner" or role == "Learner" for role in roles)
+    """Whether a member's roles in the course make them a learner (grader.lti.roles): a member who is also
+    its instructor or teaching assistant is not added to the roster as a student."""
+    return course_role(roles) is CourseRole.LEARNER
 
 
 def sync_roster(store: Store, course: Course) -> RosterSync:

@@ -33,6 +33,7 @@ from grader.lti.launch import (
     login,
     validate,
 )
+from grader.lti.roles import CourseRole
 from grader.lti.services import ServiceError
 from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
@@ -101,10 +102,21 @@ def launched(service: Service, request: Request, id_token: str, state: str) -> R
     return response
 
 
+# The account a course role signs in as (grader.lti.roles); a launch with no role in its course signs no one in.
+ACCOUNT_ROLES = {CourseRole.INSTRUCTOR: "instructor", CourseRole.TEACHING_ASSISTANT: "ta", CourseRole.LEARNER: "student"}
+
+
 def signed_in(service: Service, launch: Launch) -> str:
-    """A session for the launch's user, as a student of the roster or as an instructor."""
-    user = ensure_user(service.store, launch.platform, launch.sub, "instructor" if launch.is_instructor else "student",
-                       launch.name, launch.email)
+    """A session for the launch's user, as a student of the roster, a teaching assistant or an instructor,
+    by their role in the launch's course."""
+    role = ACCOUNT_ROLES.get(launch.course_role)
+    if role is None:
+        shown = ", ".join(r[:120] for r in launch.roles[:6]) or "none"
+        raise LaunchError(403, "No role in this course", "This tool lets in the course's learners, instructors and "
+                                                         "teaching assistants, by their role in the course the launch "
+                                                         f"comes from; this launch gave none of them (its roles: {shown}). "
+                                                         "Ask the course's instructor to enrol you.")
+    user = ensure_user(service.store, launch.platform, launch.sub, role, launch.name, launch.email)
     remember_context(service.store, launch)
     session = accounts.open_session(service.store, user.link_id)
     if session is None and user.student_id:

@@ -16,7 +16,7 @@ from grader.db import schema
 from grader.errors import StoreError
 from grader.lti.launch import Launch
 from grader.lti.platforms import Platform
-from grader.service import accounts
+from grader.service import accounts, staff
 
 ID_LIMIT = 40  # room for a "-2" suffix and more within the store's 64
 
@@ -25,9 +25,10 @@ ID_LIMIT = 40  # room for a "-2" suffix and more within the store's 64
 class LmsUser:
     platform_id: int
     sub: str
-    role: str  # instructor | student
+    role: str  # instructor | student | ta
     student_id: str | None
     link_id: int
+    ta_id: str | None = None
 
 
 def student_id_for(email: str, name: str, sub: str, taken: set[str]) -> str:
@@ -58,12 +59,13 @@ def lms_user(store: Store, platform: Platform, sub: str) -> LmsUser | None:
     with store.reading() as db:
         row = db.execute(select(us).where(and_(us.c.platform_id == platform.id, us.c.sub == sub))).first()
     return None if row is None or row.link_id is None else LmsUser(row.platform_id, row.sub, row.role,
-                                                                   row.student_id, row.link_id)
+                                                                   row.student_id, row.link_id, row.ta_id)
 
 
 def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str = "", email: str = "") -> LmsUser:
-    """The LMS user in this role: a student is made a roster student on first sight (with the platform's
-    tier); a user seen before in another role gets a link of the new one. The LMS's name is kept current."""
+    """The LMS user in this role (instructor, student or ta): a student is made a roster student on first
+    sight (with the platform's tier), a teaching assistant a TA; a user seen before in another role gets a
+    link of the new one. The LMS's name is kept current."""
     if not sub:
         raise StoreError("the launch names no user (sub): an anonymous launch cannot sign anyone in")
     found = lms_user(store, platform, sub)
@@ -74,20 +76,33 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
                            .values(name=name.strip()[:accounts.NAME_LIMIT]))
         return found
     student_id = found.student_id if found is not None else None
+    ta_id = lms_ta(store, platform, sub)
     if role == "student" and student_id is None:
         taken = {s.id.casefold() for s in accounts.students(store)}
         student_id = student_id_for(email, name, sub, taken)
         accounts.add_student(store, student_id, name, platform.tier)
-    link_id = accounts.external_link(store, role, student_id if role == "student" else None)
+    if role == "ta" and ta_id is None:
+        ta_id = staff.add_ta(store, student_id_for(email, name, sub, {t.id.casefold()
+                                                                      for t in staff.teaching_assistants(store)}), name)
+    link_id = accounts.external_link(store, role, student_id if role == "student" else None,
+                                     ta_id if role == "ta" else None)
     us = schema.lti_users
     with store.transaction() as db:
-        values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200]}
+        values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200],
+                  "ta_id": ta_id}
         if found is None and db.execute(select(us.c.sub).where(and_(us.c.platform_id == platform.id,
                                                                      us.c.sub == sub))).first() is None:
             db.execute(insert(us).values(platform_id=platform.id, sub=sub, **values))
         else:
             db.execute(update(us).where(and_(us.c.platform_id == platform.id, us.c.sub == sub)).values(**values))
-    return LmsUser(platform.id, sub, role, student_id, link_id)
+    return LmsUser(platform.id, sub, role, student_id, link_id, ta_id)
+
+
+def lms_ta(store: Store, platform: Platform, sub: str) -> str | None:
+    """The TA an LMS user was made before (kept when their role changes and comes back), if any."""
+    us = schema.lti_users
+    with store.reading() as db:
+        return db.execute(select(us.c.ta_id).where(and_(us.c.platform_id == platform.id, us.c.sub == sub))).scalar()
 
 
 def add_member(store: Store, platform: Platform, context_id: str, sub: str) -> None:

@@ -44,27 +44,39 @@ class Student:
 
 @dataclass(frozen=True)
 class Session:
-    role: str  # instructor | student
+    role: str  # instructor | student | ta
     student: str | None
     tier: str
     csrf: str
     link_id: int = 0  # the sign-in link the session came from: who did what, in the store's records
     expires_at: float = float("inf")  # time.time() when the session ends
+    ta: str | None = None  # a teaching assistant's id (role "ta")
 
     @property
     def is_instructor(self) -> bool:
         return self.role == "instructor"
 
     @property
+    def is_ta(self) -> bool:
+        return self.role == "ta"
+
+    @property
+    def is_staff(self) -> bool:
+        """An instructor or a teaching assistant: who sees every submission, its code and all its results."""
+        return self.is_instructor or self.is_ta
+
+    @property
     def by(self) -> str:
         """Who this is in the store's records of changes (instructors share one account: their sign-in
         link tells them apart)."""
+        if self.is_ta:
+            return f"TA {self.ta}"
         return f"instructor (sign-in link {self.link_id})" if self.is_instructor else f"student {self.student}"
 
     @property
     def account(self) -> tuple[str, str | None]:
-        """Whose session this is: the instructors share one account, each student has their own."""
-        return (self.role, self.student)
+        """Whose session this is: the instructors share one account, each student and TA has their own."""
+        return (self.role, self.ta if self.is_ta else self.student)
 
     def csrf_ok(self, sent: str | None) -> bool:
         return bool(sent) and hmac.compare_digest(self.csrf.encode(), str(sent).encode())
@@ -120,8 +132,12 @@ class RosterError(StoreError):
         self.problems = problems
 
 
-def parse_roster(text: str) -> list[tuple[str, str, str]]:
-    """(id, name, tier) rows of a roster CSV with a header: `id` required, `name` and `tier` optional.
+ROSTER_ROLES = ("student", "ta")
+
+
+def parse_roster(text: str) -> list[tuple[str, str, str, str]]:
+    """(id, name, tier, role) rows of a roster CSV with a header: `id` required, `name`, `tier` and `role`
+    (student, the default, or ta: a teaching assistant) optional.
     A line CSV cannot read (a quote left open), a column named twice, a bad id or tier and a student
     listed twice are refused (RosterError), every such line named at once."""
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")), strict=True)
@@ -137,24 +153,27 @@ def parse_roster(text: str) -> list[tuple[str, str, str]]:
         problems.append(f"roster line {reader.line_num}: {exc}")
     fields = [f.strip().lower() for f in records[0][1]] if records else []
     if "id" not in fields:
-        raise RosterError(["the roster needs a header line with an 'id' column (and optionally 'name', 'tier')"])
+        raise RosterError(["the roster needs a header line with an 'id' column (and optionally 'name', 'tier', "
+                           "'role')"])
     twice = sorted({f for f in fields if f and fields.count(f) > 1})
     if twice:
         raise RosterError([f"the roster's header names the column {twice[0]!r} twice"])
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str, str]] = []
     lines: dict[str, int] = {}
     for number, record in records[1:]:
         row = dict(zip(fields, record))
         student_id = row.get("id", "").strip()
         if not student_id:
             continue
-        found = roster_line_problem(student_id, row.get("tier", ""), lines)
+        role = row.get("role", "").strip().lower() or "student"
+        found = roster_line_problem(student_id, row.get("tier", ""), lines) or (
+            "" if role in ROSTER_ROLES else f"unknown role {role[:20]!r}; use student or ta")
         if found:
             problems.append(f"roster line {number}: {found}")
             continue
         student_id = validate_student_id(student_id)
         lines[student_id.lower()] = number
-        rows.append((student_id, row.get("name", "").strip(), row.get("tier", "").strip().lower() or "free"))
+        rows.append((student_id, row.get("name", "").strip(), row.get("tier", "").strip().lower() or "free", role))
     if problems:
         raise RosterError(sorted(problems, key=line_number))
     return rows
@@ -180,23 +199,37 @@ def line_number(problem: str) -> int:
 
 
 def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
-    """Add or update every student of the roster; (id, new link token or None when one is active)."""
+    """Add or update every student and TA of the roster; (id, new link token or None when one is active),
+    a TA's id followed by " (TA)"."""
+    from grader.service import staff
+
     rows = parse_roster(text)
     known = {s.id.lower(): s.id for s in students(store)}
-    clashes = [f"the roster's {student_id} differs from the student {known[student_id.lower()]} only in case: "
-               "use one spelling" for student_id, _, _ in rows if known.get(student_id.lower(), student_id) != student_id]
+    known_tas = {t.id.lower(): t.id for t in staff.teaching_assistants(store)}
+    clashes = [f"the roster's {student_id} differs from the {'TA' if role == 'ta' else 'student'} "
+               f"{among[student_id.lower()]} only in case: use one spelling"
+               for student_id, _, _, role in rows
+               for among in [known_tas if role == "ta" else known]
+               if among.get(student_id.lower(), student_id) != student_id]
     if clashes:  # refused whole, before anyone is added
         raise RosterError(clashes)
     active = {s.id for s in students(store) if s.link_active}
-    out = []
-    for student_id, name, tier in rows:
+    active_tas = {t.id for t in staff.teaching_assistants(store) if t.link_active}
+    out: list[tuple[str, str | None]] = []
+    for student_id, name, tier, role in rows:
+        if role == "ta":
+            staff.add_ta(store, student_id, name)
+            out.append((f"{student_id} (TA)", None if student_id in active_tas
+                        else new_link(store, "ta", ta_id=student_id)))
+            continue
         add_student(store, student_id, name, tier)
         out.append((student_id, None if student_id in active else new_link(store, "student", student_id)))
     return out
 
 
-def new_link(store: Store, role: str, student_id: str | None = None) -> str:
-    """A fresh sign-in token (the secret part of the link); only its hash is stored."""
+def new_link(store: Store, role: str, student_id: str | None = None, ta_id: str | None = None) -> str:
+    """A fresh sign-in token (the secret part of the link); only its hash is stored. A TA's link names the
+    TA (`ta_id`)."""
     token = secrets.token_urlsafe(24)
     ln = schema.links
     with store.transaction() as db:
@@ -204,7 +237,7 @@ def new_link(store: Store, role: str, student_id: str | None = None) -> str:
             db.execute(update(ln).where(and_(ln.c.role == "instructor", ln.c.used_at.is_(None),
                                              ln.c.revoked_at.is_(None))).values(revoked_at=now()))
         db.execute(insert(schema.links).values(token_sha256=digest(token), role=role, student_id=student_id,
-                                               one_time=role == "instructor", created_at=now()))
+                                               one_time=role == "instructor", created_at=now(), ta_id=ta_id))
     return token
 
 
@@ -223,27 +256,31 @@ def revoke_links(store: Store, student_id: str) -> int:
 @dataclass(frozen=True)
 class LinkHolder:
     """Whom a sign-in link signs in, as its page names them before anyone presses its button."""
-    role: str  # instructor | student
+    role: str  # instructor | student | ta
     student: str | None
     name: str
     one_time: bool
+    ta: str | None = None
 
     @property
     def account(self) -> tuple[str, str | None]:
-        return (self.role, self.student)
+        return (self.role, self.ta if self.role == "ta" else self.student)
 
 
 def link_holder(store: Store, token: str) -> LinkHolder | None:
     """Whom a link that still signs someone in is for, using nothing up; None for a link that signs
     nobody in (unknown, revoked, or a one-time link used already)."""
-    ln, st = schema.links, schema.students
+    ln, st, ta = schema.links, schema.students, schema.teaching_assistants
     with store.reading() as db:
-        link = db.execute(select(ln.c.role, ln.c.student_id, ln.c.one_time, ln.c.used_at, st.c.name)
-                          .select_from(ln.outerjoin(st, st.c.id == ln.c.student_id))
+        link = db.execute(select(ln.c.role, ln.c.student_id, ln.c.one_time, ln.c.used_at, ln.c.ta_id,
+                                 st.c.name, ta.c.name.label("ta_name"))
+                          .select_from(ln.outerjoin(st, st.c.id == ln.c.student_id)
+                                       .outerjoin(ta, ta.c.id == ln.c.ta_id))
                           .where(and_(ln.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if link is None or (link.one_time and link.used_at is not None):
         return None
-    return LinkHolder(role=link.role, student=link.student_id, name=link.name or "", one_time=bool(link.one_time))
+    return LinkHolder(role=link.role, student=link.student_id, name=link.name or link.ta_name or "",
+                      one_time=bool(link.one_time), ta=link.ta_id)
 
 
 def sign_in(store: Store, token: str) -> str | None:
@@ -272,7 +309,7 @@ def new_session(db: Connection, link_id: int) -> str:
     return session
 
 
-def external_link(store: Store, role: str, student_id: str | None = None) -> int:
+def external_link(store: Store, role: str, student_id: str | None = None, ta_id: str | None = None) -> int:
     """A link row for someone who signs in elsewhere (an LMS launch): sessions hang from a link, but this
     one's token is thrown away at once, so it never signs anyone in by itself. Marked used, so that a new
     instructor link (which revokes the unused ones) leaves it be; revoking a student's links ends its
@@ -280,7 +317,7 @@ def external_link(store: Store, role: str, student_id: str | None = None) -> int
     with store.transaction() as db:
         made = db.execute(insert(schema.links).values(
             token_sha256=digest(secrets.token_urlsafe(24)), role=role, student_id=student_id, one_time=False,
-            created_at=now(), used_at=now())).inserted_primary_key
+            created_at=now(), used_at=now(), ta_id=ta_id)).inserted_primary_key
     assert made is not None
     return int(made[0])
 
@@ -299,13 +336,13 @@ def session(store: Store, token: str | None) -> Session | None:
     se, ln, st = schema.sessions, schema.links, schema.students
     with store.reading() as db:
         row = db.execute(
-            select(ln.c.id, ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier)
+            select(ln.c.id, ln.c.role, ln.c.student_id, ln.c.ta_id, se.c.csrf, se.c.expires_at, st.c.tier)
             .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id))
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
-    if row is None or row.expires_at < time.time():
+    if row is None or row.expires_at < time.time() or (row.role == "ta" and not row.ta_id):
         return None
     return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf,
-                   link_id=row.id, expires_at=float(row.expires_at))
+                   link_id=row.id, expires_at=float(row.expires_at), ta=row.ta_id)
 
 
 def sign_out(store: Store, token: str | None) -> None:

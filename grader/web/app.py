@@ -27,6 +27,7 @@ from grader.web.access_log import AccessLog
 from grader.web.auth import route, signin, signout
 from grader.web.base import Service
 from grader.web.errors import http_error, server_fault, store_unavailable, too_large_page
+from grader.web.inquiries import act, ask, queue, reply, thread
 from grader.web.instructor import (
     adjust,
     dashboard,
@@ -45,6 +46,7 @@ from grader.web.instructor import (
     withhold_results,
 )
 from grader.web.security import Guard
+from grader.web.staff import adjusting, course_settings, staff_home, staff_student
 from grader.web.student import exercise_view, history, home, predict, report, solution, submission_view, submit
 
 __all__ = ["LtiPages", "Service", "create_app"]
@@ -83,7 +85,15 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),
-        route("/submissions/{id}/adjust", ("POST",), role="instructor")(adjust),
+        route("/submissions/{id}/adjust", ("POST",), role="staff")(adjusting(adjust)),
+        route("/submissions/{id}/inquiry", ("GET", "POST"), role="student")(ask),
+        route("/inquiries", role="any")(queue),
+        route("/inquiries/{id}", role="any")(thread),
+        route("/inquiries/{id}/reply", ("POST",), role="any")(reply),
+        route("/inquiries/{id}/{action}", ("POST",), role="staff")(act),
+        route("/staff", role="staff")(staff_home),
+        route("/staff/students/{student}", role="staff")(staff_student),
+        route("/instructor/inquiry-settings", ("POST",), role="instructor")(course_settings),
         route("/instructor", role="instructor")(dashboard),
         route("/instructor/roster", ("POST",), role="instructor")(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),

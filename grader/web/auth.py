@@ -48,7 +48,8 @@ Handler = Callable[[Service, Request, accounts.Session | None, FormData | None],
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
           signin_form: bool = False, outage: bool = False) -> Callable[[Handler], Route]:
-    """A route whose handler gets the session (None when signed out); `role` restricts it; POSTs
+    """A route whose handler gets the session (None when signed out); `role` restricts it (instructor,
+    staff: an instructor or a teaching assistant, student, or any signed-in person); POSTs
     need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet).
     With `outage` (the submit route alone), a session this process verified recently stands in for the
     store's while the store cannot be reached (see grader.service.recent_sessions)."""
@@ -77,6 +78,7 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                 service.sessions.remember(token, who)
             try:
                 if role and (who is None or (role == "instructor" and not who.is_instructor)
+                             or (role == "staff" and not who.is_staff)
                              or (role == "student" and who.student is None)):
                     raise Page(403 if who else 401, "Not for you",
                                "Sign in with your personal link to see this page." if who is None

@@ -23,10 +23,10 @@ def exercise_of(service: Service, slug: str) -> Exercise:
 
 
 def submission_for(service: Service, who: accounts.Session, raw_id: str) -> StoredSubmission:
-    """A submission the signed-in person may see: their own, or any for an instructor."""
+    """A submission the signed-in person may see: their own, or any for an instructor or a TA."""
     number = whole_number(raw_id, 11)
     sub = service.store.submission(number) if number is not None else None
-    if sub is None or (not who.is_instructor and sub.student != who.student):
+    if sub is None or (not who.is_staff and sub.student != who.student):
         raise Page(404, "No such submission", "There is no submission of yours with that number.")
     return sub
 
@@ -45,8 +45,9 @@ def late_ids(deadlines: Deadlines, subs: list[StoredSubmission]) -> set[int]:
 def shown_to(service: Service, who: accounts.Session | None, subs: list[StoredSubmission],
              deadlines: Deadlines | None = None) -> dict[int, release.StudentCard]:
     """Each graded submission's result as the signed-in person may see it now (grader.web.release):
-    a student, before their exercise's results are released, without the hidden suites'; an instructor, all."""
-    if who is None or who.is_instructor:
+    a student, before their exercise's results are released, without the hidden suites'; an instructor or a
+    TA, all."""
+    if who is None or who.is_staff:
         return release.shown(subs, None, service.clock(), service.exercises)
     deadlines = deadlines or deadlines_of(service)
     return release.shown(subs, deadlines.terms, service.clock(), service.exercises, deadlines.due_for)

@@ -26,13 +26,14 @@ from grader.web import exercise_page
 from grader.web.base import Page, Service, enqueue, render, whole_number
 from grader.web.lookup import deadlines_of, exercise_of, late_ids, shown_to, submission_for, tier_for
 from grader.web.outage import spooled_submission
+from grader.web.staff import may_adjust
 
 
 def home(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     if who is None:
         return render("signed_out.html.j2", status=401, who=None)
-    if who.is_instructor:
-        return RedirectResponse("/instructor", status_code=303)
+    if who.is_staff:
+        return RedirectResponse("/instructor" if who.is_instructor else "/staff", status_code=303)
     history = service.store.submissions(student=who.student)
     deadlines = deadlines_of(service)
     dates = {slug: deadline_of(service, deadlines, who.student or "", slug) for slug in service.exercises}
@@ -83,7 +84,7 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
 
 def solution_allowed(service: Service, who: accounts.Session, exercise: Exercise,
                      mine: list[StoredSubmission]) -> bool:
-    if who.is_instructor:
+    if who.is_staff:
         return True
     if who.tier != "premium":
         return False
@@ -200,7 +201,7 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
     # A tier that leaves suites out is never shown as the exercise's full marks, however it scored.
     top = exercise.top_tier if exercise is not None else sub.tier
     deadlines = deadlines_of(service)
-    known = accounts.student(service.store, sub.student) if who.is_instructor else None
+    known = accounts.student(service.store, sub.student) if who.is_staff else None
     view = shown_to(service, who, [sub], deadlines).get(sub.id)
     diagnosis = card_diagnosis(view.card) if view is not None else ""
     return render("submission.html.j2", who=who, sub=sub, state=state, same=request.query_params.get("same") == "1",
@@ -209,7 +210,7 @@ def submission_view(service: Service, request: Request, who: accounts.Session | 
                   # The grade shows the score: none while results are withheld.
                   grade=grade_view(service, deadlines, sub) if view is not None and view.held is None else None,
                   student_name=known.name if known else "", adjusted=request.query_params.get("adjusted") == "1",
-                  code=code, top_tier=top, stall=stall_note(service) if state and state.state == "queued" else "",
+                  code=code, top_tier=top, may_adjust=may_adjust(service, who), stall=stall_note(service) if state and state.state == "queued" else "",
                   title=service.exercises[sub.exercise].title if sub.exercise in service.exercises else sub.exercise)
 
 
