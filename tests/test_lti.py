@@ -162,6 +162,47 @@ def test_an_instructor_launch_signs_in_as_an_instructor(lti):
 
 # -- deep linking -------------------------------------------------------------------------------------------
 
+ROLES = "http://purl.imsglobal.org/vocab/lis/v2/"
+
+
+@pytest.mark.parametrize("extra", [f"{ROLES}institution/person#Instructor", "http://example.edu/roles#Instructor",
+                                   f"{ROLES}system/person#Administrator", f"{ROLES}membership/Learner#Instructor"])
+def test_only_a_context_role_of_the_course_makes_an_instructor(lti, extra):
+    """Issue 55: a learner with an institution Instructor role (a graduate student who teaches elsewhere), a
+    custom role ending in #Instructor or a system Administrator role signed in as the course's instructor."""
+    client = lti.client()
+    response = launch(client, lti.platform, "grad-1", roles=(LEARNER, extra))
+    assert response.status_code == 303 and response.headers["location"] == "/", response.text[:300]
+    assert client.get("/instructor").status_code == 403
+    assert client.get("/", follow_redirects=False).status_code == 200, "not signed in as a student"
+    assert lms_students(lti.store) == {"grad-1": "ada.lovelace"}
+
+
+def test_a_teaching_assistant_launch_signs_in_as_a_ta_not_a_student_nor_an_instructor(lti):
+    client = lti.client()
+    ta_roles = (INSTRUCTOR, f"{ROLES}membership/Instructor#TeachingAssistant", f"{ROLES}institution/person#Student")
+    response = launch(client, lti.platform, "ta-1", roles=ta_roles)
+    assert response.status_code == 303, response.text[:300]
+    assert client.get("/", follow_redirects=False).headers["location"] == "/staff"
+    assert client.get("/staff").status_code == 200 and client.get("/instructor").status_code == 403
+    assert accounts.students(lti.store) == [], "a TA was added to the roster as a student"
+    from grader.service import staff
+    assert [t.id for t in staff.teaching_assistants(lti.store)] == ["ada.lovelace"]
+    again = lti.client()  # launched again: the same TA, no other made
+    assert launch(again, lti.platform, "ta-1", roles=ta_roles).status_code == 303
+    assert [t.id for t in staff.teaching_assistants(lti.store)] == ["ada.lovelace"]
+
+
+@pytest.mark.parametrize("roles", [(f"{ROLES}institution/person#Instructor",), (f"{ROLES}system/person#Administrator",),
+                                   (f"{ROLES}membership#Mentor",), ()])
+def test_a_launch_with_no_role_in_the_course_signs_no_one_in(lti, roles):
+    client = lti.client()
+    response = launch(client, lti.platform, "visitor-1", roles=roles)
+    assert response.status_code == 403 and "No role in this course" in response.text
+    assert COOKIE not in response.cookies and client.get("/instructor").status_code == 401
+    assert lms_students(lti.store) == {}
+
+
 def test_deep_linking_places_an_exercise_with_a_signed_response(lti):
     client = lti.client()
     page = launch(client, lti.platform, "teacher-1", roles=(INSTRUCTOR,), message_type="LtiDeepLinkingRequest")
