@@ -168,13 +168,108 @@ def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
     assert late.post(f"/signin/{token}", data={"csrf": "x" * 32}).status_code == 403
 
 
+# Who may use each route: every route of the service (the LTI ones too) is in this table, and a route
+# added without a line here fails the test. S: a student, T: a teaching assistant, I: an instructor;
+# "public": no session needed (signing in, the LMS's login and launch, the tool's keys).
+S, T, I = "student", "ta", "instructor"
+ROUTE_TABLE = [
+    ("/favicon.ico", "GET", "/favicon.ico", "public"),
+    ("/signin/{token}", "GET", "/signin/not-a-token", "public"),
+    ("/signin/{token}", "POST", "/signin/not-a-token", "public"),
+    ("/", "GET", "/", {S, T, I}),
+    ("/history", "GET", "/history", {S}),
+    ("/exercises/{slug}", "GET", PAGE, {S, T, I}),
+    ("/exercises/{slug}/prediction", "POST", f"{PAGE}/prediction", {S}),
+    ("/exercises/{slug}/submit", "POST", f"{PAGE}/submit", {S}),
+    ("/exercises/{slug}/solution", "GET", f"{PAGE}/solution", {S, T, I}),
+    ("/submissions/{id}", "GET", "/submissions/{sub}", {S, T, I}),
+    ("/submissions/{id}/report", "GET", "/submissions/{sub}/report", {S, T, I}),
+    ("/submissions/{id}/adjust", "POST", "/submissions/{sub}/adjust", {I}),  # a TA too where the course allows
+    ("/submissions/{id}/inquiry", "GET", "/submissions/{sub}/inquiry", {S}),
+    ("/submissions/{id}/inquiry", "POST", "/submissions/{sub}/inquiry", {S}),
+    ("/inquiries", "GET", "/inquiries", {S, T, I}),
+    ("/inquiries/{id}", "GET", "/inquiries/{inquiry}", {S, T, I}),
+    ("/inquiries/{id}/reply", "POST", "/inquiries/{inquiry}/reply", {S, T, I}),
+    ("/inquiries/{id}/{action}", "POST", "/inquiries/{inquiry}/reopen", {T, I}),
+    ("/staff", "GET", "/staff", {T, I}),
+    ("/staff/students/{student}", "GET", "/staff/students/bob", {T, I}),
+    ("/instructor/inquiry-settings", "POST", "/instructor/inquiry-settings", {I}),
+    ("/instructor", "GET", "/instructor", {I}),
+    ("/instructor/roster", "POST", "/instructor/roster", {I}),
+    ("/instructor/students/{student}", "GET", "/instructor/students/bob", {I}),
+    ("/instructor/students/{student}/link", "GET", "/instructor/students/bob/link", {I}),
+    ("/instructor/students/{student}/link", "POST", "/instructor/students/bob/link", {I}),
+    ("/instructor/students/{student}/revoke", "GET", "/instructor/students/bob/revoke", {I}),
+    ("/instructor/students/{student}/revoke", "POST", "/instructor/students/bob/revoke", {I}),
+    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/tier", {I}),
+    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/extension", {I}),
+    ("/instructor/regrade/{slug}", "GET", f"/instructor/regrade/{EXERCISE}", {I}),
+    ("/instructor/regrade/{slug}", "POST", f"/instructor/regrade/{EXERCISE}", {I}),
+    ("/instructor/exercises/{slug}", "GET", f"/instructor/exercises/{EXERCISE}", {I}),
+    ("/instructor/exercises/{slug}", "POST", f"/instructor/exercises/{EXERCISE}", {I}),
+    ("/instructor/link", "POST", "/instructor/link", {I}),
+    ("/instructor/exercises/{slug}/release", "POST", f"/instructor/exercises/{EXERCISE}/release", {I}),
+    ("/instructor/exercises/{slug}/withhold", "POST", f"/instructor/exercises/{EXERCISE}/withhold", {I}),
+    ("/instructor/site.zip", "POST", "/instructor/site.zip", {I}),
+    ("/instructor/site/{name:path}", "GET", "/instructor/site/index.html", {I}),
+    ("/instructor/similarity/{slug}", "GET", f"/instructor/similarity/{EXERCISE}", {I}),
+    ("/instructor/similarity/{slug}/{rank}", "GET", f"/instructor/similarity/{EXERCISE}/1", {I}),
+    ("/lti/jwks", "GET", "/lti/jwks", "public"),
+    ("/lti/login", "GET", "/lti/login", "public"),
+    ("/lti/login", "POST", "/lti/login", "public"),
+    ("/lti/launch", "POST", "/lti/launch", "public"),
+    ("/instructor/lti/retry", "POST", "/instructor/lti/retry", {I}),
+    ("/instructor/lti/sync-roster", "POST", "/instructor/lti/sync-roster", {I}),
+    ("/signout", "POST", "/signout", {S, T, I}),  # last: it ends the session
+]
+
+
+def routes_of(app: object) -> list:
+    while not hasattr(app, "routes"):  # the access log and the guard wrap the application
+        app = app.app  # type: ignore[attr-defined]
+    return app.routes  # type: ignore[attr-defined]
+
+
 @pytest.mark.unit
-def test_a_student_is_kept_off_the_instructors_pages(site):
-    _, _, sign_in, _, _ = site
-    browser, csrf = sign_in("student", "ada")
-    for path in ("/instructor", "/instructor/students/bob"):
-        assert browser.get(path).status_code == 403, path
-    assert browser.post("/instructor/roster", data={"csrf": csrf, "csv": "id\neve\n"}).status_code == 403
+def test_each_route_serves_students_tas_and_instructors_as_the_table_says(site):
+    """The student / TA / instructor split, route by route: a route refuses whoever the table leaves out
+    (403 "Not for you", before anything is done), and serves (or refuses for another reason: a bad form,
+    nothing to release) whoever it names. A TA adjusts only where the course allows it."""
+    from grader.lti.mount import lti_pages
+    from grader.service import inquiries, staff
+
+    service, _, _, store, _ = site
+    app = create_app(service, lti_pages())
+    listed = {(path, method) for path, method, _, _ in ROUTE_TABLE}
+    served = {(route.path, method) for route in routes_of(app) for method in (route.methods or ()) if method != "HEAD"}
+    assert served == listed, f"routes missing from the table: {served - listed}; gone: {listed - served}"
+    exercise = service.exercises[EXERCISE]
+    sub, _ = store.add_submission("ada", EXERCISE, "free", "a" * 64, exercise.submission_file, b"pass\n",
+                                  state="graded")
+    store.save_scorecard(sub, new_scorecard(exercise, "free", "local"))
+    inquiry = inquiries.open_inquiry(store, sub, "ada", EXERCISE, "", "", "Why?", "student ada", service.clock())
+    staff.add_ta(store, "bea", "Bea Assistant")
+    links = {S: accounts.new_link(store, "student", "ada"), T: accounts.new_link(store, "ta", ta_id="bea"),
+             I: accounts.new_link(store, "instructor")}
+    for role in (S, T, I):
+        browser = TestClient(app, raise_server_exceptions=False)
+        assert press_sign_in(browser, f"/signin/{links[role]}").status_code == 303
+        csrf = csrf_of(browser.get("/exercises/" + EXERCISE))
+        for _, method, concrete, allowed in ROUTE_TABLE:
+            path = concrete.format(sub=sub, inquiry=inquiry)
+            answer = browser.request(method, path, data={"csrf": csrf} if method == "POST" else None,
+                                     follow_redirects=False)
+            assert answer.status_code not in (401, 500), (role, method, path, answer.status_code, answer.text[:300])
+            refused = answer.status_code == 403 and "Not for you" in answer.text
+            assert refused == (allowed != "public" and role not in allowed), (role, method, path, answer.status_code)
+    # Where the course lets TAs adjust grades, the adjust route serves them.
+    staff.set_setting(store, staff.TA_MAY_ADJUST, "1")
+    browser = TestClient(app, raise_server_exceptions=False)
+    assert press_sign_in(browser, f"/signin/{accounts.new_link(store, 'ta', ta_id='bea')}").status_code == 303
+    csrf = csrf_of(browser.get(f"/submissions/{sub}"))
+    adjusted = browser.post(f"/submissions/{sub}/adjust", data={"csrf": csrf, "points": "2", "comment": "waived"},
+                            follow_redirects=False)
+    assert adjusted.status_code == 303 and store.adjustments()[sub].by == "TA bea"
 
 
 @pytest.mark.unit
