@@ -54,7 +54,7 @@ def test_a_student_asks_after_release_and_staff_answer_resolve_and_the_student_s
     instructor, csrf = sign_in("instructor")
     assert instructor.post(f"/instructor/exercises/{EXERCISE}/release", data={"csrf": csrf},
                            follow_redirects=False).status_code == 303
-    assert 'href="/submissions/%d/inquiry"' % sub in ada.get(f"/submissions/{sub}").text
+    assert f'href="/submissions/{sub}/inquiry"' in ada.get(f"/submissions/{sub}").text
     form = ada.get(f"/submissions/{sub}/inquiry")
     assert form.status_code == 200 and f'<option value="{hidden_id}">the test {hidden[0]}</option>' in form.text
     assert '<label for="message">' in form.text and '<label for="about">' in form.text

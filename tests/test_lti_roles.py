@@ -11,12 +11,12 @@ from grader.lti.roles import CourseRole, course_role
 M = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 INST = "http://purl.imsglobal.org/vocab/lis/v2/institution/person"
 SYS = "http://purl.imsglobal.org/vocab/lis/v2/system/person"
-I, T, L, N = CourseRole.INSTRUCTOR, CourseRole.TEACHING_ASSISTANT, CourseRole.LEARNER, CourseRole.NONE
+INS, T, L, N = CourseRole.INSTRUCTOR, CourseRole.TEACHING_ASSISTANT, CourseRole.LEARNER, CourseRole.NONE
 
 TABLE = [
     # context roles, full URIs
-    ([f"{M}#Instructor"], I),
-    ([f"{M}#Administrator"], I),
+    ([f"{M}#Instructor"], INS),
+    ([f"{M}#Administrator"], INS),
     ([f"{M}#Learner"], L),
     ([f"{M}#ContentDeveloper"], N),
     ([f"{M}#Mentor"], N),
@@ -24,8 +24,8 @@ TABLE = [
     ([f"{M}#Member"], N),
     ([f"{M}#Officer"], N),
     # the simple names of context roles
-    (["Instructor"], I),
-    (["Administrator"], I),
+    (["Instructor"], INS),
+    (["Administrator"], INS),
     (["Learner"], L),
     (["ContentDeveloper"], N),
     (["Mentor"], N),
@@ -34,10 +34,10 @@ TABLE = [
     ([f"{M}/Instructor#TeachingAssistantSection"], T),
     ([f"{M}/Instructor#TeachingAssistantOffering"], T),
     ([f"{M}/Instructor#Grader"], T),
-    ([f"{M}/Instructor#PrimaryInstructor"], I),
-    ([f"{M}/Instructor#SecondaryInstructor"], I),
-    ([f"{M}/Instructor#Lecturer"], I),
-    ([f"{M}/Administrator#Administrator"], I),
+    ([f"{M}/Instructor#PrimaryInstructor"], INS),
+    ([f"{M}/Instructor#SecondaryInstructor"], INS),
+    ([f"{M}/Instructor#Lecturer"], INS),
+    ([f"{M}/Administrator#Administrator"], INS),
     ([f"{M}/Administrator#Support"], N),
     ([f"{M}/Administrator#Developer"], N),
     ([f"{M}/Learner#Learner"], L),
@@ -79,12 +79,12 @@ TABLE = [
     # the principal sent beside its sub-role (the specification's best practice): the sub-role says which
     ([f"{M}#Instructor", f"{M}/Instructor#TeachingAssistant"], T),
     (["Instructor", f"{M}/Instructor#TeachingAssistant"], T),
-    ([f"{M}#Instructor", f"{M}/Instructor#PrimaryInstructor"], I),
-    ([f"{M}#Instructor", f"{M}/Instructor#PrimaryInstructor", f"{M}/Instructor#TeachingAssistant"], I),
-    ([f"{M}#Administrator", f"{M}/Instructor#TeachingAssistant"], I),
+    ([f"{M}#Instructor", f"{M}/Instructor#PrimaryInstructor"], INS),
+    ([f"{M}#Instructor", f"{M}/Instructor#PrimaryInstructor", f"{M}/Instructor#TeachingAssistant"], INS),
+    ([f"{M}#Administrator", f"{M}/Instructor#TeachingAssistant"], INS),
     # the most rights count
-    ([f"{M}#Learner", f"{M}#Instructor"], I),
-    (["Learner", "Instructor"], I),
+    ([f"{M}#Learner", f"{M}#Instructor"], INS),
+    (["Learner", "Instructor"], INS),
     ([f"{M}#Learner", f"{M}/Instructor#TeachingAssistant"], T),
     ([f"{M}#Learner", f"{M}#Mentor"], L),
     ([f"{M}#Mentor", f"{M}#ContentDeveloper", f"{INST}#Instructor"], N),

@@ -169,58 +169,58 @@ def test_an_unknown_link_signs_nobody_in_and_a_one_time_link_works_once(site):
 
 
 # Who may use each route: every route of the service (the LTI ones too) is in this table, and a route
-# added without a line here fails the test. S: a student, T: a teaching assistant, I: an instructor;
+# added without a line here fails the test. S: a student, T: a teaching assistant, INS: an instructor;
 # "public": no session needed (signing in, the LMS's login and launch, the tool's keys).
-S, T, I = "student", "ta", "instructor"
+S, T, INS = "student", "ta", "instructor"
 ROUTE_TABLE = [
     ("/favicon.ico", "GET", "/favicon.ico", "public"),
     ("/signin/{token}", "GET", "/signin/not-a-token", "public"),
     ("/signin/{token}", "POST", "/signin/not-a-token", "public"),
-    ("/", "GET", "/", {S, T, I}),
+    ("/", "GET", "/", {S, T, INS}),
     ("/history", "GET", "/history", {S}),
-    ("/exercises/{slug}", "GET", PAGE, {S, T, I}),
+    ("/exercises/{slug}", "GET", PAGE, {S, T, INS}),
     ("/exercises/{slug}/prediction", "POST", f"{PAGE}/prediction", {S}),
     ("/exercises/{slug}/submit", "POST", f"{PAGE}/submit", {S}),
-    ("/exercises/{slug}/solution", "GET", f"{PAGE}/solution", {S, T, I}),
-    ("/submissions/{id}", "GET", "/submissions/{sub}", {S, T, I}),
-    ("/submissions/{id}/report", "GET", "/submissions/{sub}/report", {S, T, I}),
-    ("/submissions/{id}/adjust", "POST", "/submissions/{sub}/adjust", {I}),  # a TA too where the course allows
+    ("/exercises/{slug}/solution", "GET", f"{PAGE}/solution", {S, T, INS}),
+    ("/submissions/{id}", "GET", "/submissions/{sub}", {S, T, INS}),
+    ("/submissions/{id}/report", "GET", "/submissions/{sub}/report", {S, T, INS}),
+    ("/submissions/{id}/adjust", "POST", "/submissions/{sub}/adjust", {INS}),  # a TA too where the course allows
     ("/submissions/{id}/inquiry", "GET", "/submissions/{sub}/inquiry", {S}),
     ("/submissions/{id}/inquiry", "POST", "/submissions/{sub}/inquiry", {S}),
-    ("/inquiries", "GET", "/inquiries", {S, T, I}),
-    ("/inquiries/{id}", "GET", "/inquiries/{inquiry}", {S, T, I}),
-    ("/inquiries/{id}/reply", "POST", "/inquiries/{inquiry}/reply", {S, T, I}),
-    ("/inquiries/{id}/{action}", "POST", "/inquiries/{inquiry}/reopen", {T, I}),
-    ("/staff", "GET", "/staff", {T, I}),
-    ("/staff/students/{student}", "GET", "/staff/students/bob", {T, I}),
-    ("/instructor/inquiry-settings", "POST", "/instructor/inquiry-settings", {I}),
-    ("/instructor", "GET", "/instructor", {I}),
-    ("/instructor/roster", "POST", "/instructor/roster", {I}),
-    ("/instructor/students/{student}", "GET", "/instructor/students/bob", {I}),
-    ("/instructor/students/{student}/link", "GET", "/instructor/students/bob/link", {I}),
-    ("/instructor/students/{student}/link", "POST", "/instructor/students/bob/link", {I}),
-    ("/instructor/students/{student}/revoke", "GET", "/instructor/students/bob/revoke", {I}),
-    ("/instructor/students/{student}/revoke", "POST", "/instructor/students/bob/revoke", {I}),
-    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/tier", {I}),
-    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/extension", {I}),
-    ("/instructor/regrade/{slug}", "GET", f"/instructor/regrade/{EXERCISE}", {I}),
-    ("/instructor/regrade/{slug}", "POST", f"/instructor/regrade/{EXERCISE}", {I}),
-    ("/instructor/exercises/{slug}", "GET", f"/instructor/exercises/{EXERCISE}", {I}),
-    ("/instructor/exercises/{slug}", "POST", f"/instructor/exercises/{EXERCISE}", {I}),
-    ("/instructor/link", "POST", "/instructor/link", {I}),
-    ("/instructor/exercises/{slug}/release", "POST", f"/instructor/exercises/{EXERCISE}/release", {I}),
-    ("/instructor/exercises/{slug}/withhold", "POST", f"/instructor/exercises/{EXERCISE}/withhold", {I}),
-    ("/instructor/site.zip", "POST", "/instructor/site.zip", {I}),
-    ("/instructor/site/{name:path}", "GET", "/instructor/site/index.html", {I}),
-    ("/instructor/similarity/{slug}", "GET", f"/instructor/similarity/{EXERCISE}", {I}),
-    ("/instructor/similarity/{slug}/{rank}", "GET", f"/instructor/similarity/{EXERCISE}/1", {I}),
+    ("/inquiries", "GET", "/inquiries", {S, T, INS}),
+    ("/inquiries/{id}", "GET", "/inquiries/{inquiry}", {S, T, INS}),
+    ("/inquiries/{id}/reply", "POST", "/inquiries/{inquiry}/reply", {S, T, INS}),
+    ("/inquiries/{id}/{action}", "POST", "/inquiries/{inquiry}/reopen", {T, INS}),
+    ("/staff", "GET", "/staff", {T, INS}),
+    ("/staff/students/{student}", "GET", "/staff/students/bob", {T, INS}),
+    ("/instructor/inquiry-settings", "POST", "/instructor/inquiry-settings", {INS}),
+    ("/instructor", "GET", "/instructor", {INS}),
+    ("/instructor/roster", "POST", "/instructor/roster", {INS}),
+    ("/instructor/students/{student}", "GET", "/instructor/students/bob", {INS}),
+    ("/instructor/students/{student}/link", "GET", "/instructor/students/bob/link", {INS}),
+    ("/instructor/students/{student}/link", "POST", "/instructor/students/bob/link", {INS}),
+    ("/instructor/students/{student}/revoke", "GET", "/instructor/students/bob/revoke", {INS}),
+    ("/instructor/students/{student}/revoke", "POST", "/instructor/students/bob/revoke", {INS}),
+    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/tier", {INS}),
+    ("/instructor/students/{student}/{action}", "POST", "/instructor/students/bob/extension", {INS}),
+    ("/instructor/regrade/{slug}", "GET", f"/instructor/regrade/{EXERCISE}", {INS}),
+    ("/instructor/regrade/{slug}", "POST", f"/instructor/regrade/{EXERCISE}", {INS}),
+    ("/instructor/exercises/{slug}", "GET", f"/instructor/exercises/{EXERCISE}", {INS}),
+    ("/instructor/exercises/{slug}", "POST", f"/instructor/exercises/{EXERCISE}", {INS}),
+    ("/instructor/link", "POST", "/instructor/link", {INS}),
+    ("/instructor/exercises/{slug}/release", "POST", f"/instructor/exercises/{EXERCISE}/release", {INS}),
+    ("/instructor/exercises/{slug}/withhold", "POST", f"/instructor/exercises/{EXERCISE}/withhold", {INS}),
+    ("/instructor/site.zip", "POST", "/instructor/site.zip", {INS}),
+    ("/instructor/site/{name:path}", "GET", "/instructor/site/index.html", {INS}),
+    ("/instructor/similarity/{slug}", "GET", f"/instructor/similarity/{EXERCISE}", {INS}),
+    ("/instructor/similarity/{slug}/{rank}", "GET", f"/instructor/similarity/{EXERCISE}/1", {INS}),
     ("/lti/jwks", "GET", "/lti/jwks", "public"),
     ("/lti/login", "GET", "/lti/login", "public"),
     ("/lti/login", "POST", "/lti/login", "public"),
     ("/lti/launch", "POST", "/lti/launch", "public"),
-    ("/instructor/lti/retry", "POST", "/instructor/lti/retry", {I}),
-    ("/instructor/lti/sync-roster", "POST", "/instructor/lti/sync-roster", {I}),
-    ("/signout", "POST", "/signout", {S, T, I}),  # last: it ends the session
+    ("/instructor/lti/retry", "POST", "/instructor/lti/retry", {INS}),
+    ("/instructor/lti/sync-roster", "POST", "/instructor/lti/sync-roster", {INS}),
+    ("/signout", "POST", "/signout", {S, T, INS}),  # last: it ends the session
 ]
 
 
@@ -250,8 +250,8 @@ def test_each_route_serves_students_tas_and_instructors_as_the_table_says(site):
     inquiry = inquiries.open_inquiry(store, sub, "ada", EXERCISE, "", "", "Why?", "student ada", service.clock())
     staff.add_ta(store, "bea", "Bea Assistant")
     links = {S: accounts.new_link(store, "student", "ada"), T: accounts.new_link(store, "ta", ta_id="bea"),
-             I: accounts.new_link(store, "instructor")}
-    for role in (S, T, I):
+             INS: accounts.new_link(store, "instructor")}
+    for role in (S, T, INS):
         browser = TestClient(app, raise_server_exceptions=False)
         assert press_sign_in(browser, f"/signin/{links[role]}").status_code == 303
         csrf = csrf_of(browser.get("/exercises/" + EXERCISE))
