@@ -187,3 +187,16 @@ def test_staff_regrade_resolve_reopen_and_the_courses_settings(site):  # noqa: F
     assert 'id="adjust"' in ta.get(f"/submissions/{sub}").text
     closed = ada.get(f"/submissions/{sub}/inquiry")
     assert closed.status_code == 403 and "takes no grade inquiries" in closed.text
+
+
+def test_a_ta_is_listed_on_the_dashboard_and_revoking_signs_them_out(site):  # noqa: F811
+    _, _, sign_in, store, _ = site
+    ta, _ = ta_session(site)
+    instructor, csrf = sign_in("instructor")
+    row = re.search(r'id="tas">.*?</section>', instructor.get("/instructor").text, re.S).group(0)
+    assert "bea" in row and "Bea Assistant" in row and "active" in row
+    done = instructor.post("/instructor/tas/bea/revoke", data={"csrf": csrf}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/instructor#tas"
+    assert ta.get("/staff").status_code == 401
+    assert not staff.teaching_assistants(store)[0].link_active
+    assert instructor.post("/instructor/tas/nobody/revoke", data={"csrf": csrf}).status_code == 404

@@ -98,3 +98,28 @@ def test_a_roster_names_every_bad_line_at_once(tmp_path, capsys):
         with pytest.raises(accounts.RosterError) as refused:
             accounts.import_roster(store, "id\ndee\nann\n")
         assert len(refused.value.problems) == 1 and "differs from the student Dee only in case" in str(refused.value)
+
+
+@pytest.mark.unit
+def test_a_roster_line_with_the_ta_role_makes_a_teaching_assistant_with_a_link_of_their_own(tmp_path, capsys):
+    from grader.service import staff
+
+    roster, db = tmp_path / "roster.csv", str(tmp_path / "class.db")
+    roster.write_text("id,name,role\nalice,Alice Liddell,\nbea,Bea Assistant,TA\n")
+    argv = ["roster", "import", str(roster), "--db", db, "--base-url", "http://127.0.0.1:8123"]
+    assert main(argv) == 0
+    links = dict(re.findall(r"^(\w+)(?: \(TA\))?: (http://127\.0\.0\.1:8123/signin/\S+)$", capsys.readouterr().out,
+                            re.M))
+    assert set(links) == {"alice", "bea"}
+    with Store(db) as store:
+        assert [s.id for s in accounts.students(store)] == ["alice"], "a TA was made a student"
+        assert [(t.id, t.name, t.link_active) for t in staff.teaching_assistants(store)] == [
+            ("bea", "Bea Assistant", True)]
+        session = accounts.session(store, accounts.sign_in(store, links["bea"].rsplit("/", 1)[1]))
+        assert session and session.is_ta and session.ta == "bea" and session.is_staff
+        assert not session.is_instructor and session.student is None and session.by == "TA bea"
+    assert main(argv) == 0  # again: the TA's link is kept
+    assert "bea (TA): has an active link" in capsys.readouterr().out
+    roster.write_text("id,role\ncarol,assistant\n")
+    assert main(["roster", "import", str(roster), "--db", db]) == 2
+    assert "roster line 2: unknown role 'assistant'; use student or ta" in capsys.readouterr().err

@@ -195,6 +195,7 @@ ROUTE_TABLE = [
     ("/staff/students/{student}", "GET", "/staff/students/bob", {T, INS}),
     ("/instructor/inquiry-settings", "POST", "/instructor/inquiry-settings", {INS}),
     ("/instructor", "GET", "/instructor", {INS}),
+    ("/instructor/tas/{ta}/revoke", "POST", "/instructor/tas/bea/revoke", {INS}),  # last but one: bea signed out
     ("/instructor/roster", "POST", "/instructor/roster", {INS}),
     ("/instructor/students/{student}", "GET", "/instructor/students/bob", {INS}),
     ("/instructor/students/{student}/link", "GET", "/instructor/students/bob/link", {INS}),

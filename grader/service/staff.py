@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 
 from grader.core.scorecard import utc_now as now
 from grader.course.store import Store, validate_student_id
@@ -54,6 +54,18 @@ def teaching_assistants(store: Store) -> list[TeachingAssistant]:
                                                                           ln.c.revoked_at.is_(None))))}
         rows = db.execute(select(ta.c.id, ta.c.name).order_by(ta.c.id)).all()
     return [TeachingAssistant(r[0], r[1], r[0] in active) for r in rows]
+
+
+def revoke_ta(store: Store, ta_id: str) -> int:
+    """Revoke every link of a TA and end the sessions they opened (an LMS launch as a TA again signs them
+    in again: the LMS says who its TAs are); returns how many links."""
+    ln, se = schema.links, schema.sessions
+    with store.transaction() as db:
+        ids = [r[0] for r in db.execute(select(ln.c.id).where(and_(ln.c.ta_id == ta_id, ln.c.revoked_at.is_(None))))]
+        if ids:
+            db.execute(update(ln).where(ln.c.id.in_(ids)).values(revoked_at=now()))
+            db.execute(delete(se).where(se.c.link_id.in_(ids)))
+    return len(ids)
 
 
 def setting(store: Store, key: str, default: str) -> str:

@@ -46,7 +46,7 @@ from grader.web.instructor import (
     withhold_results,
 )
 from grader.web.security import Guard
-from grader.web.staff import adjusting, course_settings, staff_home, staff_student
+from grader.web.staff import adjusting, course_settings, revoke_ta, staff_home, staff_student
 from grader.web.student import exercise_view, history, home, predict, report, solution, submission_view, submit
 
 __all__ = ["LtiPages", "Service", "create_app"]
@@ -94,6 +94,7 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/staff", role="staff")(staff_home),
         route("/staff/students/{student}", role="staff")(staff_student),
         route("/instructor/inquiry-settings", ("POST",), role="instructor")(course_settings),
+        route("/instructor/tas/{ta}/revoke", ("POST",), role="instructor")(revoke_ta),
         route("/instructor", role="instructor")(dashboard),
         route("/instructor/roster", ("POST",), role="instructor")(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),

@@ -24,7 +24,7 @@ from grader.course.store import StoredSubmission
 from grader.course.terms import TermsError
 from grader.diagnosis.counts import MisconceptionCount, misconception_counts
 from grader.errors import StoreError
-from grader.service import accounts, inquiries, jobs
+from grader.service import accounts, inquiries, jobs, staff
 from grader.web import release, terms_page
 from grader.web.auth import TOKEN, delete_cookie, set_cookie
 from grader.web.base import Page, Service, enqueue, log, render, text_field, whole_number
@@ -63,7 +63,8 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       terms={slug: terms_page.summary(t, service.clock()) for slug, t in deadlines_of(service).terms.items()},
                       roster_text=roster_text, problem=problem, roster_problems=roster_problems or [],
                       spooled=service.spool.count() if service.spool is not None else 0,
-                      lti=lti_panel(service, request), inquiries=inquiries.counts(service.store))
+                      lti=lti_panel(service, request), inquiries=inquiries.counts(service.store),
+                      tas=staff.teaching_assistants(service.store))
     if NEW_LINKS_COOKIE in request.cookies:
         delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
     return response

@@ -55,6 +55,15 @@ def staff_student(service: Service, request: Request, who: accounts.Session | No
                   shown=shown_to(service, who, theirs, deadlines))
 
 
+def revoke_ta(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """The dashboard's "revoke" of a TA: their links stop working and they are signed out everywhere."""
+    ta_id = request.path_params["ta"]
+    if ta_id not in {t.id for t in staff.teaching_assistants(service.store)}:
+        raise Page(404, "No such TA", "There is no teaching assistant with that id.")
+    staff.revoke_ta(service.store, ta_id)  # (TAs never submit: no session of theirs is kept for an outage)
+    return RedirectResponse("/instructor#tas", status_code=303)
+
+
 def course_settings(service: Service, request: Request, who: accounts.Session | None, form: FormData | None,
                     ) -> Response:
     """The instructor's settings of grade inquiries and TAs (the form on /inquiries)."""
