@@ -26,8 +26,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     roster = commands.add_parser("roster", help="the class roster of the web service")
     roster_commands = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND",
                                             help=COMMAND_HELP)
-    roster_import = roster_commands.add_parser("import", help="add students from a CSV (id,name,tier) and print "
-                                                              "each new student's sign-in link")
+    roster_import = roster_commands.add_parser("import", help="add students (and TAs) from a CSV "
+                                                              "(id,name,tier,role) and print each new sign-in link")
     roster_import.add_argument("file", help="roster.csv")
     roster_import.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
     roster_import.add_argument("--base-url", metavar="URL", help=BASE_URL_HELP)
