@@ -26,7 +26,10 @@ def ta_session(site, ta: str = "bea"):  # noqa: F811
     service, client, _, store, _ = site
     staff.add_ta(store, ta, "Bea Assistant")
     browser = client()
-    assert press_sign_in(browser, f"/signin/{accounts.new_link(store, 'ta', ta_id=ta)}").status_code == 303
+    link = f"/signin/{accounts.new_link(store, 'ta', ta_id=ta)}"
+    page = browser.get(link).text
+    assert f"Sign in as TA {ta} (Bea Assistant)" in page and "teaching assistant" in page
+    assert press_sign_in(browser, link).status_code == 303
     home = browser.get("/", follow_redirects=False)
     assert home.status_code == 303 and home.headers["location"] == "/staff"
     return browser, csrf_of(browser.get("/staff"))
