@@ -198,6 +198,13 @@ def test_a_ta_is_listed_on_the_dashboard_and_revoking_signs_them_out(site):  # n
     instructor, csrf = sign_in("instructor")
     row = re.search(r'id="tas">.*?</section>', instructor.get("/instructor").text, re.S).group(0)
     assert "bea" in row and "Bea Assistant" in row and "active" in row
+    imported = instructor.post("/instructor/roster", data={"csrf": csrf, "csv": "id,name,role\ncy,Cy Grader,ta\n"})
+    assert imported.status_code == 200
+    link = re.search(r'<td>cy \(TA\)</td><td class="link">http://testserver(/signin/[^<]+)</td>', imported.text)
+    assert link, imported.text[:2000]
+    cy = site[1]()
+    assert press_sign_in(cy, link.group(1)).status_code == 303 and cy.get("/staff").status_code == 200
+    assert [t.id for t in staff.teaching_assistants(store)] == ["bea", "cy"] and accounts.student(store, "cy") is None
     done = instructor.post("/instructor/tas/bea/revoke", data={"csrf": csrf}, follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == "/instructor#tas"
     assert ta.get("/staff").status_code == 401
