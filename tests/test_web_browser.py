@@ -303,3 +303,57 @@ def test_an_instructor_sets_an_exercises_late_policy_and_adjusts_a_grade_the_stu
     desk.locator('input[name="per_day"]').fill("0")
     go(desk, desk.locator("#save-terms"))
     expect(desk.locator("#notice")).to_contain_text("Saved")
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_a_student_asks_about_a_grade_and_a_ta_answers_it(new_page, server, instructor, width):
+    """A grade inquiry in the browser, each field found by its label: the student asks about one test of a
+    graded submission, the TA (signed in with their roster link) finds it in the queue and answers and
+    resolves it, the student reads the answer; at desktop and phone widths, with no console error."""
+    w, h, mobile = WIDTHS[width]
+    client, csrf = instructor
+    student, ta = f"ines-{width}", f"tomas-{width}"
+    links = import_roster(server, client, csrf, f"id,name,tier,role\n{student},Ines {width},premium,\n"
+                                                f"{ta},Tomas {width},,ta\n")
+    learner, token = signed_in(server, links[student])
+    learner.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "2"})
+    done = learner.post(f"/exercises/{EXERCISE}/submit", data={"csrf": token, "code": MUTANT.read_text()})
+    submission = str(done.url)
+    wait_graded_over_http(learner, submission)
+
+    page = new_page(w, h, mobile=mobile)
+    page.goto(links[student])
+    go(page, page.get_by_role("button", name="Sign in"))
+    page.goto(submission)
+    go(page, page.get_by_role("link", name="Ask about this grade"))
+    about = page.get_by_label("About")
+    test_name = about.locator("option").nth(1).inner_text()
+    about.select_option(index=1)
+    page.get_by_label(re.compile(r"^Your question")).fill("Why does this test fail? My queue looks right.")
+    assert fits(page, w)
+    screenshot(page, SHOTS / f"inquiry-ask-{width}.png")
+    go(page, page.get_by_role("button", name="Send the question"))
+    expect(page).to_have_url(re.compile(r"/inquiries/\d+"))
+    expect(page.locator("#thread")).to_contain_text("My queue looks right.")
+    expect(page.locator("#inquiry-facts")).to_contain_text(test_name)
+    thread = page.url.split("?")[0]
+
+    assistant = new_page(w, h, mobile=mobile)
+    assistant.goto(links[f"{ta} (TA)"])
+    go(assistant, assistant.get_by_role("button", name="Sign in"))
+    expect(assistant.get_by_role("heading", level=1)).to_have_text("Dashboard")
+    go(assistant, assistant.locator("#inquiry-counts").get_by_role("link", name=re.compile(r"\d+ open")))
+    go(assistant, assistant.locator(f'a[href="{thread.removeprefix(server.url)}"]'))
+    assistant.get_by_label(re.compile(r"^Message")).fill("The hidden test sends the tokens in another order.")
+    expect(assistant.get_by_label("and resolve the inquiry")).to_be_checked()
+    go(assistant, assistant.get_by_role("button", name="Send"))
+    expect(assistant.locator("#notice")).to_contain_text("Answered and resolved.")
+    assert fits(assistant, w)
+    screenshot(assistant, SHOTS / f"inquiry-answered-{width}.png")
+
+    page.goto(thread)
+    expect(page.locator("#inquiry-facts")).to_contain_text("Resolved")
+    expect(page.locator("#thread")).to_contain_text("Teaching assistant")
+    expect(page.locator("#thread")).to_contain_text("in another order")
+    assert problems(page) == [] and problems(assistant) == []
+    assert [u for u in requests(page) + requests(assistant) if not u.startswith(server.url + "/")] == []
