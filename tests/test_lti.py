@@ -178,6 +178,17 @@ def test_only_a_context_role_of_the_course_makes_an_instructor(lti, extra):
     assert lms_students(lti.store) == {"grad-1": "ada.lovelace"}
 
 
+def test_a_session_opened_as_an_instructor_ends_when_the_lms_gives_the_user_another_role(lti):
+    """An instructor session opened before (say, under the old reading of roles) does not outlive the role:
+    the user's next launch, as a learner, ends it."""
+    before = lti.client()
+    assert launch(before, lti.platform, "grad-2", roles=(INSTRUCTOR,)).status_code == 303
+    assert before.get("/instructor").status_code == 200
+    now = lti.client()
+    assert launch(now, lti.platform, "grad-2", roles=(LEARNER, f"{ROLES}institution/person#Instructor")).status_code == 303
+    assert before.get("/instructor").status_code == 401 and now.get("/instructor").status_code == 403
+
+
 def test_a_teaching_assistant_launch_signs_in_as_a_ta_not_a_student_nor_an_instructor(lti):
     client = lti.client()
     ta_roles = (INSTRUCTOR, f"{ROLES}membership/Instructor#TeachingAssistant", f"{ROLES}institution/person#Student")

@@ -8,7 +8,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 
 from grader.core.scorecard import utc_now as now
 from grader.course.store import Store, validate_student_id
@@ -65,7 +65,8 @@ def lms_user(store: Store, platform: Platform, sub: str) -> LmsUser | None:
 def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str = "", email: str = "") -> LmsUser:
     """The LMS user in this role (instructor, student or ta): a student is made a roster student on first
     sight (with the platform's tier), a teaching assistant a TA; a user seen before in another role gets a
-    link of the new one. The LMS's name is kept current."""
+    link of the new one, and the old role's link is revoked, ending its sessions (a role the LMS no longer
+    gives is not kept by a session opened with it). The LMS's name is kept current."""
     if not sub:
         raise StoreError("the launch names no user (sub): an anonymous launch cannot sign anyone in")
     found = lms_user(store, platform, sub)
@@ -86,8 +87,11 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
                                                                       for t in staff.teaching_assistants(store)}), name)
     link_id = accounts.external_link(store, role, student_id if role == "student" else None,
                                      ta_id if role == "ta" else None)
-    us = schema.lti_users
+    us, ln, se = schema.lti_users, schema.links, schema.sessions
     with store.transaction() as db:
+        if found is not None:
+            db.execute(update(ln).where(and_(ln.c.id == found.link_id, ln.c.revoked_at.is_(None))).values(revoked_at=now()))
+            db.execute(delete(se).where(se.c.link_id == found.link_id))
         values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200],
                   "ta_id": ta_id}
         if found is None and db.execute(select(us.c.sub).where(and_(us.c.platform_id == platform.id,

@@ -40,7 +40,11 @@ def window_closes(service: Service, deadlines: Deadlines, sub: StoredSubmission,
     release of its results to them (None: the course takes no inquiries)."""
     if days <= 0 or sub.card is None:
         return None
-    moments = [datetime.fromisoformat(sub.card.graded_at)] if sub.card.graded_at else []
+    try:
+        graded = datetime.fromisoformat(sub.card.graded_at)
+    except ValueError:  # a card without its moment: the window counts from the release alone
+        graded = None
+    moments = [graded] if graded is not None and graded.tzinfo is not None else []
     terms = deadlines.terms.get(sub.exercise)
     if terms is not None and terms.release == "on_release" and terms.released_at is not None:
         moments.append(terms.released_at)
