@@ -22,6 +22,7 @@ from grader.core.scorecard import utc_now as now
 from grader.course.store import Store, validate_student_id
 from grader.db import schema
 from grader.errors import StoreError
+from grader.service import staff
 
 # A student's plan: free students see what an exercise gives for free, premium ones everything.
 PLANS = ("free", "premium")
@@ -201,8 +202,6 @@ def line_number(problem: str) -> int:
 def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
     """Add or update every student and TA of the roster; (id, new link token or None when one is active),
     a TA's id followed by " (TA)"."""
-    from grader.service import staff
-
     rows = parse_roster(text)
     known = {s.id.lower(): s.id for s in students(store)}
     known_tas = {t.id.lower(): t.id for t in staff.teaching_assistants(store)}
