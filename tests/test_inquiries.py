@@ -68,6 +68,7 @@ def test_a_student_asks_after_release_and_staff_answer_resolve_and_the_student_s
     assert re.fullmatch(r"/inquiries/\d+", thread_url)
     page = ada.get(thread_url).text
     assert f"the test {hidden[0]}" in page and "Why did this one fail?\nIt looks right." in page
+    assert f"the test {hidden[0]}" in ada.get("/inquiries").text, "a released test is named in the student's list"
 
     # The queue, with its counts on both dashboards.
     assert re.search(r'id="inquiry-counts">.*?1 open', instructor.get("/instructor").text, re.S)

@@ -100,34 +100,38 @@ def title_of(service: Service, slug: str) -> str:
 
 
 def queue(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-    """An instructor's or TA's queue (open ones first, oldest first), or a student's own inquiries."""
+    """An instructor's or TA's queue (the open ones by default, or the resolved, or all; who waited longest
+    first), or a student's own inquiries (newest first), each test named only as the reader may see it."""
     assert who is not None
     state = request.query_params.get("state", "open")
     state = state if state in ("open", "resolved", "all") else "open"
     if who.is_staff:
         found = store_inquiries.inquiries(service.store, state=None if state == "all" else state)
+        views: dict[int, StudentCard] = {}
     else:
         found = list(reversed(store_inquiries.inquiries(service.store, student=who.student)))
-    return render("inquiries.html.j2", who=who, found=[row(service, who, i) for i in found], state=state,
+        views = shown_to(service, who, service.store.submissions(student=who.student))
+    return render("inquiries.html.j2", who=who, state=state,
+                  found=[row(service, who, i, views.get(i.submission_id)) for i in found],
                   counts=store_inquiries.counts(service.store) if who.is_staff else {},
                   window_days=staff.inquiry_window_days(service.store), ta_may_adjust=staff.ta_may_adjust(service.store),
                   most_days=staff.MOST_WINDOW_DAYS, saved=request.query_params.get("saved") == "1")
 
 
-def row(service: Service, who: accounts.Session, found: Inquiry) -> dict[str, Any]:
+def row(service: Service, who: accounts.Session, found: Inquiry, view: StudentCard | None) -> dict[str, Any]:
     return {"inquiry": found, "title": title_of(service, found.exercise),
-            "about": about_text(service, who, found, None)}
+            "about": about_text(service, who, found, view)}
 
 
 def about_text(service: Service, who: accounts.Session, found: Inquiry, view: StudentCard | None) -> str:
     """What the inquiry is about, as its reader may know it: a student is named a test only while its result
-    is shown to them (`view`: their view of the submission now; None where only the whole list is shown)."""
+    is shown to them (`view`: their view of the submission now, None while it is not graded)."""
     if not found.test_id:
         return "the whole submission"
     if who.is_staff or (view is not None and view.held is None
                         and any(t.id == found.test_id for t in view.card.tests)):
         return f"the test {found.test_name}"
-    return "one test" + (" (its results are withheld again for now)" if view is not None else "")
+    return "one test" + (" (its results are withheld again for now)" if view is not None and view.held else "")
 
 
 def inquiry_of(service: Service, who: accounts.Session, raw_id: str) -> Inquiry:
