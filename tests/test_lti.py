@@ -206,8 +206,8 @@ def test_a_graded_submission_s_score_arrives_at_the_line_item(lti):
     assert score["userId"] == "lms-user-1" and score["scoreGiven"] == 3 and score["scoreMaximum"] == maximum
     assert score["activityProgress"] == "Completed" and score["gradingProgress"] == "FullyGraded"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", score["timestamp"])
-    [assertion] = lti.platform.assertions
-    assert assertion["aud"] == f"{lti.platform.url}/token"
+    # One token for the column's maximum (read once), one for scores.
+    assert [a["aud"] for a in lti.platform.assertions] == [f"{lti.platform.url}/token"] * 2
     # Nothing changed: nothing sent. A new grading: its score sent, with a later timestamp.
     assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0)
     grade(lti, "ada.lovelace", 5, "b")
@@ -224,6 +224,52 @@ def test_an_adjustment_changes_the_score_sent(lti):
     lti.store.adjust(sub.id, 1.5, "good comments", "instructor")
     assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
     assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 4.5]
+
+
+def test_an_adjustment_follows_the_student_across_a_resubmission_and_its_note_is_the_scores_comment(lti):
+    """The term's finding: a +3 waiver on one submission vanished when the student resubmitted (the LMS went
+    84 -> 81, silently); the note never reached the LMS."""
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    grade(lti, "ada.lovelace", 5, "a")
+    [first] = lti.store.submissions(EXERCISE, "ada.lovelace")
+    lti.store.adjust(first.id, 3, "late pass waived", "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert (lti.platform.scores[-1]["scoreGiven"], lti.platform.scores[-1]["comment"]) == (8, "late pass waived")
+    grade(lti, "ada.lovelace", 5, "b")  # resubmitted: the same score, the waiver still holds
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0), "the resubmission changed the LMS's grade"
+    grade(lti, "ada.lovelace", 6, "c")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert [(s["scoreGiven"], s.get("comment")) for s in lti.platform.scores] == [
+        (8, "late pass waived"), (9, "late pass waived")]
+    # The latest submission's page says where the adjustment was made, and that it holds.
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    latest = lti.store.submissions(EXERCISE, "ada.lovelace")[-1]
+    page = teacher.get(f"/submissions/{latest.id}").text
+    assert 'id="adjustment-carried"' in page and f"submission {first.id}" in page and "late pass waived" in page
+
+
+def test_the_lms_columns_maximum_follows_the_exercise_after_a_regrade(lti):
+    """The exercise went from 88 to 90 points: scores were sent as x/90 to a column that stayed at 88."""
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    grade(lti, "ada.lovelace", 3, "a")
+    maximum = new_scorecard(lti.exercise, "free", "local").exercise_max_score
+    lti.platform.lineitems[f"/courses/{CONTEXT}/lineitems/1"] = {"id": lti.platform.lineitem(), "label": "Ex",
+                                                                  "scoreMaximum": maximum}
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert lti.platform.lineitem_puts == [], "a column already right was written"
+    [sub] = lti.store.submissions(EXERCISE, "ada.lovelace")  # regraded: the exercise is worth 2 more now
+    card = new_scorecard(lti.exercise, "free", "local")
+    lti.store.save_scorecard(sub.id, dataclasses.replace(card, score=3, max_score=card.max_score + 2))
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    [put] = lti.platform.lineitem_puts
+    assert put["scoreMaximum"] == maximum + 2 and put["label"] == "Ex", "the column kept its old maximum"
+    assert lti.platform.scores[-1]["scoreMaximum"] == maximum + 2
+    grade(lti, "ada.lovelace", 4, "b")
+    lti.store.save_scorecard(lti.store.submissions(EXERCISE, "ada.lovelace")[-1].id,
+                             dataclasses.replace(card, score=4, max_score=card.max_score + 2))
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert len(lti.platform.lineitem_puts) == 1, "the column was written again though it was right"
 
 
 def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):

@@ -118,11 +118,13 @@ def remember_context(store: Store, launch: Launch) -> None:
         if lineitem and exercise:
             scopes = " ".join(str(s) for s in launch.ags.get("scope", []) if isinstance(s, str))
             key = and_(li.c.platform_id == platform.id, li.c.context_id == context_id, li.c.exercise == exercise)
-            if db.execute(select(li.c.lineitem).where(key)).first() is None:
+            known = db.execute(select(li.c.lineitem).where(key)).first()
+            if known is None:
                 db.execute(insert(li).values(platform_id=platform.id, context_id=context_id, exercise=exercise,
                                              lineitem=lineitem, scopes=scopes, updated_at=now()))
-            else:
-                db.execute(update(li).where(key).values(lineitem=lineitem, scopes=scopes, updated_at=now()))
+            else:  # another column: its maximum is read again before a score goes to it
+                moved = {"score_maximum": None} if known.lineitem != lineitem else {}
+                db.execute(update(li).where(key).values(lineitem=lineitem, scopes=scopes, updated_at=now(), **moved))
     if launch.sub:
         add_member(store, platform, context_id, launch.sub)
 

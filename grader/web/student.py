@@ -218,13 +218,16 @@ def grade_view(service: Service, deadlines: Deadlines, sub: StoredSubmission) ->
     plus an instructor's adjustment and why. None when the grade is the score (or there is none)."""
     if sub.card is None or sub.card.status == "error":
         return None
-    adjustment = service.store.adjustments().get(sub.id)
+    adjustment = service.store.adjustments().get((sub.student, sub.exercise))
     deduction = deadlines.deduction(sub)
     if adjustment is None and not deduction:
         return None
     added = adjustment.points if adjustment else 0.0
     return {"raw": sub.card.score, "deduction": points(deduction), "adjustment": points(added),
             "comment": adjustment.comment if adjustment else "", "by": adjustment.by if adjustment else "",
+            # Made on another submission of the same exercise: it follows the student's grade, said so.
+            "carried_from": adjustment.submission_id if adjustment and adjustment.submission_id not in (None, sub.id)
+            else None,
             "final": final_score(sub.card, deduction, added), "max": sub.card.max_score}
 
 
