@@ -503,6 +503,25 @@ def test_add_platform_and_list(tmp_path, capsys):
     assert main([*args[:-4], "--auth-login-url", "ftp://x", "--db", db]) == 2
 
 
+@pytest.mark.unit
+def test_add_platform_makes_the_tier_an_explicit_choice(tmp_path, capsys):
+    """The LMS's students got the free tier by default, and their LMS grade was the visible tests' 10/88."""
+    args = ["lti", "add-platform", "--issuer", "https://moodle.example.edu", "--client-id", "AbC123",
+            "--deployment", "2", "--auth-login-url", "https://moodle.example.edu/mod/lti/auth.php",
+            "--auth-token-url", "https://moodle.example.edu/mod/lti/token.php",
+            "--keyset-url", "https://moodle.example.edu/mod/lti/certs.php", "--db", str(tmp_path / "c.db")]
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2 and "--tier" in capsys.readouterr().err
+    assert main([*args, "--tier", "premium"]) == 0 and "new students: premium" in capsys.readouterr().out
+    # Every add-platform the docs show says the tier, as premium.
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "lti.md"
+    commands = [text.split("```")[0] for text in docs.read_text().split("grader lti add-platform")[1:]]
+    assert len(commands) >= 3 and all("--tier premium" in c for c in commands), commands
+
+
 def test_the_serve_thread_sends_a_new_grading_s_score_by_itself(lti):
     assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
     sync = ags.ScoreSync(lti.store, lti.service.exercises, interval_s=0.05)
