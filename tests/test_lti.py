@@ -28,7 +28,7 @@ from grader.lti.mount import lti_pages
 from grader.lti.platforms import add_platform
 from grader.service import accounts
 from grader.web.app import LtiPages, Service, create_app
-from grader.web.auth import COOKIE
+from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
 
@@ -573,7 +573,7 @@ from grader.service import accounts
 from grader.course.store import Store
 from grader.lti.mount import lti_pages
 from grader.web.app import Service, create_app
-from grader.web.auth import COOKIE
+from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.service import press_sign_in
 store = Store({str(tmp_path / "grader.db")!r})
 exercise = load_exercise({EXERCISE!r})
@@ -589,3 +589,78 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# -- the term as an instructor ran it ------------------------------------------------------------------------
+
+def test_a_launch_before_the_exercise_opens_says_when_it_does(lti):
+    lti.store.set_exercise_terms(EXERCISE, {"opens": "2099-01-05T08:00:00+01:00"}, "instructor")
+    landed = launch(lti.client(), lti.platform, exercise=EXERCISE)
+    assert landed.status_code == 403 and "opens 2099-01-05 08:00 UTC+01:00" in landed.text, landed.text[:300]
+    teacher = launch(lti.client(), lti.platform, "teacher-1", roles=(INSTRUCTOR,), exercise=EXERCISE)
+    assert teacher.status_code == 303 and teacher.headers["location"] == f"/exercises/{EXERCISE}"
+
+
+# Every POST route that is not a button of a page that changes something, and why.
+NOT_BUTTONS = {"/lti/login": "the OIDC login the platform starts: a protocol step, not a button",
+               "/lti/launch": "the launch the platform posts: a protocol step, it redirects or shows deep linking",
+               "/instructor/site.zip": "a download: it changes nothing"}
+
+
+def test_every_button_that_changes_something_redirects_after_its_post(lti):
+    """Post/redirect/get everywhere: the roster sync and "Send them now" answered in place, so a reload posted
+    again. Each POST route of the service is listed here: one added without a redirect fails this test."""
+    from starlette.routing import Route
+
+    lti.platform.members = [member("s-1", "Grace Hopper", email="grace@uni.example")]
+    lti.service.exercises[EXERCISE] = dataclasses.replace(
+        lti.exercise, web=dataclasses.replace(lti.exercise.web, submission_interval_s=0))
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    token = csrf(teacher.get("/instructor"))
+    grade(lti, "ada.lovelace", 3, "a")
+    [sub] = lti.store.submissions(EXERCISE)
+    student = lti.client()
+    assert launch(student, lti.platform, exercise=EXERCISE).status_code == 303
+    student_token = csrf(student.get(f"/exercises/{EXERCISE}"))
+    fresh = lti.client()
+    link = accounts.new_link(lti.store, "student", "ada.lovelace")
+    signin_page = fresh.get(f"/signin/{link}")
+    terms = {"csrf": token, "opens": "", "due": "", "closes": "", "zone": "0", "per_day": "0", "cap": "",
+             "release": "on_release"}
+    presses = [  # (who, path, form), in an order each can run in
+        (teacher, "/instructor/lti/retry", {}),
+        (teacher, "/instructor/lti/sync-roster", {"platform": "1", "context": CONTEXT}),
+        (teacher, "/instructor/roster", {"csv": "id,name\neve,Eve\n"}),
+        (teacher, f"/instructor/exercises/{EXERCISE}", terms),
+        (teacher, f"/instructor/exercises/{EXERCISE}/release", {}),
+        (teacher, f"/instructor/exercises/{EXERCISE}/withhold", {}),
+        (teacher, f"/submissions/{sub.id}/adjust", {"points": "1", "comment": "fine"}),
+        (teacher, "/instructor/students/eve/tier", {"tier": "premium"}),
+        (teacher, "/instructor/students/eve/link", {"confirm": "eve"}),
+        (teacher, "/instructor/students/eve/revoke", {"confirm": "eve"}),
+        (teacher, f"/instructor/regrade/{EXERCISE}", {}),
+        (teacher, "/instructor/link", {}),
+        (student, f"/exercises/{EXERCISE}/prediction", {"choice": "0"}),
+        (student, f"/exercises/{EXERCISE}/submit", {"code": "def f():\n    return 2\n"}),
+        (fresh, f"/signin/{link}", {"csrf": signin_page.cookies[SIGNIN_COOKIE]}),
+        (student, "/signout", {}),
+    ]
+    routes = lti.client().app.app.app.routes
+    posted = {r.path for r in routes if isinstance(r, Route) and "POST" in (r.methods or set())}
+    pressed = {route.path for route in routes for _, path, _ in presses
+               if isinstance(route, Route) and route.path_regex.fullmatch(path)}
+    assert posted - set(NOT_BUTTONS) == pressed, "a POST route neither pressed here nor said why it is not a button"
+    for who, path, form in presses:
+        if "csrf" not in form:
+            form = {"csrf": student_token if who is student else token, **form}
+        answer = who.post(path, data=form, follow_redirects=False)
+        assert answer.status_code == 303, (path, answer.status_code, answer.text[:300])
+    # The notices of the buttons that answered in place are on the page they redirect to, once.
+    sent = teacher.post("/instructor/lti/retry", data={"csrf": token}, follow_redirects=False)
+    page = teacher.get(sent.headers["location"])
+    assert "score(s) sent to the LMS." in page.text
+    assert "score(s) sent to the LMS." not in teacher.get("/instructor").text
+    synced = teacher.post("/instructor/lti/sync-roster", data={"csrf": token, "platform": "1", "context": CONTEXT})
+    assert "learner(s) of Systems programming added to the roster" in synced.text
