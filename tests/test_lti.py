@@ -31,6 +31,7 @@ from grader.web.app import LtiPages, Service, create_app
 from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
+from tests.service import press_sign_in
 
 BASE = "https://testserver"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -664,3 +665,78 @@ def test_every_button_that_changes_something_redirects_after_its_post(lti):
     assert "score(s) sent to the LMS." not in teacher.get("/instructor").text
     synced = teacher.post("/instructor/lti/sync-roster", data={"csrf": token, "platform": "1", "context": CONTEXT})
     assert "learner(s) of Systems programming added to the roster" in synced.text
+
+
+def test_one_gradebook_across_exercises_gives_each_students_lms_id_and_email(lti):
+    """The gradebook was one file per exercise, with no LMS user id or email to match the LMS's rows by."""
+    import csv
+    import io
+
+    second = dataclasses.replace(lti.exercise, slug="second")
+    lti.service.exercises["second"] = second
+    lti.platform.members = [member("s-1", "Grace Hopper", email="grace@uni.example")]
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303  # Ada, with her email
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    teacher.post("/instructor/lti/sync-roster", data={"csrf": csrf(teacher.get("/instructor")), "platform": "1",
+                                                      "context": CONTEXT})
+    accounts.add_student(lti.store, "bob", "Bob Roster")  # on the roster alone: no LMS, no submission
+    grade(lti, "ada.lovelace", 3, "a")
+    [first] = lti.store.submissions(EXERCISE)
+    lti.store.adjust(first.id, 1, "well argued", "instructor")
+    made, _ = lti.store.add_submission("grace", "second", "free", "g" * 64, second.submission_file, b"# g\n",
+                                       state="graded")
+    lti.store.save_scorecard(made, dataclasses.replace(new_scorecard(second, "free", "local"), score=2))
+    download = teacher.get("/instructor/gradebook.csv")
+    assert download.status_code == 200 and download.headers["content-type"].startswith("text/csv")
+    assert 'filename="gradebook-latest.csv"' in download.headers["content-disposition"]
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(download.text))}
+    assert list(rows) == ["ada.lovelace", "bob", "grace"]
+    maximum = new_scorecard(lti.exercise, "free", "local").exercise_max_score
+    ada, grace, bob = rows["ada.lovelace"], rows["grace"], rows["bob"]
+    assert (ada["email"], ada["lms_user_id"], ada["name"]) == ("ada.lovelace@uni.example", "lms-user-1", "Ada Lovelace")
+    assert (ada[f"{EXERCISE}:score"], ada[f"{EXERCISE}:max_score"], ada[f"{EXERCISE}:adjustment"]) == \
+        ("4", str(maximum), "1")
+    assert ada["second:score"] == "" and grace["second:score"] == "2" and grace[f"{EXERCISE}:score"] == ""
+    assert (grace["email"], grace["lms_user_id"]) == ("grace@uni.example", "s-1")
+    assert (bob["email"], bob["lms_user_id"], bob["name"]) == ("", "", "Bob Roster")
+    assert teacher.get("/instructor/gradebook.csv?policy=best").status_code == 200
+    assert teacher.get("/instructor/gradebook.csv?policy=worst").status_code == 400
+    assert 'href="/instructor/gradebook.csv"' in teacher.get("/instructor").text
+    student = lti.client()
+    assert launch(student, lti.platform, exercise=EXERCISE).status_code == 303
+    assert student.get("/instructor/gradebook.csv").status_code == 403
+
+
+def test_the_change_history_names_who_made_each_change(lti):
+    """The history said "instructor (sign-in link 1)", not who."""
+    from grader.web.auth import COOKIE as SESSION
+
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,), name="Dr Ruth Teacher").status_code == 303
+    form = {"csrf": csrf(teacher.get("/instructor")), "opens": "", "due": "2099-01-05T23:59", "closes": "",
+            "zone": "0", "per_day": "0", "cap": "", "release": "at_once"}
+    assert teacher.post(f"/instructor/exercises/{EXERCISE}", data=form, follow_redirects=False).status_code == 303
+    assert store_by(lti.store) == ["Dr Ruth Teacher (LMS user teacher-1)"]
+    # A link the dashboard makes for a named colleague: what they change is recorded under their name.
+    made = teacher.post("/instructor/link", data={"csrf": form["csrf"], "name": "Grace Hopper"})
+    [link] = re.findall(r'<td class="link">([^<]+)</td>', made.text)
+    colleague = lti.client()
+    pressed = press_sign_in(colleague, link.replace(BASE, ""))
+    colleague.cookies.set(SESSION, pressed.cookies[SESSION])
+    grade(lti, "ada.lovelace", 3, "a")
+    [sub] = lti.store.submissions(EXERCISE)
+    adjusted = colleague.post(f"/submissions/{sub.id}/adjust", data={
+        "csrf": csrf(colleague.get("/instructor")), "points": "1", "comment": "kind"}, follow_redirects=False)
+    assert adjusted.status_code == 303
+    assert re.match(r"Grace Hopper \(sign-in link \d+\)$", lti.store.adjustments()["ada.lovelace", EXERCISE].by)
+    # A change recorded before the history named people names them now.
+    link_id = lti.store.adjustments()["ada.lovelace", EXERCISE].by.split("link ")[1].rstrip(")")
+    lti.store.set_exercise_terms(EXERCISE, {"late_cap": 50.0}, f"instructor (sign-in link {link_id})")
+    history = teacher.get(f"/instructor/exercises/{EXERCISE}").text
+    assert "<td>Grace Hopper (sign-in link" in history and "<td>Dr Ruth Teacher (LMS user teacher-1)</td>" in history
+    assert "<td>instructor (sign-in link" not in history
+
+
+def store_by(store: Store) -> list[str]:
+    return [change.by for _, change in store.exercise_term_history(EXERCISE)]

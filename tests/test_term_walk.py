@@ -13,7 +13,6 @@ import pytest
 from starlette.testclient import TestClient
 
 from grader.core.exercise import load_exercise
-from grader.core.grading import new_scorecard
 from grader.course.store import Store
 from grader.service import accounts
 from grader.web.app import Service, create_app

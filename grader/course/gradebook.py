@@ -188,9 +188,14 @@ def to_csv(entries: Entries) -> str:
     writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for row in table:
-        # A leading =, +, - or @ would be a formula to a spreadsheet; student ids are validated, but be sure.
-        writer.writerow({k: (f"'{v}" if isinstance(v, str) and v and v[0] in "=+-@" else v) for k, v in row.items()})
+        writer.writerow({k: cell(v) for k, v in row.items()})
     return buffer.getvalue()
+
+
+def cell(value: object) -> object:
+    """A CSV cell a spreadsheet reads as text: a leading =, +, - or @ would be a formula (student ids are
+    validated, but names, emails and comments come from people)."""
+    return f"'{value}" if isinstance(value, str) and value and value[0] in "=+-@" else value
 
 
 def to_json(entries: Entries) -> str:

@@ -67,11 +67,17 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
     if not sub:
         raise StoreError("the launch names no user (sub): an anonymous launch cannot sign anyone in")
     found = lms_user(store, platform, sub)
+    us = schema.lti_users
     if found is not None and found.role == role:
-        if found.student_id and name.strip():
-            with store.transaction() as db:
+        with store.transaction() as db:
+            if found.student_id and name.strip():
                 db.execute(update(schema.students).where(schema.students.c.id == found.student_id)
                            .values(name=name.strip()[:accounts.NAME_LIMIT]))
+            # The LMS's name and email kept current (the gradebook and the change history show them).
+            known = {**({"name": name.strip()[:200]} if name.strip() else {}),
+                     **({"email": email.strip()[:200]} if email.strip() else {})}
+            if known:
+                db.execute(update(us).where(and_(us.c.platform_id == platform.id, us.c.sub == sub)).values(**known))
         return found
     student_id = found.student_id if found is not None else None
     if role == "student" and student_id is None:
@@ -79,9 +85,9 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
         student_id = student_id_for(email, name, sub, taken)
         accounts.add_student(store, student_id, name, platform.tier)
     link_id = accounts.external_link(store, role, student_id if role == "student" else None)
-    us = schema.lti_users
     with store.transaction() as db:
-        values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200]}
+        values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200],
+                  "email": email.strip()[:200]}
         if found is None and db.execute(select(us.c.sub).where(and_(us.c.platform_id == platform.id,
                                                                      us.c.sub == sub))).first() is None:
             db.execute(insert(us).values(platform_id=platform.id, sub=sub, **values))

@@ -50,6 +50,8 @@ class Session:
     csrf: str
     link_id: int = 0  # the sign-in link the session came from: who did what, in the store's records
     expires_at: float = float("inf")  # time.time() when the session ends
+    name: str = ""  # whom: the name an instructor's link was made for, or the LMS's name of its user
+    lms_user: str = ""  # the LMS's id of the user (their `sub`) when the session came from a launch
 
     @property
     def is_instructor(self) -> bool:
@@ -57,9 +59,13 @@ class Session:
 
     @property
     def by(self) -> str:
-        """Who this is in the store's records of changes (instructors share one account: their sign-in
-        link tells them apart)."""
-        return f"instructor (sign-in link {self.link_id})" if self.is_instructor else f"student {self.student}"
+        """Who this is in the store's records of changes, by name (instructors share one account: the LMS
+        user a launch signed in, or the person an instructor link was made for, with the link)."""
+        if not self.is_instructor:
+            return f"student {self.student}"
+        if self.lms_user:
+            return f"{self.name or 'instructor'} (LMS user {self.lms_user})"
+        return f"{self.name or 'instructor'} (sign-in link {self.link_id})"
 
     @property
     def account(self) -> tuple[str, str | None]:
@@ -195,8 +201,9 @@ def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def new_link(store: Store, role: str, student_id: str | None = None) -> str:
-    """A fresh sign-in token (the secret part of the link); only its hash is stored."""
+def new_link(store: Store, role: str, student_id: str | None = None, label: str = "") -> str:
+    """A fresh sign-in token (the secret part of the link); only its hash is stored. `label`: whom an
+    instructor's link is for (the change history names them)."""
     token = secrets.token_urlsafe(24)
     ln = schema.links
     with store.transaction() as db:
@@ -204,7 +211,8 @@ def new_link(store: Store, role: str, student_id: str | None = None) -> str:
             db.execute(update(ln).where(and_(ln.c.role == "instructor", ln.c.used_at.is_(None),
                                              ln.c.revoked_at.is_(None))).values(revoked_at=now()))
         db.execute(insert(schema.links).values(token_sha256=digest(token), role=role, student_id=student_id,
-                                               one_time=role == "instructor", created_at=now()))
+                                               one_time=role == "instructor", created_at=now(),
+                                               label=" ".join(label.split())[:NAME_LIMIT]))
     return token
 
 
@@ -296,16 +304,40 @@ def open_session(store: Store, link_id: int) -> str | None:
 def session(store: Store, token: str | None) -> Session | None:
     if not token or len(token) > 128:
         return None
-    se, ln, st = schema.sessions, schema.links, schema.students
+    se, ln, st, us = schema.sessions, schema.links, schema.students, schema.lti_users
     with store.reading() as db:
         row = db.execute(
-            select(ln.c.id, ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier)
-            .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id))
+            select(ln.c.id, ln.c.role, ln.c.student_id, se.c.csrf, se.c.expires_at, st.c.tier, ln.c.label,
+                   us.c.sub, us.c.name)
+            .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id)
+                         .outerjoin(us, us.c.link_id == ln.c.id))
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if row is None or row.expires_at < time.time():
         return None
     return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf,
-                   link_id=row.id, expires_at=float(row.expires_at))
+                   link_id=row.id, expires_at=float(row.expires_at), name=row.name or row.label or "",
+                   lms_user=row.sub or "")
+
+
+# How a change made before the history named people reads: the link it names is looked up.
+UNNAMED = re.compile(r"instructor \(sign-in link (\d+)\)")
+
+
+def named_by(store: Store, by: str) -> str:
+    """A record's `by` naming a person: one written as "instructor (sign-in link N)" names the LMS user or
+    the person link N was made for, when the store knows them (else it stays as it is)."""
+    found = UNNAMED.fullmatch(by)
+    if found is None:
+        return by
+    ln, us = schema.links, schema.lti_users
+    with store.reading() as db:
+        row = db.execute(select(ln.c.label, us.c.sub, us.c.name).select_from(ln.outerjoin(us, us.c.link_id == ln.c.id))
+                         .where(ln.c.id == int(found.group(1)))).first()
+    if row is None:
+        return by
+    if row.sub:
+        return f"{row.name or 'instructor'} (LMS user {row.sub})"
+    return f"{row.label} (sign-in link {found.group(1)})" if row.label else by
 
 
 def sign_out(store: Store, token: str | None) -> None:

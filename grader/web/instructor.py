@@ -315,7 +315,8 @@ def exercise_terms(service: Service, request: Request, who: accounts.Session | N
     return render("exercise_terms.html.j2", 400 if problem else 200, who=who, exercise=exercise,
                   form=terms_page.form_view(exercise, terms, terms_page.course_zone(all_terms, exercise.slug)),
                   notice=notice, problem=problem,
-                  history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug)))
+                  history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug),
+                                                  lambda by: accounts.named_by(service.store, by)))
 
 
 def release_results(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -355,8 +356,11 @@ def site_zip(service: Service, request: Request, who: accounts.Session | None, f
 
 
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-    """A new one-time sign-in link for another instructor (or this one on another device)."""
-    return after(service, "instructor-link", tokens=(accounts.new_link(service.store, "instructor"),))
+    """A new one-time sign-in link for another instructor (or this one on another device), made for the person
+    the form names: what they change is recorded under that name."""
+    assert form is not None
+    return after(service, "instructor-link",
+                 tokens=(accounts.new_link(service.store, "instructor", label=text_field(form, "name")),))
 
 
 def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -425,6 +429,20 @@ def regrade_notice(queued: int | None, waiting: int) -> str:
                 "shows each changed score as its grading ends (reload it).")
     return (f"The regrade is done: the {queued} submission(s) queued for regrading are graded again, and every "
             "changed score is listed below.")
+
+
+def class_gradebook(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """One gradebook across the exercises (CSV): a row per student with their LMS id and email, and each
+    exercise's grade under the policy asked (latest, best or on-time)."""
+    from grader.course.class_gradebook import class_csv
+
+    policy = request.query_params.get("policy", "latest")
+    if policy not in SITE_POLICIES:
+        raise Page(400, "Not possible", f"The gradebook counts the latest, best or on-time submission, not "
+                                        f"{policy[:40]!r}.")
+    data = class_csv(service.store, service.exercises, policy, deadlines_of(service))
+    return Response(data, media_type=MEDIA["csv"],
+                    headers={"content-disposition": f'attachment; filename="gradebook-{policy}.csv"'})
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:

@@ -236,7 +236,7 @@ def grade_view(service: Service, deadlines: Deadlines, sub: StoredSubmission) ->
         return None
     added = adjustment.points if adjustment else 0.0
     return {"raw": sub.card.score, "deduction": points(deduction), "adjustment": points(added),
-            "comment": adjustment.comment if adjustment else "", "by": adjustment.by if adjustment else "",
+            "comment": adjustment.comment if adjustment else "", "by": accounts.named_by(service.store, adjustment.by) if adjustment else "",
             # Made on another submission of the same exercise: it follows the student's grade, said so.
             "carried_from": adjustment.submission_id if adjustment and adjustment.submission_id not in (None, sub.id)
             else None,

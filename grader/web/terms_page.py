@@ -4,7 +4,7 @@ every change made so far. A date change never asks for a regrade: it decides not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -97,9 +97,9 @@ def _number(form: FormData, name: str, words: str) -> float | None:
         raise TermsError(f"{words} must be a number, not {typed[:20]!r}") from None
 
 
-def history_rows(history: list[tuple[str, TermChange]]) -> list[dict[str, str]]:
-    """Every change made in the dashboard, in words, the newest first."""
-    return [{"what": KEY_WORDS.get(key, key), "value": value_text(key, change.value), "by": change.by,
+def history_rows(history: list[tuple[str, TermChange]], named: Callable[[str], str] = str) -> list[dict[str, str]]:
+    """Every change made in the dashboard, in words, the newest first; `named`: who made it, by name."""
+    return [{"what": KEY_WORDS.get(key, key), "value": value_text(key, change.value), "by": named(change.by),
              "at": change.at.replace("T", " ")} for key, change in history]
 
 
