@@ -125,3 +125,17 @@ def test_an_opening_date_after_the_due_date_is_refused(term):
     refused = instructor.post(f"/instructor/exercises/{EXERCISE}", data=form)
     assert refused.status_code == 400 and "cannot open" in refused.text
     assert term.store.exercise_terms() == {}
+
+
+@pytest.mark.unit
+def test_exercise_toml_may_set_when_the_exercise_opens_but_not_after_it_is_due():
+    import tomllib
+
+    from grader.core.page_settings import SettingError, web
+
+    settings = web(tomllib.loads("opens = 2026-12-07T08:00:00+01:00\ndue = 2026-12-20T23:59:00+01:00\n"))
+    assert settings.opens == datetime(2026, 12, 7, 8, 0, tzinfo=ZONE)
+    with pytest.raises(SettingError, match="must not come after due"):
+        web(tomllib.loads("opens = 2026-12-21T08:00:00+01:00\ndue = 2026-12-20T23:59:00+01:00\n"))
+    with pytest.raises(SettingError, match="has no time zone"):
+        web({"opens": "2026-12-07T08:00"})
