@@ -58,6 +58,9 @@ class TestPlatform:
     assertions: list[dict[str, Any]] = field(default_factory=list)  # the client assertions accepted
     refusals: list[str] = field(default_factory=list)  # why a request was refused
     members: list[dict[str, Any]] = field(default_factory=list)
+    # Each line item's own fields by its path (the tool reads and writes scoreMaximum), and the PUTs received.
+    lineitems: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lineitem_puts: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -165,6 +168,20 @@ class TestPlatform:
                             **payload})
         return Response(status_code=204)
 
+    async def lineitem_endpoint(self, request: Request) -> Response:
+        """A line item (AGS): GET gives it (a new one is out of 10 points), PUT replaces it."""
+        if not self.authorized(request, LINEITEM_SCOPE):
+            return self.refuse(401, "no token with the line item scope")
+        item = self.lineitems.setdefault(request.url.path, {"id": str(request.url), "label": "Exercise",
+                                                            "scoreMaximum": 10})
+        if request.method == "PUT":
+            if request.headers.get("content-type") != "application/vnd.ims.lis.v2.lineitem+json":
+                return self.refuse(415, f"content type {request.headers.get('content-type')}")
+            payload = await request.json()
+            self.lineitem_puts.append({"lineitem": request.url.path, **payload})
+            item.update(payload)
+        return JSONResponse(item, media_type="application/vnd.ims.lis.v2.lineitem+json")
+
     async def memberships(self, request: Request) -> Response:
         if not self.authorized(request, NRPS_SCOPE):
             return self.refuse(401, "no token with the NRPS scope")
@@ -179,6 +196,7 @@ class TestPlatform:
         return Starlette(routes=[
             Route("/jwks", self.jwks), Route("/token", self.token, methods=["POST"]),
             Route("/courses/{course}/lineitems/{number}/scores", self.score, methods=["POST"]),
+            Route("/courses/{course}/lineitems/{number}", self.lineitem_endpoint, methods=["GET", "PUT"]),
             Route("/courses/{course}/memberships", self.memberships),
         ])
 

@@ -28,9 +28,10 @@ from grader.lti.mount import lti_pages
 from grader.lti.platforms import add_platform
 from grader.service import accounts
 from grader.web.app import LtiPages, Service, create_app
-from grader.web.auth import COOKIE
+from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.helpers import EXERCISE
 from tests.lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT, INSTRUCTOR, LEARNER, TestPlatform, rsa_key
+from tests.service import press_sign_in
 
 BASE = "https://testserver"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -258,8 +259,8 @@ def test_a_graded_submission_s_score_arrives_at_the_line_item(lti):
     assert score["userId"] == "lms-user-1" and score["scoreGiven"] == 3 and score["scoreMaximum"] == maximum
     assert score["activityProgress"] == "Completed" and score["gradingProgress"] == "FullyGraded"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", score["timestamp"])
-    [assertion] = lti.platform.assertions
-    assert assertion["aud"] == f"{lti.platform.url}/token"
+    # One token for the column's maximum (read once), one for scores.
+    assert [a["aud"] for a in lti.platform.assertions] == [f"{lti.platform.url}/token"] * 2
     # Nothing changed: nothing sent. A new grading: its score sent, with a later timestamp.
     assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0)
     grade(lti, "ada.lovelace", 5, "b")
@@ -276,6 +277,52 @@ def test_an_adjustment_changes_the_score_sent(lti):
     lti.store.adjust(sub.id, 1.5, "good comments", "instructor")
     assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
     assert [s["scoreGiven"] for s in lti.platform.scores] == [3, 4.5]
+
+
+def test_an_adjustment_follows_the_student_across_a_resubmission_and_its_note_is_the_scores_comment(lti):
+    """The term's finding: a +3 waiver on one submission vanished when the student resubmitted (the LMS went
+    84 -> 81, silently); the note never reached the LMS."""
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    grade(lti, "ada.lovelace", 5, "a")
+    [first] = lti.store.submissions(EXERCISE, "ada.lovelace")
+    lti.store.adjust(first.id, 3, "late pass waived", "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert (lti.platform.scores[-1]["scoreGiven"], lti.platform.scores[-1]["comment"]) == (8, "late pass waived")
+    grade(lti, "ada.lovelace", 5, "b")  # resubmitted: the same score, the waiver still holds
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0), "the resubmission changed the LMS's grade"
+    grade(lti, "ada.lovelace", 6, "c")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert [(s["scoreGiven"], s.get("comment")) for s in lti.platform.scores] == [
+        (8, "late pass waived"), (9, "late pass waived")]
+    # The latest submission's page says where the adjustment was made, and that it holds.
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    latest = lti.store.submissions(EXERCISE, "ada.lovelace")[-1]
+    page = teacher.get(f"/submissions/{latest.id}").text
+    assert 'id="adjustment-carried"' in page and f"submission {first.id}" in page and "late pass waived" in page
+
+
+def test_the_lms_columns_maximum_follows_the_exercise_after_a_regrade(lti):
+    """The exercise went from 88 to 90 points: scores were sent as x/90 to a column that stayed at 88."""
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    grade(lti, "ada.lovelace", 3, "a")
+    maximum = new_scorecard(lti.exercise, "free", "local").exercise_max_score
+    lti.platform.lineitems[f"/courses/{CONTEXT}/lineitems/1"] = {"id": lti.platform.lineitem(), "label": "Ex",
+                                                                  "scoreMaximum": maximum}
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert lti.platform.lineitem_puts == [], "a column already right was written"
+    [sub] = lti.store.submissions(EXERCISE, "ada.lovelace")  # regraded: the exercise is worth 2 more now
+    card = new_scorecard(lti.exercise, "free", "local")
+    lti.store.save_scorecard(sub.id, dataclasses.replace(card, score=3, max_score=card.max_score + 2))
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    [put] = lti.platform.lineitem_puts
+    assert put["scoreMaximum"] == maximum + 2 and put["label"] == "Ex", "the column kept its old maximum"
+    assert lti.platform.scores[-1]["scoreMaximum"] == maximum + 2
+    grade(lti, "ada.lovelace", 4, "b")
+    lti.store.save_scorecard(lti.store.submissions(EXERCISE, "ada.lovelace")[-1].id,
+                             dataclasses.replace(card, score=4, max_score=card.max_score + 2))
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert len(lti.platform.lineitem_puts) == 1, "the column was written again though it was right"
 
 
 def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):
@@ -509,6 +556,25 @@ def test_add_platform_and_list(tmp_path, capsys):
     assert main([*args[:-4], "--auth-login-url", "ftp://x", "--db", db]) == 2
 
 
+@pytest.mark.unit
+def test_add_platform_makes_the_tier_an_explicit_choice(tmp_path, capsys):
+    """The LMS's students got the free tier by default, and their LMS grade was the visible tests' 10/88."""
+    args = ["lti", "add-platform", "--issuer", "https://moodle.example.edu", "--client-id", "AbC123",
+            "--deployment", "2", "--auth-login-url", "https://moodle.example.edu/mod/lti/auth.php",
+            "--auth-token-url", "https://moodle.example.edu/mod/lti/token.php",
+            "--keyset-url", "https://moodle.example.edu/mod/lti/certs.php", "--db", str(tmp_path / "c.db")]
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2 and "--tier" in capsys.readouterr().err
+    assert main([*args, "--tier", "premium"]) == 0 and "new students: premium" in capsys.readouterr().out
+    # Every add-platform the docs show says the tier, as premium.
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "lti.md"
+    commands = [text.split("```")[0] for text in docs.read_text().split("grader lti add-platform")[1:]]
+    assert len(commands) >= 3 and all("--tier premium" in c for c in commands), commands
+
+
 def test_the_serve_thread_sends_a_new_grading_s_score_by_itself(lti):
     assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
     sync = ags.ScoreSync(lti.store, lti.service.exercises, interval_s=0.05)
@@ -560,7 +626,7 @@ from grader.service import accounts
 from grader.course.store import Store
 from grader.lti.mount import lti_pages
 from grader.web.app import Service, create_app
-from grader.web.auth import COOKIE
+from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.service import press_sign_in
 store = Store({str(tmp_path / "grader.db")!r})
 exercise = load_exercise({EXERCISE!r})
@@ -576,3 +642,153 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# -- the term as an instructor ran it ------------------------------------------------------------------------
+
+def test_a_launch_before_the_exercise_opens_says_when_it_does(lti):
+    lti.store.set_exercise_terms(EXERCISE, {"opens": "2099-01-05T08:00:00+01:00"}, "instructor")
+    landed = launch(lti.client(), lti.platform, exercise=EXERCISE)
+    assert landed.status_code == 403 and "opens 2099-01-05 08:00 UTC+01:00" in landed.text, landed.text[:300]
+    teacher = launch(lti.client(), lti.platform, "teacher-1", roles=(INSTRUCTOR,), exercise=EXERCISE)
+    assert teacher.status_code == 303 and teacher.headers["location"] == f"/exercises/{EXERCISE}"
+
+
+# Every POST route that is not a button of a page that changes something, and why.
+NOT_BUTTONS = {"/lti/login": "the OIDC login the platform starts: a protocol step, not a button",
+               "/lti/launch": "the launch the platform posts: a protocol step, it redirects or shows deep linking",
+               "/instructor/site.zip": "a download: it changes nothing"}
+
+
+def test_every_button_that_changes_something_redirects_after_its_post(lti):
+    """Post/redirect/get everywhere: the roster sync and "Send them now" answered in place, so a reload posted
+    again. Each POST route of the service is listed here: one added without a redirect fails this test."""
+    from starlette.routing import Route
+
+    lti.platform.members = [member("s-1", "Grace Hopper", email="grace@uni.example")]
+    lti.service.exercises[EXERCISE] = dataclasses.replace(
+        lti.exercise, web=dataclasses.replace(lti.exercise.web, submission_interval_s=0))
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    token = csrf(teacher.get("/instructor"))
+    grade(lti, "ada.lovelace", 3, "a")
+    [sub] = lti.store.submissions(EXERCISE)
+    student = lti.client()
+    assert launch(student, lti.platform, exercise=EXERCISE).status_code == 303
+    student_token = csrf(student.get(f"/exercises/{EXERCISE}"))
+    fresh = lti.client()
+    link = accounts.new_link(lti.store, "student", "ada.lovelace")
+    signin_page = fresh.get(f"/signin/{link}")
+    terms = {"csrf": token, "opens": "", "due": "", "closes": "", "zone": "0", "per_day": "0", "cap": "",
+             "release": "on_release"}
+    presses = [  # (who, path, form), in an order each can run in
+        (teacher, "/instructor/lti/retry", {}),
+        (teacher, "/instructor/lti/sync-roster", {"platform": "1", "context": CONTEXT}),
+        (teacher, "/instructor/roster", {"csv": "id,name\neve,Eve\n"}),
+        (teacher, f"/instructor/exercises/{EXERCISE}", terms),
+        (teacher, f"/instructor/exercises/{EXERCISE}/release", {}),
+        (teacher, f"/instructor/exercises/{EXERCISE}/withhold", {}),
+        (teacher, f"/submissions/{sub.id}/adjust", {"points": "1", "comment": "fine"}),
+        (teacher, "/instructor/students/eve/tier", {"tier": "premium"}),
+        (teacher, "/instructor/students/eve/link", {"confirm": "eve"}),
+        (teacher, "/instructor/students/eve/revoke", {"confirm": "eve"}),
+        (teacher, f"/instructor/regrade/{EXERCISE}", {}),
+        (teacher, "/instructor/link", {}),
+        (student, f"/exercises/{EXERCISE}/prediction", {"choice": "0"}),
+        (student, f"/exercises/{EXERCISE}/submit", {"code": "def f():\n    return 2\n"}),
+        (fresh, f"/signin/{link}", {"csrf": signin_page.cookies[SIGNIN_COOKIE]}),
+        (student, "/signout", {}),
+    ]
+    routes = lti.client().app.app.app.routes
+    posted = {r.path for r in routes if isinstance(r, Route) and "POST" in (r.methods or set())}
+    pressed = {route.path for route in routes for _, path, _ in presses
+               if isinstance(route, Route) and route.path_regex.fullmatch(path)}
+    assert posted - set(NOT_BUTTONS) == pressed, "a POST route neither pressed here nor said why it is not a button"
+    for who, path, form in presses:
+        if "csrf" not in form:
+            form = {"csrf": student_token if who is student else token, **form}
+        answer = who.post(path, data=form, follow_redirects=False)
+        assert answer.status_code == 303, (path, answer.status_code, answer.text[:300])
+    # The notices of the buttons that answered in place are on the page they redirect to, once.
+    sent = teacher.post("/instructor/lti/retry", data={"csrf": token}, follow_redirects=False)
+    page = teacher.get(sent.headers["location"])
+    assert "score(s) sent to the LMS." in page.text
+    assert "score(s) sent to the LMS." not in teacher.get("/instructor").text
+    synced = teacher.post("/instructor/lti/sync-roster", data={"csrf": token, "platform": "1", "context": CONTEXT})
+    assert "learner(s) of Systems programming added to the roster" in synced.text
+
+
+def test_one_gradebook_across_exercises_gives_each_students_lms_id_and_email(lti):
+    """The gradebook was one file per exercise, with no LMS user id or email to match the LMS's rows by."""
+    import csv
+    import io
+
+    second = dataclasses.replace(lti.exercise, slug="second")
+    lti.service.exercises["second"] = second
+    lti.platform.members = [member("s-1", "Grace Hopper", email="grace@uni.example")]
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303  # Ada, with her email
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    teacher.post("/instructor/lti/sync-roster", data={"csrf": csrf(teacher.get("/instructor")), "platform": "1",
+                                                      "context": CONTEXT})
+    accounts.add_student(lti.store, "bob", "Bob Roster")  # on the roster alone: no LMS, no submission
+    grade(lti, "ada.lovelace", 3, "a")
+    [first] = lti.store.submissions(EXERCISE)
+    lti.store.adjust(first.id, 1, "well argued", "instructor")
+    made, _ = lti.store.add_submission("grace", "second", "free", "g" * 64, second.submission_file, b"# g\n",
+                                       state="graded")
+    lti.store.save_scorecard(made, dataclasses.replace(new_scorecard(second, "free", "local"), score=2))
+    download = teacher.get("/instructor/gradebook.csv")
+    assert download.status_code == 200 and download.headers["content-type"].startswith("text/csv")
+    assert 'filename="gradebook-latest.csv"' in download.headers["content-disposition"]
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(download.text))}
+    assert list(rows) == ["ada.lovelace", "bob", "grace"]
+    maximum = new_scorecard(lti.exercise, "free", "local").exercise_max_score
+    ada, grace, bob = rows["ada.lovelace"], rows["grace"], rows["bob"]
+    assert (ada["email"], ada["lms_user_id"], ada["name"]) == ("ada.lovelace@uni.example", "lms-user-1", "Ada Lovelace")
+    assert (ada[f"{EXERCISE}:score"], ada[f"{EXERCISE}:max_score"], ada[f"{EXERCISE}:adjustment"]) == \
+        ("4", str(maximum), "1")
+    assert ada["second:score"] == "" and grace["second:score"] == "2" and grace[f"{EXERCISE}:score"] == ""
+    assert (grace["email"], grace["lms_user_id"]) == ("grace@uni.example", "s-1")
+    assert (bob["email"], bob["lms_user_id"], bob["name"]) == ("", "", "Bob Roster")
+    assert teacher.get("/instructor/gradebook.csv?policy=best").status_code == 200
+    assert teacher.get("/instructor/gradebook.csv?policy=worst").status_code == 400
+    assert 'href="/instructor/gradebook.csv"' in teacher.get("/instructor").text
+    student = lti.client()
+    assert launch(student, lti.platform, exercise=EXERCISE).status_code == 303
+    assert student.get("/instructor/gradebook.csv").status_code == 403
+
+
+def test_the_change_history_names_who_made_each_change(lti):
+    """The history said "instructor (sign-in link 1)", not who."""
+    from grader.web.auth import COOKIE as SESSION
+
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,), name="Dr Ruth Teacher").status_code == 303
+    form = {"csrf": csrf(teacher.get("/instructor")), "opens": "", "due": "2099-01-05T23:59", "closes": "",
+            "zone": "0", "per_day": "0", "cap": "", "release": "at_once"}
+    assert teacher.post(f"/instructor/exercises/{EXERCISE}", data=form, follow_redirects=False).status_code == 303
+    assert store_by(lti.store) == ["Dr Ruth Teacher (LMS user teacher-1)"]
+    # A link the dashboard makes for a named colleague: what they change is recorded under their name.
+    made = teacher.post("/instructor/link", data={"csrf": form["csrf"], "name": "Grace Hopper"})
+    [link] = re.findall(r'<td class="link">([^<]+)</td>', made.text)
+    colleague = lti.client()
+    pressed = press_sign_in(colleague, link.replace(BASE, ""))
+    colleague.cookies.set(SESSION, pressed.cookies[SESSION])
+    grade(lti, "ada.lovelace", 3, "a")
+    [sub] = lti.store.submissions(EXERCISE)
+    adjusted = colleague.post(f"/submissions/{sub.id}/adjust", data={
+        "csrf": csrf(colleague.get("/instructor")), "points": "1", "comment": "kind"}, follow_redirects=False)
+    assert adjusted.status_code == 303
+    assert re.match(r"Grace Hopper \(sign-in link \d+\)$", lti.store.adjustments()["ada.lovelace", EXERCISE].by)
+    # A change recorded before the history named people names them now.
+    link_id = lti.store.adjustments()["ada.lovelace", EXERCISE].by.split("link ")[1].rstrip(")")
+    lti.store.set_exercise_terms(EXERCISE, {"late_cap": 50.0}, f"instructor (sign-in link {link_id})")
+    history = teacher.get(f"/instructor/exercises/{EXERCISE}").text
+    assert "<td>Grace Hopper (sign-in link" in history and "<td>Dr Ruth Teacher (LMS user teacher-1)</td>" in history
+    assert "<td>instructor (sign-in link" not in history
+
+
+def store_by(store: Store) -> list[str]:
+    return [change.by for _, change in store.exercise_term_history(EXERCISE)]

@@ -269,3 +269,50 @@ def test_a_postgres_url_in_either_spelling_reaches_psycopg_and_a_malformed_one_i
         engine.dispose()
     with pytest.raises(StoreError, match="not a database URL"):
         sqlite_path("://nowhere")
+
+
+def test_adjustments_made_on_submissions_are_kept_as_the_students_grade_of_the_exercise(location):
+    """Migration 0009: an adjustment belonged to one submission; it becomes the student's for the exercise
+    (the submission it was made on kept beside it), every row of the history kept."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import select
+
+    from grader.course.store import MIGRATIONS_FOLDER
+    from grader.db import schema
+    from grader.db.engine import make_engine
+
+    engine = make_engine(location)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_FOLDER))
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0006")
+        connection.commit()
+        rows = [("ada", "sum", "a"), ("ada", "sum", "b"), ("bob", "sum", "c")]
+        for number, (student, exercise, sha) in enumerate(rows, 1):
+            connection.exec_driver_sql(f"INSERT INTO students (id, created_at) SELECT '{student}', 'x' WHERE NOT "
+                                       f"EXISTS (SELECT 1 FROM students WHERE id = '{student}')")
+            connection.exec_driver_sql(
+                "INSERT INTO submissions (id, student_id, exercise, tier, sha256, filename, content, submitted_at) "
+                f"VALUES ({number}, '{student}', '{exercise}', 'free', '{sha * 64}', 'f.py', '', '2026-01-0{number}')")
+        for sid, points, comment in ((1, 3.0, "waiver"), (3, -1.0, "copied a line"), (1, 0.0, ""), (2, 2.5, "again")):
+            connection.exec_driver_sql("INSERT INTO adjustments (submission_id, points, comment, made_by, made_at) "
+                                       f"VALUES ({sid}, {points}, '{comment}', 'instructor', '2026-02-0{sid}')")
+        connection.commit()
+    engine.dispose()
+    with Store(location) as store:
+        assert store.version == SCHEMA_VERSION
+        with store.reading() as db:
+            a = schema.adjustments
+            kept = db.execute(select(a.c.submission_id, a.c.student_id, a.c.exercise, a.c.points)
+                              .order_by(a.c.id)).all()
+        assert [tuple(row) for row in kept] == [(1, "ada", "sum", 3.0), (3, "bob", "sum", -1.0),
+                                                (1, "ada", "sum", 0.0), (2, "ada", "sum", 2.5)]
+        standing = store.adjustments()
+        assert set(standing) == {("ada", "sum"), ("bob", "sum")}
+        assert (standing["ada", "sum"].points, standing["ada", "sum"].submission_id) == (2.5, 2)
+        assert standing["bob", "sum"].comment == "copied a line"
+        # An adjustment made now holds for the student's grade, whichever submission counts.
+        store.adjust(1, 4.0, "regrade request", "instructor")
+        assert store.adjustments()["ada", "sum"].points == 4.0

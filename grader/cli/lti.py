@@ -15,7 +15,7 @@ EXAMPLES = {
     "lti": ["grader lti add-platform --issuer https://canvas.instructure.com --client-id 10000000000001 "
             "--deployment 1:abc --auth-login-url https://sso.canvaslms.com/api/lti/authorize_redirect "
             "--auth-token-url https://sso.canvaslms.com/login/oauth2/token "
-            "--keyset-url https://sso.canvaslms.com/api/lti/security/jwks",
+            "--keyset-url https://sso.canvaslms.com/api/lti/security/jwks --tier premium",
             "grader lti list", "grader lti sync-roster"],
     "lti add-platform": ["grader lti add-platform --issuer https://moodle.example.edu --client-id AbC123 "
                          "--deployment 2 --auth-login-url https://moodle.example.edu/mod/lti/auth.php "
@@ -39,8 +39,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_platform.add_argument("--auth-token-url", required=True, metavar="URL",
                               help="the platform's OAuth2 token URL (grade passback, roster)")
     add_platform.add_argument("--keyset-url", required=True, metavar="URL", help="the platform's public key set (JWKS)")
-    add_platform.add_argument("--tier", choices=("free", "premium"), default="free",
-                              help="the plan of the students its launches add to the roster")
+    # No default: an LMS's students are graded on the plan chosen here (free: the visible tests' score alone
+    # reaches the LMS's gradebook), so it is said, never assumed.
+    add_platform.add_argument("--tier", choices=("free", "premium"), required=True,
+                              help="the plan of the students its launches and roster syncs add to the roster: "
+                                   "premium grades them on every suite (the LMS's grade is the whole exercise's), "
+                                   "free on the visible tests alone")
     add_platform.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
     add_platform.add_argument("--base-url", metavar="URL", help="the https address of `grader serve`, for the "
                                                                 "addresses printed (default http://127.0.0.1:8000)")

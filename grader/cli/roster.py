@@ -33,6 +33,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     roster_import.add_argument("--base-url", metavar="URL", help=BASE_URL_HELP)
     roster_import.set_defaults(run=command_roster_import)
     instructor = roster_commands.add_parser("instructor-link", help="print a new one-time instructor sign-in link")
+    instructor.add_argument("--name", default="", metavar="NAME",
+                            help="whom the link is for: what they change is recorded under this name")
     instructor.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
     instructor.add_argument("--base-url", metavar="URL", help=BASE_URL_HELP)
     instructor.set_defaults(run=command_instructor_link)
@@ -68,6 +70,6 @@ def command_instructor_link(args: argparse.Namespace, console: Console) -> int:
 
     url = service_address(args)
     with open_store(args) as store:
-        token = new_link(store, "instructor")
+        token = new_link(store, "instructor", label=args.name)
     console.print(Text(f"instructor sign-in (works once): {url.rstrip('/')}/signin/{token}"), soft_wrap=True)
     return OK

@@ -41,6 +41,7 @@ class WebSettings:
     solution: str = "never"  # one of SOLUTION_RULES, or an ISO date
     submission_interval_s: float | None = None  # None: the server's setting
     due: datetime | None = None      # submissions after it are late (a student's extension moves it)
+    opens: datetime | None = None    # before it students do not see the exercise ("visible from")
     closes: datetime | None = None   # after it the exercise takes no submission (but under an extension)
     late_penalty_per_day: float = 0.0  # percent of the exercise's points taken per day (or part of one) late
     late_cap: float | None = None      # percent of the points a late submission scores at most
@@ -97,6 +98,14 @@ def _later_than_due(closes: datetime, known: Mapping[str, Any]) -> bool:
     return known["due"] is None or closes >= known["due"]
 
 
+def _not_after_due(opens: datetime, known: Mapping[str, Any]) -> bool:
+    return known["due"] is None or opens <= known["due"]
+
+
+def _after_due(opens: datetime, known: Mapping[str, Any]) -> str:
+    return f"[web] opens ({opens.isoformat()}) must not come after due ({known['due'].isoformat()})"
+
+
 def _before_due(closes: datetime, known: Mapping[str, Any]) -> str:
     return f"[web] closes ({closes.isoformat()}) must not come before due ({known['due'].isoformat()})"
 
@@ -145,6 +154,8 @@ WEB = Table("[web] ", (
           checks=(rule(lambda interval: math.isfinite(interval) and interval >= 0, _INTERVAL),)),
     # A time without a zone is refused: the server's zone, a student's and the author's may all differ.
     Field("due", (str, datetime), _MOMENT, default=None, convert=_moment, checks=(Check(_has_zone, _no_zone),)),
+    Field("opens", (str, datetime), _MOMENT, default=None, convert=_moment,
+          checks=(Check(_has_zone, _no_zone), Check(_not_after_due, _after_due))),
     Field("closes", (str, datetime), _MOMENT, default=None, convert=_moment,
           checks=(Check(_has_zone, _no_zone), Check(_later_than_due, _before_due))),
     Field("late_penalty_per_day", (int, float), _PENALTY, default=0, convert=float,

@@ -65,11 +65,14 @@ def _merit(sub: StoredSubmission, worth: Callable[[StoredSubmission], float] | N
     return card.status != "error", score / whole if whole else 0.0
 
 
-def worth(sub: StoredSubmission, deadlines: Deadlines | None, adjustments: dict[int, Adjustment]) -> float:
+Adjustments = dict[tuple[str, str], Adjustment]  # (student, exercise): the adjustment in force
+
+
+def worth(sub: StoredSubmission, deadlines: Deadlines | None, adjustments: Adjustments) -> float:
     """A graded submission's grade as `best` compares them: its score less its late deduction, plus an
     instructor's adjustment."""
     assert sub.card is not None
-    adjustment = adjustments.get(sub.id)
+    adjustment = adjustments.get((sub.student, sub.exercise))
     return (sub.card.score - (deadlines.deduction(sub) if deadlines else 0.0)
             + (adjustment.points if adjustment else 0.0))
 
@@ -97,13 +100,13 @@ class Entry:
 
 
 def entry_of(shown: str, sub: StoredSubmission, name: str = "", deadlines: Deadlines | None = None,
-             adjustments: dict[int, Adjustment] | None = None,
+             adjustments: Adjustments | None = None,
              predictions: dict[tuple[str, str], bool] | None = None) -> Entry:
     """The gradebook's row of a counted submission (with a scorecard), shown under `shown` (the student's
     id, or a pseudonym): its lateness and what the late policy takes off as the dates are now, the
     instructor's adjustment, and the answer to the exercise's question."""
     assert sub.card is not None
-    adjustment = (adjustments or {}).get(sub.id)
+    adjustment = (adjustments or {}).get((sub.student, sub.exercise))
     answer = (predictions or {}).get((sub.student, sub.exercise))
     return Entry(shown, sub.card, sub.submitted_at, name, deadlines.is_late(sub) if deadlines else False,
                  deadlines.deduction(sub) if deadlines else 0.0, adjustment.points if adjustment else 0.0,
@@ -185,9 +188,14 @@ def to_csv(entries: Entries) -> str:
     writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for row in table:
-        # A leading =, +, - or @ would be a formula to a spreadsheet; student ids are validated, but be sure.
-        writer.writerow({k: (f"'{v}" if isinstance(v, str) and v and v[0] in "=+-@" else v) for k, v in row.items()})
+        writer.writerow({k: cell(v) for k, v in row.items()})
     return buffer.getvalue()
+
+
+def cell(value: object) -> object:
+    """A CSV cell a spreadsheet reads as text: a leading =, +, - or @ would be a formula (student ids are
+    validated, but names, emails and comments come from people)."""
+    return f"'{value}" if isinstance(value, str) and value and value[0] in "=+-@" else value
 
 
 def to_json(entries: Entries) -> str:

@@ -91,11 +91,13 @@ class TermChange:
 
 @dataclass(frozen=True)
 class Adjustment:
-    """Points an instructor added to a submission's automatic score (negative: took off), and why."""
+    """Points an instructor added to a student's grade of an exercise (negative: took off), and why; it
+    holds for whichever of their submissions counts. `submission_id`: the one it was made on."""
     points: float
     comment: str
     by: str
     at: str
+    submission_id: int | None = None
 
 
 def _card(raw: str | None) -> Scorecard | None:
@@ -410,14 +412,15 @@ class Store:
                 db.execute(insert(t).values(exercise=exercise, key=key, value=json.dumps(value), changed_by=by,
                                             changed_at=moment))
 
-    def adjustments(self) -> dict[int, Adjustment]:
-        """{submission id: the adjustment in force} (one taken back to 0 points with no comment is none)."""
+    def adjustments(self) -> dict[tuple[str, str], Adjustment]:
+        """{(student, exercise): the adjustment in force} (one taken back to 0 points with no comment is none)."""
         a = schema.adjustments
         with self.reading() as db:
-            rows = db.execute(select(a.c.submission_id, a.c.points, a.c.comment, a.c.made_by, a.c.made_at)
-                              .order_by(a.c.id)).all()
-        found = {row.submission_id: Adjustment(row.points, row.comment, row.made_by, row.made_at) for row in rows}
-        return {sid: adj for sid, adj in found.items() if adj.points or adj.comment}
+            rows = db.execute(select(a.c.student_id, a.c.exercise, a.c.points, a.c.comment, a.c.made_by,
+                                     a.c.made_at, a.c.submission_id).order_by(a.c.id)).all()
+        found = {(row.student_id, row.exercise): Adjustment(row.points, row.comment, row.made_by, row.made_at,
+                                                            row.submission_id) for row in rows}
+        return {key: adj for key, adj in found.items() if adj.points or adj.comment}
 
     def prediction_results(self) -> dict[tuple[str, str], bool]:
         """{(student, exercise): whether their answer to the question before the editor was right}."""
@@ -427,10 +430,16 @@ class Store:
                     for row in db.execute(select(pr.c.student_id, pr.c.exercise, pr.c.correct))}
 
     def adjust(self, submission_id: int, points: float, comment: str, by: str) -> None:
-        """Set the points added to (negative: taken from) the submission's automatic score, and why."""
+        """Set the points added to (negative: taken from) the grade of the submission's student for its
+        exercise, and why: it holds for every submission of theirs to it, this one and those to come."""
+        s = schema.submissions
         with self.transaction() as db:
-            db.execute(insert(schema.adjustments).values(submission_id=submission_id, points=points,
-                                                         comment=comment, made_by=by, made_at=now()))
+            found = db.execute(select(s.c.student_id, s.c.exercise).where(s.c.id == submission_id)).first()
+            if found is None:
+                raise StoreError(f"there is no submission {submission_id} to adjust")
+            db.execute(insert(schema.adjustments).values(submission_id=submission_id, student_id=found.student_id,
+                                                         exercise=found.exercise, points=points, comment=comment,
+                                                         made_by=by, made_at=now()))
 
     def submission(self, submission_id: int) -> StoredSubmission | None:
         found = self.submissions(ids=[submission_id])

@@ -20,7 +20,7 @@ from grader.course.store import TermChange
 DAY_S = 86400
 # The keys the dashboard may set, each standing for the [web] setting of that name (released_at: when an
 # instructor released the results, for `release = "on_release"`).
-KEYS = ("due", "closes", "late_penalty_per_day", "late_cap", "release", "released_at")
+KEYS = ("opens", "due", "closes", "late_penalty_per_day", "late_cap", "release", "released_at")
 
 
 class TermsError(ValueError):
@@ -63,11 +63,16 @@ class LatePolicy:
 @dataclass(frozen=True)
 class Terms:
     due: datetime | None = None
+    opens: datetime | None = None  # "visible from": before it students do not see the exercise
     closes: datetime | None = None
     late: LatePolicy = LatePolicy()
     release: str = "at_once"
     released_at: datetime | None = None
     changed: dict[str, TermChange] = field(default_factory=dict)  # the keys set in the dashboard
+
+    def is_visible(self, now: datetime) -> bool:
+        """Whether students see the exercise now (its page, its submit route, the lists, a launch)."""
+        return self.opens is None or now >= self.opens
 
     def released(self, now: datetime) -> bool:
         """Whether students see the hidden suites' results and their score now."""
@@ -85,6 +90,7 @@ def terms_of(exercise: Exercise, changes: dict[str, TermChange] | None = None) -
     given = {key: change.value for key, change in (changes or {}).items() if change.value is not None}
     cap = given.get("late_cap", web.late_cap)
     return Terms(due=_moment(given["due"]) if "due" in given else web.due,
+                 opens=_moment(given["opens"]) if "opens" in given else web.opens,
                  closes=_moment(given["closes"]) if "closes" in given else web.closes,
                  late=LatePolicy(float(given.get("late_penalty_per_day", web.late_penalty_per_day)),  # type: ignore[arg-type]
                                  None if cap in (None, "") else float(cap)),  # type: ignore[arg-type]
@@ -98,8 +104,11 @@ def _moment(value: object) -> datetime | None:
 
 
 def checked_changes(terms: Terms, due: datetime | None, closes: datetime | None, per_day: float,
-                    cap: float | None, release: str) -> dict[str, object]:
+                    cap: float | None, release: str, opens: datetime | None = None) -> dict[str, object]:
     """The changes of the dashboard's form as the store keeps them, or TermsError saying what cannot hold."""
+    if opens is not None and due is not None and opens > due:
+        raise TermsError(f"the exercise cannot open ({opens.isoformat(' ', 'minutes')}) after it is due "
+                         f"({due.isoformat(' ', 'minutes')})")
     if closes is not None and due is not None and closes < due:
         raise TermsError(f"the exercise cannot close ({closes.isoformat(' ', 'minutes')}) before it is due "
                          f"({due.isoformat(' ', 'minutes')})")
@@ -110,12 +119,12 @@ def checked_changes(terms: Terms, due: datetime | None, closes: datetime | None,
                          f"not {cap!r}")
     if release not in RELEASES:
         raise TermsError(f"results are released {' or '.join(RELEASES)}, not {release!r}")
-    now_in_force: dict[str, object] = {"due": terms.due, "closes": terms.closes, "late_penalty_per_day": terms.late.per_day,
+    now_in_force: dict[str, object] = {"opens": terms.opens, "due": terms.due, "closes": terms.closes, "late_penalty_per_day": terms.late.per_day,
                                        "late_cap": terms.late.cap, "release": terms.release}
-    asked: dict[str, object] = {"due": due, "closes": closes, "late_penalty_per_day": float(per_day),
+    asked: dict[str, object] = {"opens": opens, "due": due, "closes": closes, "late_penalty_per_day": float(per_day),
                                 "late_cap": None if cap is None else float(cap), "release": release}
     # Only what the form changes is recorded (with who changed it): saving the form as it was changes nothing.
-    stored = {"due": due.isoformat() if due else "", "closes": closes.isoformat() if closes else "",
+    stored = {"opens": opens.isoformat() if opens else "", "due": due.isoformat() if due else "", "closes": closes.isoformat() if closes else "",
               "late_penalty_per_day": float(per_day), "late_cap": "" if cap is None else float(cap),
               "release": release}
     return {key: stored[key] for key in stored if asked[key] != now_in_force[key]}

@@ -80,6 +80,7 @@ links = Table(
     Column("used_at", Text, nullable=True),
     Column("revoked_at", Text, nullable=True),
     Column("ta_id", String(64), ForeignKey("teaching_assistants.id"), nullable=True),  # a TA's link: whose
+    Column("label", Text, nullable=False, server_default=""),  # whom an instructor's link is for
 )
 
 # Teaching assistants (from the roster's `role` column, or an LMS launch as one): they see every submission
@@ -131,16 +132,19 @@ exercise_terms = Table(
     Column("changed_at", Text, nullable=False),
 )
 
-# Points an instructor adds to (or takes from) a submission's automatic score, with why: every change is a
-# row; the newest of a submission holds (0 points and no comment: none).
+# Points an instructor adds to (or takes from) a student's grade of an exercise, with why: every change is a
+# row; the newest of (student, exercise) holds, whichever submission counts (0 points and no comment: none).
+# submission_id: the submission it was made on (its page), kept for the record.
 adjustments = Table(
     "adjustments", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=True),
     Column("points", Float, nullable=False),
     Column("comment", Text, nullable=False),
     Column("made_by", Text, nullable=False),
     Column("made_at", Text, nullable=False),
+    Column("student_id", String(64), nullable=False),
+    Column("exercise", String(64), nullable=False),
 )
 
 # LTI 1.3 (grader/lti/): the platforms (LMSs) registered with `grader lti add-platform`, each with the
@@ -186,6 +190,7 @@ lti_users = Table(
     Column("link_id", Integer, ForeignKey("links.id"), nullable=True),
     Column("name", Text, nullable=False, server_default=""),
     Column("ta_id", String(64), ForeignKey("teaching_assistants.id"), nullable=True),  # the TA they are, once one
+    Column("email", Text, nullable=False, server_default=""),
 )
 
 # A course (the platform's context) as the launches last described it: where its members are listed (NRPS).
@@ -216,6 +221,7 @@ lti_line_items = Table(
     Column("lineitem", Text, nullable=False),
     Column("scopes", Text, nullable=False, server_default=""),
     Column("updated_at", Text, nullable=False),
+    Column("score_maximum", Float, nullable=True),  # the line item's scoreMaximum as last read or set
 )
 
 # Scores on their way to a line item: a row per score to send, kept until the platform took it, retried
@@ -237,6 +243,7 @@ lti_outbox = Table(
     Column("last_error", Text, nullable=False, server_default=""),
     Column("created_at", Text, nullable=False),
     Column("sent_at", Text, nullable=True),
+    Column("comment", Text, nullable=False, server_default=""),  # the adjustment's note, the score's comment
 )
 
 # A student's question about a released grade: of a submission, or of one test of it (`test_id`, with the

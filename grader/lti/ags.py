@@ -26,6 +26,7 @@ from grader.course.deadlines import Deadlines
 from grader.course.gradebook import entry_of, final_score, pick, worth
 from grader.course.store import Store
 from grader.db import schema
+from grader.lti.lineitems import ensure_maximum
 from grader.lti.services import SCORE_SCOPE, ServiceError, call, registered
 
 log = logging.getLogger("grader.lti")
@@ -109,13 +110,16 @@ def queue_scores(store: Store, exercises: Mapping[str, Exercise], moment: dateti
         if score is None:  # an error: the grader vouches for no score, and sends none
             continue
         maximum = float(entry.card.exercise_max_score)
+        # The adjustment's note travels with the score: the LMS shows it as the score's comment.
+        comment = " ".join(entry.adjustment_comment.split())
         key = and_(ob.c.platform_id == target.platform_id, ob.c.lineitem == target.lineitem, ob.c.sub == target.sub)
         with store.transaction() as db:
-            last = db.execute(select(ob.c.id, ob.c.score, ob.c.max_score, ob.c.state).where(key)
+            last = db.execute(select(ob.c.id, ob.c.score, ob.c.max_score, ob.c.state, ob.c.comment).where(key)
                               .order_by(ob.c.id.desc()).limit(1)).first()
-            if last is not None and last.score == float(score) and last.max_score == maximum:
+            if last is not None and (last.score, last.max_score, last.comment) == (float(score), maximum, comment):
                 continue
-            values = {"score": float(score), "max_score": maximum, "created_at": timestamp(moment)}
+            values = {"score": float(score), "max_score": maximum, "comment": comment,
+                      "created_at": timestamp(moment)}
             if last is not None and last.state == "pending":  # not sent yet: the newer score replaces it
                 db.execute(update(ob).where(ob.c.id == last.id).values(**values))
             else:
@@ -140,9 +144,12 @@ def deliver(store: Store, now: float | None = None) -> tuple[int, int]:
         if row.platform_id in down:
             continue
         try:
+            # The column first: its maximum follows the exercise's (a regrade may have changed it).
+            ensure_maximum(store, row.platform_id, row.lineitem, row.max_score)
             call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem), {
                 "userId": row.sub, "scoreGiven": row.score, "scoreMaximum": row.max_score,
                 "activityProgress": "Completed", "gradingProgress": "FullyGraded", "timestamp": row.created_at,
+                **({"comment": row.comment} if row.comment else {}),
             }, content_type=SCORE_TYPE)
         except ServiceError as exc:
             failed += 1

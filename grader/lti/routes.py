@@ -39,7 +39,8 @@ from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
 from grader.web.auth import COOKIE, route, set_cookie
 from grader.web.base import Page, Service, message_page, render, text_field
-from grader.web.instructor import dashboard
+from grader.web.instructor import after, dashboard
+from grader.web.lookup import deadlines_of, not_open_yet
 
 log = logging.getLogger("grader.lti")
 STATE = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -136,6 +137,10 @@ def landing(service: Service, launch: Launch) -> Response:
         return deep_linking_page(service, launch)
     exercise = launch.exercise
     if exercise in service.exercises:
+        # A student launched before the exercise opens is told when it does (its page would only say so too).
+        why = not_open_yet(deadlines_of(service), launch.is_instructor, service.exercises[exercise], service.clock())
+        if why:
+            return message_page(None, 403, "Not open yet", why)
         return RedirectResponse(f"/exercises/{exercise}", status_code=303)
     return RedirectResponse("/instructor" if launch.is_instructor else "/", status_code=303)
 
@@ -179,7 +184,7 @@ def retry(service: Service, request: Request, who: accounts.Session | None, form
     sent, failed = ags.deliver(service.store)
     notice = f"{sent} score(s) sent to the LMS." + (f" {failed} failed again: they are tried later by themselves."
                                                   if failed else "")
-    return dashboard(service, request, who, form, notice=notice)
+    return after(service, notice=notice)
 
 
 def sync_roster(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -194,8 +199,8 @@ def sync_roster(service: Service, request: Request, who: accounts.Session | None
         return dashboard(service, request, who, form, problem=f"The course's members could not be read: {exc}",
                          status=502)
     added = f": {', '.join(result.added)}" if result.added else ""
-    return dashboard(service, request, who, form, notice=f"{len(result.added)} learner(s) of "
-                     f"{course.title or course.context_id} added to the roster{added}; {result.known} on it already.")
+    return after(service, notice=f"{len(result.added)} learner(s) of {course.title or course.context_id} added to "
+                                 f"the roster{added}; {result.known} on it already.")
 
 
 def lti_routes() -> list[Route]:

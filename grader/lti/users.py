@@ -70,11 +70,17 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
     if not sub:
         raise StoreError("the launch names no user (sub): an anonymous launch cannot sign anyone in")
     found = lms_user(store, platform, sub)
+    us = schema.lti_users
     if found is not None and found.role == role:
-        if found.student_id and name.strip():
-            with store.transaction() as db:
+        with store.transaction() as db:
+            if found.student_id and name.strip():
                 db.execute(update(schema.students).where(schema.students.c.id == found.student_id)
                            .values(name=name.strip()[:accounts.NAME_LIMIT]))
+            # The LMS's name and email kept current (the gradebook and the change history show them).
+            known = {**({"name": name.strip()[:200]} if name.strip() else {}),
+                     **({"email": email.strip()[:200]} if email.strip() else {})}
+            if known:
+                db.execute(update(us).where(and_(us.c.platform_id == platform.id, us.c.sub == sub)).values(**known))
         return found
     student_id = found.student_id if found is not None else None
     ta_id = lms_ta(store, platform, sub)
@@ -87,13 +93,13 @@ def ensure_user(store: Store, platform: Platform, sub: str, role: str, name: str
                                                                       for t in staff.teaching_assistants(store)}), name)
     link_id = accounts.external_link(store, role, student_id if role == "student" else None,
                                      ta_id if role == "ta" else None)
-    us, ln, se = schema.lti_users, schema.links, schema.sessions
+    ln, se = schema.links, schema.sessions
     with store.transaction() as db:
         if found is not None:
             db.execute(update(ln).where(and_(ln.c.id == found.link_id, ln.c.revoked_at.is_(None))).values(revoked_at=now()))
             db.execute(delete(se).where(se.c.link_id == found.link_id))
         values = {"role": role, "student_id": student_id, "link_id": link_id, "name": name.strip()[:200],
-                  "ta_id": ta_id}
+                  "email": email.strip()[:200], "ta_id": ta_id}
         if found is None and db.execute(select(us.c.sub).where(and_(us.c.platform_id == platform.id,
                                                                      us.c.sub == sub))).first() is None:
             db.execute(insert(us).values(platform_id=platform.id, sub=sub, **values))
@@ -137,11 +143,13 @@ def remember_context(store: Store, launch: Launch) -> None:
         if lineitem and exercise:
             scopes = " ".join(str(s) for s in launch.ags.get("scope", []) if isinstance(s, str))
             key = and_(li.c.platform_id == platform.id, li.c.context_id == context_id, li.c.exercise == exercise)
-            if db.execute(select(li.c.lineitem).where(key)).first() is None:
+            known = db.execute(select(li.c.lineitem).where(key)).first()
+            if known is None:
                 db.execute(insert(li).values(platform_id=platform.id, context_id=context_id, exercise=exercise,
                                              lineitem=lineitem, scopes=scopes, updated_at=now()))
-            else:
-                db.execute(update(li).where(key).values(lineitem=lineitem, scopes=scopes, updated_at=now()))
+            else:  # another column: its maximum is read again before a score goes to it
+                moved = {"score_maximum": None} if known.lineitem != lineitem else {}
+                db.execute(update(li).where(key).values(lineitem=lineitem, scopes=scopes, updated_at=now(), **moved))
     if launch.sub:
         add_member(store, platform, context_id, launch.sub)
 

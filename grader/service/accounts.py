@@ -52,6 +52,8 @@ class Session:
     link_id: int = 0  # the sign-in link the session came from: who did what, in the store's records
     expires_at: float = float("inf")  # time.time() when the session ends
     ta: str | None = None  # a teaching assistant's id (role "ta")
+    name: str = ""  # whom: the name an instructor's link was made for, or the LMS's name of its user
+    lms_user: str = ""  # the LMS's id of the user (their `sub`) when the session came from a launch
 
     @property
     def is_instructor(self) -> bool:
@@ -68,11 +70,15 @@ class Session:
 
     @property
     def by(self) -> str:
-        """Who this is in the store's records of changes (instructors share one account: their sign-in
-        link tells them apart)."""
+        """Who this is in the store's records of changes, by name (instructors share one account: the LMS
+        user a launch signed in, or the person an instructor link was made for, with the link)."""
         if self.is_ta:
             return f"TA {self.ta}"
-        return f"instructor (sign-in link {self.link_id})" if self.is_instructor else f"student {self.student}"
+        if not self.is_instructor:
+            return f"student {self.student}"
+        if self.lms_user:
+            return f"{self.name or 'instructor'} (LMS user {self.lms_user})"
+        return f"{self.name or 'instructor'} (sign-in link {self.link_id})"
 
     @property
     def account(self) -> tuple[str, str | None]:
@@ -226,9 +232,10 @@ def import_roster(store: Store, text: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def new_link(store: Store, role: str, student_id: str | None = None, ta_id: str | None = None) -> str:
+def new_link(store: Store, role: str, student_id: str | None = None, ta_id: str | None = None,
+             label: str = "") -> str:
     """A fresh sign-in token (the secret part of the link); only its hash is stored. A TA's link names the
-    TA (`ta_id`)."""
+    TA (`ta_id`); `label`: whom an instructor's link is for (the change history names them)."""
     token = secrets.token_urlsafe(24)
     ln = schema.links
     with store.transaction() as db:
@@ -236,7 +243,8 @@ def new_link(store: Store, role: str, student_id: str | None = None, ta_id: str 
             db.execute(update(ln).where(and_(ln.c.role == "instructor", ln.c.used_at.is_(None),
                                              ln.c.revoked_at.is_(None))).values(revoked_at=now()))
         db.execute(insert(schema.links).values(token_sha256=digest(token), role=role, student_id=student_id,
-                                               one_time=role == "instructor", created_at=now(), ta_id=ta_id))
+                                               one_time=role == "instructor", created_at=now(), ta_id=ta_id,
+                                               label=" ".join(label.split())[:NAME_LIMIT]))
     return token
 
 
@@ -332,16 +340,40 @@ def open_session(store: Store, link_id: int) -> str | None:
 def session(store: Store, token: str | None) -> Session | None:
     if not token or len(token) > 128:
         return None
-    se, ln, st = schema.sessions, schema.links, schema.students
+    se, ln, st, us = schema.sessions, schema.links, schema.students, schema.lti_users
     with store.reading() as db:
         row = db.execute(
-            select(ln.c.id, ln.c.role, ln.c.student_id, ln.c.ta_id, se.c.csrf, se.c.expires_at, st.c.tier)
-            .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id))
+            select(ln.c.id, ln.c.role, ln.c.student_id, ln.c.ta_id, se.c.csrf, se.c.expires_at, st.c.tier,
+                   ln.c.label, us.c.sub, us.c.name)
+            .select_from(se.join(ln, ln.c.id == se.c.link_id).outerjoin(st, st.c.id == ln.c.student_id)
+                         .outerjoin(us, us.c.link_id == ln.c.id))
             .where(and_(se.c.token_sha256 == digest(token), ln.c.revoked_at.is_(None)))).first()
     if row is None or row.expires_at < time.time() or (row.role == "ta" and not row.ta_id):
         return None
     return Session(role=row.role, student=row.student_id, tier=row.tier or "premium", csrf=row.csrf,
-                   link_id=row.id, expires_at=float(row.expires_at), ta=row.ta_id)
+                   link_id=row.id, expires_at=float(row.expires_at), name=row.name or row.label or "",
+                   lms_user=row.sub or "", ta=row.ta_id)
+
+
+# How a change made before the history named people reads: the link it names is looked up.
+UNNAMED = re.compile(r"instructor \(sign-in link (\d+)\)")
+
+
+def named_by(store: Store, by: str) -> str:
+    """A record's `by` naming a person: one written as "instructor (sign-in link N)" names the LMS user or
+    the person link N was made for, when the store knows them (else it stays as it is)."""
+    found = UNNAMED.fullmatch(by)
+    if found is None:
+        return by
+    ln, us = schema.links, schema.lti_users
+    with store.reading() as db:
+        row = db.execute(select(ln.c.label, us.c.sub, us.c.name).select_from(ln.outerjoin(us, us.c.link_id == ln.c.id))
+                         .where(ln.c.id == int(found.group(1)))).first()
+    if row is None:
+        return by
+    if row.sub:
+        return f"{row.name or 'instructor'} (LMS user {row.sub})"
+    return f"{row.label} (sign-in link {found.group(1)})" if row.label else by
 
 
 def sign_out(store: Store, token: str | None) -> None:

@@ -30,6 +30,7 @@ from grader.web.errors import http_error, server_fault, store_unavailable, too_l
 from grader.web.inquiries import act, ask, queue, reply, thread
 from grader.web.instructor import (
     adjust,
+    class_gradebook,
     dashboard,
     exercise_terms,
     instructor_link,
@@ -107,6 +108,7 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/instructor/exercises/{slug}/release", ("POST",), role="instructor")(release_results),
         route("/instructor/exercises/{slug}/withhold", ("POST",), role="instructor")(withhold_results),
         route("/instructor/site.zip", ("POST",), role="instructor")(site_zip),
+        route("/instructor/gradebook.csv", role="instructor")(class_gradebook),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
         route("/instructor/similarity/{slug}", role="instructor")(similarity),
         route("/instructor/similarity/{slug}/{rank}", role="instructor")(similarity),

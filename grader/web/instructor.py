@@ -9,9 +9,8 @@ one click: its page says what it does first.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
@@ -33,6 +32,12 @@ from grader.web.lookup import deadlines_of, exercise_of, extension_row, late_ids
 # The links an instructor's action just made, carried to the dashboard it redirects to and shown there once.
 NEW_LINKS_COOKIE = "grader_new_links"
 NEW_LINKS_SECONDS = 120
+# The most links one redirect carries (a cookie holds about 4 KB): a roster that makes more is answered in place.
+NEW_LINKS_MOST = 100
+# What an action that redirected says on the dashboard when it is more than DONE's sentences (counts, names):
+# carried like the links, shown once.
+NOTICE_COOKIE = "grader_notice"
+NOTICE_LIMIT = 1000
 MEDIA = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8", "json": "application/json"}
 
 
@@ -47,7 +52,8 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
               roster_text: str = "", problem: str = "", roster_problems: list[str] | None = None) -> Response:
     if form is None:  # the page an action redirected to: what it did, and the links it made, shown once
         new_links = shown_once(service, request)
-        notice = notice or done_notice(service, request, bool(new_links))
+        notice = notice or done_notice(service, request, bool(new_links)) or \
+            unquote(request.cookies.get(NOTICE_COOKIE, ""))[:NOTICE_LIMIT]
     subs = service.store.submissions()
     counts: dict[str, int] = {}
     for sub in subs:
@@ -65,8 +71,9 @@ def dashboard(service: Service, request: Request, who: accounts.Session | None, 
                       spooled=service.spool.count() if service.spool is not None else 0,
                       lti=lti_panel(service, request), inquiries=inquiries.counts(service.store),
                       tas=staff.teaching_assistants(service.store))
-    if NEW_LINKS_COOKIE in request.cookies:
-        delete_cookie(service, response, NEW_LINKS_COOKIE, path="/instructor")
+    for cookie in (NEW_LINKS_COOKIE, NOTICE_COOKIE):
+        if cookie in request.cookies:
+            delete_cookie(service, response, cookie, path="/instructor")
     return response
 
 
@@ -84,16 +91,20 @@ DONE = {
 SHOWN_ONCE = " The link was shown once, when it was made: if it was not kept, make another."
 
 
-def after(service: Service, done: str, student: str = "", tokens: tuple[str, ...] = (),
-          exercise: str = "") -> Response:
+def after(service: Service, done: str = "", student: str = "", tokens: tuple[str, ...] = (),
+          exercise: str = "", notice: str = "") -> Response:
     """Post/redirect/get: an instructor's action ends on the dashboard's own address, which says what was
     done, so that a reload does not do it again. The links it made travel to that page in a cookie for a
-    moment and are shown once: they are not in the address (nor in the history, nor in a log)."""
-    query = urlencode({"done": done, **({"student": student} if student else {}),
+    moment and are shown once: they are not in the address (nor in the history, nor in a log). A `notice`
+    (what the action found: counts, names) travels alike, so that the address says nothing a link could fake."""
+    query = urlencode({**({"done": done} if done else {}), **({"student": student} if student else {}),
                        **({"exercise": exercise} if exercise else {})})
-    response = RedirectResponse(f"/instructor?{query}", status_code=303)
+    response = RedirectResponse(f"/instructor?{query}" if query else "/instructor", status_code=303)
     if tokens:
         set_cookie(service, response, NEW_LINKS_COOKIE, ".".join(tokens), path="/instructor",
+                   max_age=NEW_LINKS_SECONDS, samesite="strict")
+    if notice:
+        set_cookie(service, response, NOTICE_COOKIE, quote(notice[:NOTICE_LIMIT]), path="/instructor",
                    max_age=NEW_LINKS_SECONDS, samesite="strict")
     return response
 
@@ -115,7 +126,7 @@ def shown_once(service: Service, request: Request) -> list[tuple[str, str]]:
     """The links the action that redirected here made (the cookie it set), each only while it still signs
     someone in: a cookie made elsewhere shows no link that is not one."""
     links = []
-    for token in request.cookies.get(NEW_LINKS_COOKIE, "").split(".")[:10]:
+    for token in request.cookies.get(NEW_LINKS_COOKIE, "").split(".")[:NEW_LINKS_MOST]:
         holder = accounts.link_holder(service.store, token) if TOKEN.fullmatch(token) else None
         if holder is not None:
             links.append((holder.student or "instructor", service.link(token)))
@@ -188,6 +199,10 @@ def roster(service: Service, request: Request, who: accounts.Session | None, for
         return dashboard(service, request, who, form, status=400, roster_text=pasted, roster_problems=problems,
                          problem=f"Roster not imported: {len(problems)} problems, each to correct before "
                                  "importing it again:")
+    tokens = tuple(token for _, token in made if token)
+    if len(tokens) <= NEW_LINKS_MOST:
+        return after(service, tokens=tokens, notice=f"{len(made)} student(s) imported.")
+    # More links than a redirect carries: shown here, once (importing the same roster again makes none).
     links = [(sid, service.link(token)) for sid, token in made if token]
     return dashboard(service, request, who, form, links, f"{len(made)} student(s) imported.")
 
@@ -262,16 +277,16 @@ def revoke_student(service: Service, request: Request, who: accounts.Session | N
 
 def give_extension(service: Service, request: Request, who: accounts.Session | None, form: FormData,
                    student_id: str) -> Response:
-    """The student's own due date for an exercise, from the form's date and time (read in the zone of the
-    exercise's due date, as the form shows it); an empty date takes the extension back."""
+    """The student's own due date for an exercise, from the form's date and time, read in the zone the
+    course shows the exercise's dates in (as the form says it: `terms_page.course_zone`), wherever they
+    were set; an empty date takes the extension back."""
     exercise = exercise_of(service, str(form.get("exercise", "")))
     typed = str(form.get("due", "")).strip()
     if not typed:
         service.store.set_extension(student_id, exercise.slug, None)
         return RedirectResponse(f"/instructor/students/{student_id}?extension=removed", status_code=303)
-    zone = (exercise.web.due or exercise.web.closes or datetime.now(timezone.utc)).tzinfo
     try:
-        due = datetime.strptime(typed, "%Y-%m-%dT%H:%M").replace(tzinfo=zone)
+        due = terms_page.read_moment(typed, terms_page.course_zone(deadlines_of(service).terms, exercise.slug))
     except ValueError:
         raise Page(400, "Not a date", f"{typed[:40]!r} is not a date and time such as 2026-12-21T23:59.") from None
     service.store.set_extension(student_id, exercise.slug, due)
@@ -284,7 +299,8 @@ def exercise_terms(service: Service, request: Request, who: accounts.Session | N
     POST: record what the form changes (with who changed it), then back to this page."""
     assert who is not None
     exercise = exercise_of(service, request.path_params["slug"])
-    terms = deadlines_of(service).terms[exercise.slug]
+    all_terms = deadlines_of(service).terms
+    terms = all_terms[exercise.slug]
     problem = ""
     if form is not None:
         try:
@@ -298,8 +314,10 @@ def exercise_terms(service: Service, request: Request, who: accounts.Session | N
     notice = "" if saved is None else "Nothing changed: the form held the terms in force." if not saved else (
         "Saved. Students' pages and the gradebooks follow the new terms now; no regrade is needed.")
     return render("exercise_terms.html.j2", 400 if problem else 200, who=who, exercise=exercise,
-                  form=terms_page.form_view(exercise, terms), notice=notice, problem=problem,
-                  history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug)))
+                  form=terms_page.form_view(exercise, terms, terms_page.course_zone(all_terms, exercise.slug)),
+                  notice=notice, problem=problem,
+                  history=terms_page.history_rows(service.store.exercise_term_history(exercise.slug),
+                                                  lambda by: accounts.named_by(service.store, by)))
 
 
 def release_results(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -339,8 +357,11 @@ def site_zip(service: Service, request: Request, who: accounts.Session | None, f
 
 
 def instructor_link(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-    """A new one-time sign-in link for another instructor (or this one on another device)."""
-    return after(service, "instructor-link", tokens=(accounts.new_link(service.store, "instructor"),))
+    """A new one-time sign-in link for another instructor (or this one on another device), made for the person
+    the form names: what they change is recorded under that name."""
+    assert form is not None
+    return after(service, "instructor-link",
+                 tokens=(accounts.new_link(service.store, "instructor", label=text_field(form, "name")),))
 
 
 def student_history(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
@@ -351,7 +372,9 @@ def student_history(service: Service, request: Request, who: accounts.Session | 
     answers = accounts.predictions_of(service.store, student_id)
     theirs = service.store.submissions(student=student_id)
     deadlines = deadlines_of(service)
-    dated = [e for e in service.exercises.values() if e.web.due is not None or e.web.closes is not None]
+    # Every exercise with a date, set in exercise.toml or on the dashboard.
+    dated = [e for e in service.exercises.values() if (t := deadlines.terms.get(e.slug)) is not None
+             and (t.due is not None or t.closes is not None)]
     return render("history.html.j2", who=who, student=student_id, known=known,
                   answers=[(service.exercises[slug], choice, right) for slug, (choice, right) in sorted(answers.items())
                            if slug in service.exercises],
@@ -407,6 +430,20 @@ def regrade_notice(queued: int | None, waiting: int) -> str:
                 "shows each changed score as its grading ends (reload it).")
     return (f"The regrade is done: the {queued} submission(s) queued for regrading are graded again, and every "
             "changed score is listed below.")
+
+
+def class_gradebook(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
+    """One gradebook across the exercises (CSV): a row per student with their LMS id and email, and each
+    exercise's grade under the policy asked (latest, best or on-time)."""
+    from grader.course.class_gradebook import class_csv
+
+    policy = request.query_params.get("policy", "latest")
+    if policy not in SITE_POLICIES:
+        raise Page(400, "Not possible", f"The gradebook counts the latest, best or on-time submission, not "
+                                        f"{policy[:40]!r}.")
+    data = class_csv(service.store, service.exercises, policy, deadlines_of(service))
+    return Response(data, media_type=MEDIA["csv"],
+                    headers={"content-disposition": f'attachment; filename="gradebook-{policy}.csv"'})
 
 
 def site_file(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:

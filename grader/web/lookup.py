@@ -5,13 +5,14 @@ see now, and the tier a student's plan grades on.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from grader.core.exercise import Exercise
 from grader.course.deadlines import Deadlines
 from grader.course.store import StoredSubmission
 from grader.service import accounts
-from grader.web import exercise_page, release
+from grader.web import exercise_page, release, terms_page
 from grader.web.base import Page, Service, whole_number
 
 
@@ -19,6 +20,25 @@ def exercise_of(service: Service, slug: str) -> Exercise:
     exercise = service.exercises.get(slug)
     if exercise is None:
         raise Page(404, "No such exercise", "There is no exercise with that name.")
+    return exercise
+
+
+def not_open_yet(deadlines: Deadlines, instructor: bool, exercise: Exercise, now: datetime) -> str:
+    """Why a student may not see the exercise now ("": they may): its "visible from" date has not come.
+    Instructors see every exercise."""
+    terms = deadlines.terms.get(exercise.slug)
+    if instructor or terms is None or terms.is_visible(now) or terms.opens is None:
+        return ""
+    return f"{exercise.title} opens {exercise_page.moment_text(terms.opens)}: it is not open to students before then."
+
+
+def open_exercise(service: Service, who: accounts.Session | None, slug: str) -> Exercise:
+    """The exercise of that name as the signed-in person may see it now: a 404 page for a student before it
+    opens (the page says when it does), as for an exercise there is not."""
+    exercise = exercise_of(service, slug)
+    why = not_open_yet(deadlines_of(service), who is not None and who.is_instructor, exercise, service.clock())
+    if why:
+        raise Page(404, "Not open yet", why)
     return exercise
 
 
@@ -55,12 +75,14 @@ def shown_to(service: Service, who: accounts.Session | None, subs: list[StoredSu
 
 def extension_row(deadlines: Deadlines, student: str, exercise: Exercise) -> dict[str, Any]:
     """An exercise with dates, as the instructor's page of a student shows it: the student's due date,
-    whether it is their own, and the value the form's date field starts from (in the due date's zone)."""
+    whether it is their own, and the value the form's date field starts from, in the zone the course shows
+    the exercise's dates in (the one the form's date is read in)."""
     due = deadlines.due_for(student, exercise.slug)
+    zone = terms_page.course_zone(deadlines.terms, exercise.slug)
     return {"exercise": exercise, "due": exercise_page.moment_text(due) if due else "",
             "own": (student, exercise.slug) in deadlines.extensions,
-            "value": due.strftime("%Y-%m-%dT%H:%M") if due else "",
-            "zone": exercise_page.moment_text(due).rsplit(" ", 1)[-1] if due else "UTC"}
+            "value": due.astimezone(zone).strftime("%Y-%m-%dT%H:%M") if due else "",
+            "zone": terms_page.zone_text(zone.utcoffset(None))}
 
 
 def tier_for(exercise: Exercise, plan: str) -> str:

@@ -18,7 +18,7 @@ from grader.service import accounts
 from grader.service.spool import SpoolFull
 from grader.web import exercise_page
 from grader.web.base import RETRY_AFTER_S, Service, log, render, text_field
-from grader.web.lookup import tier_for
+from grader.web.lookup import not_open_yet, tier_for
 
 KEPT = ("Kept until the database is back",
         "Your submission arrived while the service's database was away: it is kept on this server and will be "
@@ -40,6 +40,9 @@ def spooled_submission(service: Service, request: Request, who: accounts.Session
         return away_page(who, 413, "Too large", f"Nothing was kept: a file of this exercise may be at most "
                          f"{exercise.max_submission_bytes // 1024} KiB.", exercise, code)
     deadlines = service.known_deadlines or Deadlines.of(service.exercises.values())
+    not_yet = not_open_yet(deadlines, who.is_instructor, exercise, service.clock())
+    if not_yet:
+        return away_page(who, 404, "Not open yet", not_yet, None, None)
     if not deadlines.is_open(who.student, exercise.slug, service.clock()):
         closes = deadlines.closes_for(who.student, exercise.slug)
         assert closes is not None

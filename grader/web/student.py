@@ -24,7 +24,16 @@ from grader.diagnosis.words import card_diagnosis
 from grader.service import accounts, jobs
 from grader.web import exercise_page
 from grader.web.base import Page, Service, enqueue, render, whole_number
-from grader.web.lookup import deadlines_of, exercise_of, late_ids, shown_to, submission_for, tier_for
+from grader.web.lookup import (
+    deadlines_of,
+    exercise_of,
+    late_ids,
+    not_open_yet,
+    open_exercise,
+    shown_to,
+    submission_for,
+    tier_for,
+)
 from grader.web.outage import spooled_submission
 from grader.web.staff import may_adjust
 
@@ -37,7 +46,9 @@ def home(service: Service, request: Request, who: accounts.Session | None, form:
     history = service.store.submissions(student=who.student)
     deadlines = deadlines_of(service)
     dates = {slug: deadline_of(service, deadlines, who.student or "", slug) for slug in service.exercises}
-    return render("home.html.j2", who=who, exercises=list(service.exercises.values()), dates=dates,
+    now = service.clock()
+    listed = [e for e in service.exercises.values() if not not_open_yet(deadlines, False, e, now)]
+    return render("home.html.j2", who=who, exercises=listed, dates=dates,
                   history=list(reversed(history)), late=late_ids(deadlines, history),
                   shown=shown_to(service, who, history, deadlines))
 
@@ -55,7 +66,7 @@ def exercise_view(service: Service, request: Request, who: accounts.Session | No
     """The exercise's page; after a refused submission, with its `problem` and the student's `code` kept
     in the editor."""
     assert who is not None
-    exercise = exercise_of(service, request.path_params["slug"])
+    exercise = open_exercise(service, who, request.path_params["slug"])
     question = exercise.prediction
     answered = accounts.prediction(service.store, who.student, exercise.slug) if who.student else None
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
@@ -97,7 +108,7 @@ def solution_allowed(service: Service, who: accounts.Session, exercise: Exercise
 
 def predict(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None and form is not None and who.student
-    exercise = exercise_of(service, request.path_params["slug"])
+    exercise = open_exercise(service, who, request.path_params["slug"])
     question = exercise.prediction
     if question is None:
         raise Page(404, "No question", "This exercise asks no question before you code.")
@@ -114,6 +125,7 @@ def submit(service: Service, request: Request, who: accounts.Session | None, for
     exercise = exercise_of(service, request.path_params["slug"])
     content = submitted_content(exercise, form)
     try:
+        open_exercise(service, who, exercise.slug)  # from the store: while it is away, the last dates known
         return store_submission(service, request, who, exercise, content)
     except (OperationalError, InterfaceError):
         if service.spool is None:
@@ -177,7 +189,7 @@ def wait_seconds(ready: datetime, now: datetime) -> int:
 
 def solution(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
     assert who is not None
-    exercise = exercise_of(service, request.path_params["slug"])
+    exercise = open_exercise(service, who, request.path_params["slug"])
     mine = service.store.submissions(exercise.slug, who.student) if who.student else []
     if not solution_allowed(service, who, exercise, mine):
         closed = who.student is not None and not deadlines_of(service).is_open(who.student, exercise.slug,
@@ -219,13 +231,16 @@ def grade_view(service: Service, deadlines: Deadlines, sub: StoredSubmission) ->
     plus an instructor's adjustment and why. None when the grade is the score (or there is none)."""
     if sub.card is None or sub.card.status == "error":
         return None
-    adjustment = service.store.adjustments().get(sub.id)
+    adjustment = service.store.adjustments().get((sub.student, sub.exercise))
     deduction = deadlines.deduction(sub)
     if adjustment is None and not deduction:
         return None
     added = adjustment.points if adjustment else 0.0
     return {"raw": sub.card.score, "deduction": points(deduction), "adjustment": points(added),
-            "comment": adjustment.comment if adjustment else "", "by": adjustment.by if adjustment else "",
+            "comment": adjustment.comment if adjustment else "", "by": accounts.named_by(service.store, adjustment.by) if adjustment else "",
+            # Made on another submission of the same exercise: it follows the student's grade, said so.
+            "carried_from": adjustment.submission_id if adjustment and adjustment.submission_id not in (None, sub.id)
+            else None,
             "final": final_score(sub.card, deduction, added), "max": sub.card.max_score}
 
 
