@@ -26,7 +26,7 @@ from grader.lti.deep_link import full_points
 from grader.lti.launch import STATE_COOKIE
 from grader.lti.mount import lti_pages
 from grader.lti.platforms import add_platform
-from grader.service import accounts
+from grader.service import accounts, staff
 from grader.web.app import LtiPages, Service, create_app
 from grader.web.auth import COOKIE, SIGNIN_COOKIE
 from tests.helpers import EXERCISE
@@ -622,7 +622,7 @@ class Absent(MetaPathFinder):
 sys.meta_path.insert(0, Absent())
 from starlette.testclient import TestClient
 from grader.core.exercise import load_exercise
-from grader.service import accounts
+from grader.service import accounts, staff
 from grader.course.store import Store
 from grader.lti.mount import lti_pages
 from grader.web.app import Service, create_app
@@ -682,12 +682,18 @@ def test_every_button_that_changes_something_redirects_after_its_post(lti):
     signin_page = fresh.get(f"/signin/{link}")
     terms = {"csrf": token, "opens": "", "due": "", "closes": "", "zone": "0", "per_day": "0", "cap": "",
              "release": "on_release"}
+    staff.add_ta(lti.store, "bea", "Bea Assistant")
     presses = [  # (who, path, form), in an order each can run in
         (teacher, "/instructor/lti/retry", {}),
         (teacher, "/instructor/lti/sync-roster", {"platform": "1", "context": CONTEXT}),
         (teacher, "/instructor/roster", {"csv": "id,name\neve,Eve\n"}),
         (teacher, f"/instructor/exercises/{EXERCISE}", terms),
         (teacher, f"/instructor/exercises/{EXERCISE}/release", {}),
+        (student, f"/submissions/{sub.id}/inquiry", {"about": "", "message": "Why did test 3 fail?"}),
+        (teacher, "/inquiries/1/reply", {"message": "It reads the budget after the decodes."}),
+        (teacher, "/inquiries/1/resolve", {}),
+        (teacher, "/instructor/inquiry-settings", {"window_days": "7"}),
+        (teacher, "/instructor/tas/bea/revoke", {}),
         (teacher, f"/instructor/exercises/{EXERCISE}/withhold", {}),
         (teacher, f"/submissions/{sub.id}/adjust", {"points": "1", "comment": "fine"}),
         (teacher, "/instructor/students/eve/tier", {"tier": "premium"}),

@@ -213,6 +213,7 @@ ROUTE_TABLE = [
     ("/instructor/exercises/{slug}/withhold", "POST", f"/instructor/exercises/{EXERCISE}/withhold", {INS}),
     ("/instructor/site.zip", "POST", "/instructor/site.zip", {INS}),
     ("/instructor/site/{name:path}", "GET", "/instructor/site/index.html", {INS}),
+    ("/instructor/gradebook.csv", "GET", "/instructor/gradebook.csv", {INS}),
     ("/instructor/similarity/{slug}", "GET", f"/instructor/similarity/{EXERCISE}", {INS}),
     ("/instructor/similarity/{slug}/{rank}", "GET", f"/instructor/similarity/{EXERCISE}/1", {INS}),
     ("/lti/jwks", "GET", "/lti/jwks", "public"),
@@ -270,7 +271,7 @@ def test_each_route_serves_students_tas_and_instructors_as_the_table_says(site):
     csrf = csrf_of(browser.get(f"/submissions/{sub}"))
     adjusted = browser.post(f"/submissions/{sub}/adjust", data={"csrf": csrf, "points": "2", "comment": "waived"},
                             follow_redirects=False)
-    assert adjusted.status_code == 303 and store.adjustments()[sub].by == "TA bea"
+    assert adjusted.status_code == 303 and store.adjustments()[("ada", EXERCISE)].by == "TA bea"
 
 
 @pytest.mark.unit

@@ -129,7 +129,8 @@ def shown_once(service: Service, request: Request) -> list[tuple[str, str]]:
     for token in request.cookies.get(NEW_LINKS_COOKIE, "").split(".")[:NEW_LINKS_MOST]:
         holder = accounts.link_holder(service.store, token) if TOKEN.fullmatch(token) else None
         if holder is not None:
-            links.append((holder.student or "instructor", service.link(token)))
+            whom = holder.student or (f"{holder.ta} (TA)" if holder.ta else "instructor")
+            links.append((whom, service.link(token)))
     return links
 
 
