@@ -3,7 +3,9 @@
 scorecard, and the published site. axe must find nothing, in the light and the dark colour scheme.
 
 A new page is one line in `SERVICE_PAGES` (a reader and a path; the path's {fields} are filled from the
-course below), `REPORTS` (a golden scorecard) or the site's list, which follows `publish` by itself.
+course below), `REPORTS` (a golden scorecard) or the site's list, which follows `publish` by itself. Pages
+no URL opens alone (an LMS's launch, a body over the size cap, the store away) are made in process and
+shown with `page.set_content`.
 What no rule sees is listed in docs/accessibility.md, and the keyboard walk is tests/test_keyboard.py.
 """
 
@@ -22,7 +24,9 @@ from grader.report import render_html
 from tests import golden
 from tests.axe import check_page
 from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+from tests.lti_platform import INSTRUCTOR
 from tests.service import import_roster, local_server, signed_in, wait_graded
+from tests.test_lti import grade, launch, lti  # noqa: F401  (the LTI service in process, its launches)
 
 pytestmark = pytest.mark.slow
 MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
@@ -157,3 +161,33 @@ def test_axe_finds_nothing_on_the_published_site(new_page, axe, site: list[Path]
         page = new_page()
         page.goto(path.as_uri())
         check_page(page, axe, f"the published {path.name}")
+
+
+def check_html(page: Any, axe: str, html: str, what: str) -> None:
+    """A page the browser cannot open by its URL alone, shown from its HTML (its styles are inline)."""
+    page.set_content(html)
+    check_page(page, axe, what)
+
+
+def test_axe_finds_nothing_on_the_pages_no_url_opens_alone(page, axe, lti):  # noqa: F811
+    """The LMS's pages (placing an exercise, the dashboard's LTI block with a score not sent yet), the page
+    of a body over the size cap, and the submit route's page while the store is away."""
+    from grader.web.base import render
+
+    client = lti.client()
+    placing = launch(client, lti.platform, "teacher-1", roles=(INSTRUCTOR,), message_type="LtiDeepLinkingRequest")
+    assert placing.status_code == 200, placing.text[:500]
+    check_html(page, axe, placing.text, "the LMS's page to place an exercise")
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303  # the LMS's ada.lovelace
+    grade(lti, "ada.lovelace", 3, "a")  # a score not sent yet: the block lists it, with its button
+    dashboard = client.get("/instructor")
+    assert dashboard.status_code == 200 and 'id="lti"' in dashboard.text
+    check_html(page, axe, dashboard.text, "the dashboard's LTI block")
+    too_large = lti.client().post(f"/exercises/{EXERCISE}/submit", content=b"x" * (lti.service.max_request_bytes + 1))
+    assert too_large.status_code == 413, too_large.status_code
+    check_html(page, axe, too_large.text, "the page of a body over the cap")
+    for kept, code in ((True, None), (False, "def schedule(self):\n    return []\n")):
+        away = render("away.html.j2", status=202 if kept else 503, who=None, title="The store is away",
+                      message="Your submission is kept and will be graded.", exercise=lti.exercise, code=code,
+                      kept=kept)
+        check_html(page, axe, away.body.decode(), f"the submit route's page with the store away (kept: {kept})")
