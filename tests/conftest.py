@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-# The Playwright fixtures (chromium_browser, new_page, page) live in tests/browser.py.
+# axe-core's script for the accessibility tests (`axe`) lives in tests/axe.py, the Playwright fixtures
+# (chromium_browser, new_page, page) in tests/browser.py.
+from tests.axe import axe  # noqa: F401
 from tests.browser import chromium_browser, find_chromium, new_page, page  # noqa: F401
 from tests.helpers import PROJECT
 

@@ -44,7 +44,9 @@ def statement_html(exercise: Exercise) -> str:
     """The README rendered as Markdown with raw HTML off (escaped), so it carries no markup of its own."""
     text = (exercise.folder / "README.md").read_text(encoding="utf-8")
     html: str = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)  # the HTML renderer: text
-    return html
+    # A code block wider than a phone scrolls in its box: focusable, so that the keyboard scrolls it too (WCAG
+    # 2.1.1). Raw HTML is escaped above, so every "<pre>" here is the renderer's own.
+    return html.replace("<pre>", '<pre tabindex="0">')
 
 
 def visible_tests(exercise: Exercise) -> list[tuple[str, str]]:
