@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import socket
 import time
 
@@ -12,7 +13,7 @@ import pytest
 
 from grader.web.security import Guard
 from tests.helpers import wait_until
-from tests.service import Server
+from tests.service import Server, import_roster, signed_in
 
 
 async def _stalled_upload(guard: Guard) -> list[dict]:
@@ -147,3 +148,65 @@ def test_a_body_over_the_cap_gets_the_applications_page_made_from_no_more_than_t
     assert given[1:] == [b""] and left == len(chunks) and sent[0]["status"] == 413
     sent, _ = _oversize(Guard(never_called, 64 * 1024, too_large_page=broken), len(body), chunks)
     assert sent[0]["status"] == 413 and b"at most 64 KiB" in sent[1]["body"]  # a line of text, then
+
+
+ATTACKER = "127.0.0.2"  # another loopback address: the student's own connections come from 127.0.0.1
+
+
+def _open_idle_and_slow_header_connections(host: str, port: int, idle: int, slow: int) -> list[socket.socket]:
+    """`idle` connections that send nothing and `slow` ones that send a request line and then nothing more,
+    all from ATTACKER; each connection the server closed or refused at once is kept too (it is closed)."""
+    opened: list[socket.socket] = []
+    for number in range(idle + slow):
+        client = socket.socket()
+        client.bind((ATTACKER, 0))
+        client.setblocking(False)
+        client.connect_ex((host, port))
+        if number >= idle:
+            with contextlib.suppress(OSError):
+                time.sleep(0.001)
+                client.send(f"GET / HTTP/1.1\r\nHost: {host}\r\n".encode())
+        opened.append(client)
+    return opened
+
+
+def _time_page(client, path: str) -> tuple[float, int]:
+    started = time.monotonic()
+    status = client.get(path).status_code
+    return time.monotonic() - started, status
+
+
+@pytest.mark.slow
+def test_a_student_is_answered_within_a_second_beside_500_idle_and_slow_header_connections(tmp_path):
+    """One address opens 250 connections that send nothing and 250 that send a header line every 3 s: a
+    signed-in student's page still answers 200 within a second each time, and the service drops the
+    lingering ones once their time for a request head is past."""
+    server = Server.start(tmp_path / "serve.log", "--db", str(tmp_path / "class.db"), "--sandbox", "local")
+    host, port = server.url.removeprefix("http://").split(":")
+    attackers: list[socket.socket] = []
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        student, _ = signed_in(server, import_roster(server, instructor, csrf, "id\nana\n")["ana"])
+        student.get("/")  # one connection open already, as a browser's
+        attackers = _open_idle_and_slow_header_connections(host, int(port), 250, 250)
+        times: list[tuple[float, int]] = []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            for client in attackers[250:]:  # a header line now and then: never a whole request head
+                with contextlib.suppress(OSError):
+                    client.send(b"X-Slow: 1\r\n")
+            fresh = server.client()  # a new connection each time too, as another student's browser
+            fresh.cookies = student.cookies
+            times += [_time_page(student, "/"), _time_page(fresh, "/")]
+            time.sleep(3)
+        print(f"\nstudent's page beside 500 idle and slow-header connections: {len(times)} requests, "
+              f"slowest {max(t for t, _ in times):.3f} s, statuses {sorted({s for _, s in times})}")
+        assert all(status == 200 for _, status in times), times
+        assert max(t for t, _ in times) < 1.0, times
+        still_open = sum(not _answered(client) for client in attackers)
+        print(f"attacker's connections still open after 15 s: {still_open} of {len(attackers)}")
+        assert still_open == 0
+    finally:
+        for client in attackers:
+            client.close()
+        server.stop()
