@@ -238,6 +238,34 @@ def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):
     assert [s["scoreGiven"] for s in lti.platform.scores] == [3]
 
 
+def test_withholding_again_takes_the_score_back_from_the_lms(lti):
+    from grader.core.scorecard import utc_now
+
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    lti.store.set_exercise_terms(EXERCISE, {"release": "on_release", "released_at": utc_now()}, "instructor")
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    lti.platform.stop()  # the withdrawal waits for the platform like any score, and the dashboard says what it is
+    page = teacher.post(f"/instructor/exercises/{EXERCISE}/withhold", data={"csrf": csrf(teacher.get("/instructor"))})
+    assert page.status_code == 200
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 1)
+    assert "withheld again: the score is taken back" in teacher.get("/instructor").text
+    lti.platform.start()
+    assert ags.deliver(lti.store, now=time.time() + ags.LAST_RETRY_S) == (1, 0)
+    released, taken_back = lti.platform.scores
+    assert released["scoreGiven"] == 3 and released["gradingProgress"] == "FullyGraded"
+    assert "scoreGiven" not in taken_back and "scoreMaximum" not in taken_back
+    assert taken_back["gradingProgress"] == "Pending" and taken_back["activityProgress"] == "Submitted"
+    assert taken_back["timestamp"] > released["timestamp"]
+    # Nothing more while it stays withheld; released again, the score goes again.
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0)
+    lti.store.set_exercise_terms(EXERCISE, {"released_at": utc_now()}, "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert lti.platform.scores[-1]["scoreGiven"] == 3
+
+
 def test_a_send_that_fails_is_kept_shown_and_retried_until_it_arrives(lti):
     assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
     teacher = lti.client()

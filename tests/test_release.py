@@ -236,3 +236,70 @@ def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa:
     assert view.held is not None and not view.full_marks
     assert {t.suite for t in view.card.tests} == {"visible"} and view.card.diagnosis == []
     assert (view.card.score, view.card.max_score) == (10, 10) and (view.held.tests, view.held.points) == (39, 78)
+
+
+def looping_card(exercise, loops: bool) -> Scorecard:
+    """A premium card whose open tests all passed in the same time; its first hidden test passed at once, or
+    looped to its 60 s limit (the run then taking 62 s instead of 4.4 s), the machine busy beside it."""
+    card = premium_card(exercise, hidden_passed=not loops)
+    tests = []
+    for test in card.tests:
+        hidden = test.suite not in card.open_suites
+        slow = hidden and loops and test.status == "failed"
+        tests.append(dataclasses.replace(test, status="timeout" if slow else test.status,
+                                         duration_s=60.0 if slow else 0.01 if hidden else 0.25,
+                                         cpu_wait_s=3.0 if loops else 0.0))
+    return dataclasses.replace(card, tests=tests, duration_s=62.0 if loops else 4.4,
+                               graded_at="2026-12-01T10:01:02+00:00" if loops else "2026-12-01T10:00:04+00:00")
+
+
+def unnumbered(page: str) -> str:
+    """A page without its submission's number, the moment it was handed in and its form token."""
+    page = re.sub(r'name="csrf" value="[^"]+"', "", page)
+    page = re.sub(r"\d\d:\d\d:\d\d UTC", "(handed in)", page)  # the two were handed in a second apart
+    return re.sub(r"(?<=<tr><td>)\d+(?=</td>)|(?<=[Ss]ubmission )\d+|(?<=/submissions/)\d+|(?<=#)\d+", "N", page)
+
+
+def test_before_release_no_time_of_the_run_tells_a_student_how_the_hidden_tests_went(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nada,Ada,premium\ngrace,Grace,premium\n")
+    pages = {}
+    for student, loops in (("ada", True), ("grace", False)):
+        browser, _ = sign_in("student", student)
+        card = looping_card(exercise, loops)
+        submission_id, _ = store.add_submission(student, EXERCISE, card.tier, "ab" * 32, exercise.submission_file,
+                                                b"# the same file\n", state="graded")
+        store.save_scorecard(submission_id, card)
+        pages[student] = {path.replace(str(submission_id), "N"): unnumbered(text)
+                          for path, text in student_pages(browser, submission_id).items()}
+    for path, text in pages["ada"].items():
+        for figure in ("62.0 s", "62 s", "4.4 s", "1.0 min", "10:01", "10:00", "busy during this test"):
+            assert figure not in text, f"{path} shows {figure!r} before release"
+    # The pages of the looping run and of the quick one are the same but for the student's name.
+    for path in pages["ada"]:
+        assert pages["ada"][path].replace("ada", "X").replace("Ada", "X") == \
+            pages["grace"][path].replace("grace", "X").replace("Grace", "X"), path
+
+
+def test_the_site_zip_leaves_out_results_students_cannot_see_yet(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nu7431,Ada,premium\n")
+    card = premium_card(exercise)
+    graded(store, exercise, "u7431", card)
+    instructor, csrf = sign_in("instructor")
+    assert "Results your students cannot see yet" in instructor.get("/instructor").text
+    for names in ("", "1"):
+        files = unzip(instructor.post("/instructor/site.zip", data={"csrf": csrf, "policy": "best",
+                                                                    "names": names}).content)
+        text = "\n".join(files.values())
+        leaked = [name for name in hidden_names(card) if name in text]
+        assert not leaked and SECRET not in text and str(card.score) not in files.get(f"gradebook-{EXERCISE}.csv", "")
+        assert not any(name.startswith("students/") for name in files)
+    instructor.post(f"/instructor/exercises/{EXERCISE}/release", data={"csrf": csrf})
+    files = unzip(instructor.post("/instructor/site.zip", data={"csrf": csrf, "policy": "best"}).content)
+    assert any(name in "\n".join(files.values()) for name in hidden_names(card))
+    assert sum(name.startswith("students/") for name in files) == 1

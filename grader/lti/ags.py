@@ -38,6 +38,9 @@ FIRST_RETRY_S = 30.0
 LAST_RETRY_S = 3600.0
 ROUND_S = 20.0
 FULL_ROUND_S = 600.0
+# An outbox row's max_score when it takes a score back (its results withheld again after a release): no
+# exercise is worth a negative number of points, so it is never a score's.
+WITHHELD = -1.0
 
 
 def may_send(deadlines: Deadlines, student: str, exercise: str, now: datetime) -> bool:
@@ -50,6 +53,16 @@ def may_send(deadlines: Deadlines, student: str, exercise: str, now: datetime) -
     if terms.release == "after_due":
         terms = dataclasses.replace(terms, due=deadlines.due_for(student, exercise))
     return terms.released(now)
+
+
+def score_message(sub: str, score: float, max_score: float, created_at: str) -> dict[str, object]:
+    """The AGS score of an outbox row. A withheld one carries no score: AGS has the platform clear the
+    grade it holds (`gradingProgress: Pending`, the activity submitted and its grading not done)."""
+    if max_score == WITHHELD:
+        return {"userId": sub, "activityProgress": "Submitted", "gradingProgress": "Pending",
+                "timestamp": created_at}
+    return {"userId": sub, "scoreGiven": score, "scoreMaximum": max_score, "activityProgress": "Completed",
+            "gradingProgress": "FullyGraded", "timestamp": created_at}
 
 
 def scores_url(lineitem: str) -> str:
@@ -102,20 +115,26 @@ def queue_scores(store: Store, exercises: Mapping[str, Exercise], moment: dateti
     queued = 0
     for target in wanted:
         counted = chosen.get((target.student, target.exercise))
-        if counted is None or counted.card is None or not may_send(deadlines, target.student, target.exercise, moment):
+        if counted is None or counted.card is None:
             continue
-        entry = entry_of(target.student, counted, deadlines=deadlines, adjustments=adjustments)
-        score = final_score(entry.card, entry.deduction, entry.adjustment)
-        if score is None:  # an error: the grader vouches for no score, and sends none
-            continue
-        maximum = float(entry.card.exercise_max_score)
+        if may_send(deadlines, target.student, target.exercise, moment):
+            entry = entry_of(target.student, counted, deadlines=deadlines, adjustments=adjustments)
+            score = final_score(entry.card, entry.deduction, entry.adjustment)
+            if score is None:  # an error: the grader vouches for no score, and sends none
+                continue
+            given, maximum = float(score), float(entry.card.exercise_max_score)
+        else:
+            # Withheld (again): a score queued or sent before is taken back; none queued, nothing to say.
+            given, maximum = 0.0, WITHHELD
         key = and_(ob.c.platform_id == target.platform_id, ob.c.lineitem == target.lineitem, ob.c.sub == target.sub)
         with store.transaction() as db:
             last = db.execute(select(ob.c.id, ob.c.score, ob.c.max_score, ob.c.state).where(key)
                               .order_by(ob.c.id.desc()).limit(1)).first()
-            if last is not None and last.score == float(score) and last.max_score == maximum:
+            if last is None and maximum == WITHHELD:
                 continue
-            values = {"score": float(score), "max_score": maximum, "created_at": timestamp(moment)}
+            if last is not None and last.score == given and last.max_score == maximum:
+                continue
+            values = {"score": given, "max_score": maximum, "created_at": timestamp(moment)}
             if last is not None and last.state == "pending":  # not sent yet: the newer score replaces it
                 db.execute(update(ob).where(ob.c.id == last.id).values(**values))
             else:
@@ -140,10 +159,8 @@ def deliver(store: Store, now: float | None = None) -> tuple[int, int]:
         if row.platform_id in down:
             continue
         try:
-            call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem), {
-                "userId": row.sub, "scoreGiven": row.score, "scoreMaximum": row.max_score,
-                "activityProgress": "Completed", "gradingProgress": "FullyGraded", "timestamp": row.created_at,
-            }, content_type=SCORE_TYPE)
+            call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem),
+                 score_message(row.sub, row.score, row.max_score, row.created_at), content_type=SCORE_TYPE)
         except ServiceError as exc:
             failed += 1
             if exc.unreachable:

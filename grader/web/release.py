@@ -56,11 +56,14 @@ class StudentCard:
 
 def withheld(card: Scorecard, open_suites: Iterable[str]) -> Scorecard:
     """The card with only the open suites' results: their tests, their score, and no diagnosis (its hint
-    is drawn from every failure, so it would tell of the hidden ones)."""
+    is drawn from every failure, so it would tell of the hidden ones). No time either: the run's duration
+    and the moment it ended count the hidden tests' time (one that loops to its limit shows as a minute
+    against seconds), and an open test's own time and CPU wait grow with the hidden tests running beside it."""
     opened = set(open_suites)
-    shown = [test for test in card.tests if test.suite in opened]
+    shown = [dataclasses.replace(test, duration_s=0.0, cpu_wait_s=0.0) for test in card.tests if test.suite in opened]
     return dataclasses.replace(card, tests=shown, score=sum(t.score for t in shown),
-                               max_score=sum(t.max_score for t in shown), diagnosis=[])
+                               max_score=sum(t.max_score for t in shown), diagnosis=[], duration_s=0.0,
+                               graded_at="")
 
 
 def until_text(terms: Terms) -> str:
@@ -100,6 +103,14 @@ def shown(subs: Iterable[StoredSubmission], terms: Mapping[str, Terms] | None, n
             own = dataclasses.replace(own, due=due_for(sub.student, sub.exercise))
         views[sub.id] = student_card(sub.card, own, now, exercise.open_suites if exercise is not None else ())
     return views
+
+
+def seen_whole(subs: Iterable[StoredSubmission], terms: Mapping[str, Terms], now: datetime,
+               exercises: Mapping[str, Exercise],
+               due_for: Callable[[str, str], datetime | None] | None = None) -> set[int]:
+    """The ids of the graded submissions whose students see every result now: what may leave the service
+    (the class site's zip) before release without telling of the hidden tests."""
+    return {sid for sid, view in shown(subs, terms, now, exercises, due_for).items() if view.held is None}
 
 
 # -- the dashboard --------------------------------------------------------------------------------------
