@@ -14,6 +14,7 @@ import logging
 import re
 from urllib.parse import urlsplit
 
+from jwt import PyJWK
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -23,26 +24,35 @@ from starlette.routing import Route
 from grader.errors import StoreError
 from grader.lti import ags, nrps
 from grader.lti.deep_link import content_item, full_points, response_jwt
+from grader.lti.key_sets import key_sets_of
 from grader.lti.keys import jwks
 from grader.lti.launch import (
     DEEP_LINKING,
     LOGIN_SECONDS,
     STATE_COOKIE,
+    Claimed,
     Launch,
     LaunchError,
+    identify,
     login,
-    validate,
+    signing_key,
+    verify,
 )
 from grader.lti.services import ServiceError
 from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
 from grader.web.auth import COOKIE, route, set_cookie
 from grader.web.base import Page, Service, message_page, render, text_field
+from grader.web.form_fields import Field, checked_form
 from grader.web.instructor import dashboard
 
 log = logging.getLogger("grader.lti")
 STATE = re.compile(r"[A-Za-z0-9_-]{20,64}")
 LOGIN_PARAMS = ("iss", "login_hint", "target_link_uri", "lti_message_hint", "client_id", "lti_deployment_id")
+# What a platform sends, with room to spare (an id_token of a few KiB, a message hint that is a JWT itself).
+LOGIN_FIELDS = [Field("iss", 2000), Field("login_hint", 2000), Field("target_link_uri", 2000),
+                Field("lti_message_hint", 8000), Field("client_id", 255), Field("lti_deployment_id", 255)]
+LAUNCH_FIELDS = [Field("id_token", 64 * 1024, label="id_token"), Field("state", 100)]
 
 
 def redirect_uri(service: Service) -> str:
@@ -57,11 +67,20 @@ async def jwks_endpoint(request: Request) -> Response:
 async def login_endpoint(request: Request) -> Response:
     """Third-party initiated login, by GET or POST (platforms use either)."""
     service: Service = request.app.state.service
+    try:
+        checked_form(FormData(list(request.query_params.multi_items())), LOGIN_FIELDS)
+    except Page as page:
+        return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
     params = {k: v for k, v in request.query_params.items() if k in LOGIN_PARAMS}
     if request.method == "POST":
         form = await request.form(max_files=0, max_fields=20)
+        try:
+            checked_form(form, LOGIN_FIELDS)
+        except Page as page:
+            return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
+        finally:
+            await form.close()
         params.update({k: v for k, v in form.items() if k in LOGIN_PARAMS and isinstance(v, str)})
-        await form.close()
     try:
         started = await run_in_threadpool(login, service.store, params, redirect_uri(service))
     except LaunchError as exc:
@@ -78,17 +97,27 @@ async def launch_endpoint(request: Request) -> Response:
     service: Service = request.app.state.service
     form = await request.form(max_files=0, max_fields=20)
     try:
-        return await run_in_threadpool(launched, service, request, text_field(form, "id_token"),
-                                       text_field(form, "state"))
+        checked_form(form, LAUNCH_FIELDS)
+        id_token, state = text_field(form, "id_token"), text_field(form, "state")
+    except Page as page:
+        return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
     finally:
         await form.close()
-
-
-def launched(service: Service, request: Request, id_token: str, state: str) -> Response:
     cookie = request.cookies.get(STATE_COOKIE + state) if STATE.fullmatch(state) else None
+    others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
     try:
-        others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
-        launch = validate(service.store, id_token, state, cookie, others)
+        claimed = await run_in_threadpool(identify, service.store, id_token, state, cookie, others)
+        # On the event loop, in no thread: launches waiting on a slow key set hold none of the pages' threads.
+        key = await signing_key(key_sets_of(service.store), claimed)
+    except LaunchError as exc:
+        return await run_in_threadpool(message_page, None, exc.status, exc.title, exc.message)
+    return await run_in_threadpool(launched, service, request, id_token, state, claimed, key)
+
+
+def launched(service: Service, request: Request, id_token: str, state: str, claimed: Claimed, key: PyJWK
+             ) -> Response:
+    try:
+        launch = verify(service.store, id_token, state, claimed, key)
         response = landing(service, launch)
         session = signed_in(service, launch)
     except LaunchError as exc:
@@ -192,5 +221,6 @@ def lti_routes() -> list[Route]:
         Route("/lti/login", login_endpoint, methods=["GET", "POST"]),
         Route("/lti/launch", launch_endpoint, methods=["POST"]),
         route("/instructor/lti/retry", ("POST",), role="instructor")(retry),
-        route("/instructor/lti/sync-roster", ("POST",), role="instructor")(sync_roster),
+        route("/instructor/lti/sync-roster", ("POST",), role="instructor",
+              fields=[Field("platform", 20, required=True), Field("context", 255, required=True)])(sync_roster),
     ]
