@@ -6,6 +6,7 @@ down (connections refused) and `start()` brings it back on the same port."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import socket
 import threading
@@ -58,6 +59,10 @@ class TestPlatform:
     assertions: list[dict[str, Any]] = field(default_factory=list)  # the client assertions accepted
     refusals: list[str] = field(default_factory=list)  # why a request was refused
     members: list[dict[str, Any]] = field(default_factory=list)
+    jwks_body: bytes | None = None  # what /jwks answers instead of the key set, given by a test
+    jwks_delay_s: float = 0.0  # how long /jwks waits before it answers
+    jwks_headers: dict[str, str] = field(default_factory=dict)
+    jwks_requests: int = 0
     port: int = 0
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -122,7 +127,12 @@ class TestPlatform:
     # -- its endpoints -------------------------------------------------------------------------------------
 
     async def jwks(self, request: Request) -> Response:
-        return JSONResponse({"keys": [self.jwk()]})
+        self.jwks_requests += 1
+        if self.jwks_delay_s:
+            await asyncio.sleep(self.jwks_delay_s)
+        if self.jwks_body is not None:
+            return Response(self.jwks_body, media_type="application/json", headers=self.jwks_headers)
+        return JSONResponse({"keys": [self.jwk()]}, headers=self.jwks_headers)
 
     def refuse(self, status: int, why: str) -> Response:
         self.refusals.append(why)

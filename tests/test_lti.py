@@ -6,6 +6,7 @@ own page."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 from types import SimpleNamespace
@@ -552,3 +553,118 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# -- the platform's key set ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "title", "said"), [
+    (b'{"keys": []}', "Platform has no usable keys", "is empty"),
+    (b"<html>Sign in to Canvas</html>", "Platform keys malformed", "is not JSON"),
+    (b'{"kid": "platform-key-1"}', "Platform keys malformed", "has no list of keys"),
+    (b'{"keys": [{"kty": "RSA", "kid": "platform-key-1", "n": "!!", "e": "AQAB"}]}', "Platform has no usable keys",
+     "none an RSA signing key"),
+    (b'{"keys": [' + b" " * (300 * 1024) + b"]}", "Platform keys too large", "over 256 KiB"),
+    (None, "Platform keys unavailable", "could not be fetched"),
+], ids=["empty", "not-json", "no-list", "unusable-key", "too-large", "unreachable"])
+def test_a_bad_key_set_gets_a_502_page_saying_what_is_wrong_with_the_platforms_keys(lti, body, title, said):
+    client = lti.client()
+    state, nonce = login(client, lti.platform)
+    id_token = lti.platform.id_token(nonce)
+    if body is None:
+        lti.platform.stop()
+    else:
+        lti.platform.jwks_body = body
+    response = client.post("/lti/launch", data={"id_token": id_token, "state": state}, follow_redirects=False)
+    refused(lti, response, 502, title)
+    assert said in response.text and lti.platform.registration["keyset_url"] in response.text
+    assert "fault is ours" not in response.text
+
+
+def test_a_key_set_slower_than_its_time_gets_a_502_page(lti, monkeypatch):
+    from grader.lti import key_sets
+
+    monkeypatch.setattr(key_sets, "FETCH_TIMEOUT_S", 0.5)
+    lti.platform.jwks_delay_s = 3
+    started = time.monotonic()
+    refused(lti, launch(lti.client(), lti.platform), 502, "Platform keys too slow")
+    assert time.monotonic() - started < 2.5
+
+
+def test_concurrent_launches_wait_for_one_fetch_of_the_key_set_which_is_kept_for_its_lifetime(lti):
+    import concurrent.futures
+
+    lti.platform.jwks_delay_s = 1.0
+    lti.platform.jwks_headers = {"Cache-Control": "max-age=3600"}
+    clients = [lti.client() for _ in range(8)]
+    posts = []
+    for number, client in enumerate(clients):
+        state, nonce = login(client, lti.platform, f"user-{number}")
+        posts.append((client, {"id_token": lti.platform.id_token(nonce, f"user-{number}"), "state": state}))
+    with concurrent.futures.ThreadPoolExecutor(len(posts)) as pool:
+        answers = list(pool.map(lambda p: p[0].post("/lti/launch", data=p[1], follow_redirects=False), posts))
+    assert [a.status_code for a in answers] == [303] * len(posts)
+    assert lti.platform.jwks_requests == 1
+    # Kept: later launches, and one with a key id the set lacks (made up), ask the platform nothing more.
+    lti.platform.jwks_delay_s = 0
+    assert launch(lti.client(), lti.platform, "user-9").status_code == 303
+    refused_answer = launch(lti.client(), lti.platform, "user-10", key=rsa_key(), kid="made-up")
+    assert refused_answer.status_code == 401 and "Unknown signing key" in refused_answer.text
+    assert lti.platform.jwks_requests == 1
+
+
+def fetches_within(header: str, kept_s: float) -> list[int]:
+    """How many fetches a key set answering with Cache-Control `header` has had: after a first launch,
+    after another just before `kept_s` and after a third just past it."""
+    import asyncio
+
+    from grader.lti import key_sets
+
+    body = json.dumps({"keys": [TestPlatform().jwk()]}).encode()
+    now, counts = [1000.0], []
+    sets = key_sets.KeySets(lambda url: key_sets.Fetched(body, key_sets.max_age(header)), clock=lambda: now[0])
+    for step in (0, kept_s - 1, 2):
+        now[0] += step
+        asyncio.run(sets.signing_key("https://lms.example/jwks", "platform-key-1"))
+        counts.append(sets.fetches)
+    sets.pool.shutdown()
+    return counts
+
+
+@pytest.mark.unit
+def test_a_key_set_is_kept_as_long_as_its_cache_control_says_within_bounds():
+    from grader.lti import key_sets
+
+    for header, kept_s in (("max-age=120", 120), ("", key_sets.DEFAULT_KEEP_S), ("no-store", key_sets.MIN_KEEP_S),
+                           ("public, max-age=99999999", key_sets.MAX_KEEP_S), ("max-age=5", key_sets.MIN_KEEP_S)):
+        assert fetches_within(header, kept_s) == [1, 1, 2], header
+
+
+def test_logins_and_launches_from_one_address_are_limited_and_the_nonces_bounded(lti, monkeypatch):
+    from grader.lti import launch as launch_module
+    from grader.lti import routes
+
+    monkeypatch.setattr(routes, "LOGINS_BURST", 5)
+    client = lti.client()
+    params = {"iss": lti.platform.issuer, "login_hint": "x", "client_id": CLIENT_ID}
+    answers = [client.get("/lti/login", params=params, follow_redirects=False) for _ in range(6)]
+    assert [a.status_code for a in answers] == [302] * 5 + [429]
+    assert "Too many logins" in answers[-1].text and int(answers[-1].headers["retry-after"]) >= 1
+    with lti.store.reading() as db:
+        assert db.execute(select(schema.lti_nonces.c.nonce)).all().__len__() == 5
+    # Launches alike (any id_token: the count comes first).
+    posts = [client.post("/lti/launch", data={"id_token": "x", "state": "y"}) for _ in range(6)]
+    assert [a.status_code for a in posts][-1] == 429 and "Too many launches" in posts[-1].text
+    # However many addresses, the logins waiting in the store are bounded.
+    monkeypatch.setattr(routes, "LOGINS_BURST", 1000)
+    routes._rates.clear()  # the buckets made with the burst of 5
+    monkeypatch.setattr(launch_module, "MAX_LOGINS_WAITING", 8)
+    answers = [lti.client().get("/lti/login", params=params, follow_redirects=False) for _ in range(4)]
+    assert [a.status_code for a in answers] == [302] * 3 + [503] and "Too many logins under way" in answers[-1].text
+
+
+def test_a_login_or_launch_field_over_its_limit_is_refused(lti):
+    params = {"iss": lti.platform.issuer, "login_hint": "x" * 3000, "client_id": CLIENT_ID}
+    answer = lti.client().get("/lti/login", params=params, follow_redirects=False)
+    assert answer.status_code == 400 and "at most 2,000" in answer.text
+    answer = lti.client().post("/lti/launch", data={"id_token": "x" * 70_000, "state": "y" * 30})
+    assert answer.status_code == 400 and "at most 65,536" in answer.text

@@ -5,7 +5,7 @@ keyset URL. Fetching them for each launch would let a slow LMS hold every reques
 (60 launches waiting on a key set that answers in 12 s starved every other page), so here:
 
 - one fetch per key set at a time: launches that need it meanwhile wait for that fetch, on the event loop,
-  holding no thread (the fetch itself takes one);
+  holding no thread (the fetch itself takes one of FETCH_THREADS of its own, none of the pages');
 - a fetch has FETCH_TIMEOUT_S to connect and each read, FETCH_DEADLINE_S in all, and MAX_BYTES of body;
 - a key set is kept as long as its Cache-Control says (within MIN_KEEP_S..MAX_KEEP_S; DEFAULT_KEEP_S when
   it says nothing); a key id it does not hold fetches it again at most every REFETCH_S (a platform that
@@ -18,8 +18,10 @@ keyset URL. Fetching them for each launch would let a slow LMS hold every reques
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
-from starlette.concurrency import run_in_threadpool
 
 FETCH_TIMEOUT_S = 5.0
 FETCH_DEADLINE_S = 8.0
@@ -40,6 +41,7 @@ MIN_KEEP_S = 60.0
 MAX_KEEP_S = 86400.0
 REFETCH_S = 30.0
 FAILURE_KEEP_S = 10.0
+FETCH_THREADS = 4  # key sets of different platforms fetched at once
 ALGORITHMS = ("RS256", "RS384", "RS512")
 
 
@@ -150,22 +152,27 @@ class Kept:
 
 
 class KeySets:
-    """The key sets of one service, by URL. `signing_key` is awaited by the launch on the event loop."""
+    """The key sets of one service, by URL. `signing_key` is awaited by the launch on the event loop; the
+    fetches run in a few threads of their own, never in the pages' pool."""
 
     def __init__(self, fetcher: Callable[[str], Fetched] = fetch, clock: Callable[[], float] = time.monotonic) -> None:
         self.fetcher, self.clock = fetcher, clock
         self.kept: dict[str, Kept] = {}
-        self.fetching: dict[tuple[int, str], asyncio.Future[Kept]] = {}
+        self.fetching: dict[str, concurrent.futures.Future[Kept]] = {}
+        self.lock = threading.Lock()
+        self.pool = concurrent.futures.ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="lti-keys")
         self.fetches = 0
 
     async def signing_key(self, url: str, kid: str) -> jwt.PyJWK:
         """The key `kid` of the key set at `url`; KeySetError for a key set that cannot be used, LookupError
         for a key id it does not hold."""
         now = self.clock()
-        kept = self.kept.get(url)
+        with self.lock:
+            kept = self.kept.get(url)
         if kept is None or now >= kept.good_until or (kid not in kept.keys and kept.failure is None
                                                       and now - kept.fetched_at >= REFETCH_S):
-            kept = await self.refreshed(url)
+            # Shielded: a launch that gives up (its client gone) leaves the fetch to the others.
+            kept = await asyncio.shield(asyncio.wrap_future(self.refresh(url)))
         if kept.failure is not None:
             raise kept.failure
         if kid not in kept.keys:
@@ -174,29 +181,34 @@ class KeySets:
             raise LookupError(kid)
         return kept.keys[kid]
 
-    async def refreshed(self, url: str) -> Kept:
-        """The key set fetched anew: by this call, or by the fetch already under way that it waits for."""
-        key = (id(asyncio.get_running_loop()), url)
-        running = self.fetching.get(key)
-        if running is None:
-            running = asyncio.ensure_future(self.fetched(url))
-            self.fetching[key] = running
-            running.add_done_callback(lambda _: self.fetching.pop(key, None))
-        return await asyncio.shield(running)  # a launch that gives up leaves the fetch to the others
+    def refresh(self, url: str) -> concurrent.futures.Future[Kept]:
+        """The fetch of the key set under way, started if none is: every launch that needs it waits for it."""
+        with self.lock:
+            running = self.fetching.get(url)
+            if running is None:
+                running = self.fetching[url] = self.pool.submit(self.fetched, url)
+                self.fetches += 1
+            return running
 
-    async def fetched(self, url: str) -> Kept:
-        self.fetches += 1
+    def fetched(self, url: str) -> Kept:
         try:
-            got = await run_in_threadpool(self.fetcher, url)
+            got = self.fetcher(url)
             keys = parse(url, got.body)
         except KeySetError as exc:
             now = self.clock()
             kept = Kept(failure=exc, fetched_at=now, good_until=now + FAILURE_KEEP_S)
+        except Exception as exc:  # a bug here is still the key set's failure, said, never a 500 for every launch
+            now = self.clock()
+            kept = Kept(failure=KeySetError("Platform keys unavailable", f"The platform's key set at {url} could "
+                                                                         f"not be read: {exc}."),
+                        fetched_at=now, good_until=now + FAILURE_KEEP_S)
         else:
             now = self.clock()
             keep = DEFAULT_KEEP_S if got.max_age is None else min(MAX_KEEP_S, max(MIN_KEEP_S, got.max_age))
             kept = Kept(keys=keys, fetched_at=now, good_until=now + keep)
-        self.kept[url] = kept
+        with self.lock:
+            self.kept[url] = kept
+            self.fetching.pop(url, None)
         return kept
 
 

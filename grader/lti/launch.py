@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, delete, func, insert, select, update
 
 from grader.course.store import Store
 from grader.db import schema
@@ -31,6 +31,9 @@ NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 RESOURCE_LAUNCH = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
 LOGIN_SECONDS = 600  # a login's state and nonce are good for this long
+# Logins begun and not come back, within 2 * LOGIN_SECONDS, that the store keeps: a class launching at
+# once is a few hundred; past this, logins are refused (with rate limits per address, grader.lti.routes).
+MAX_LOGINS_WAITING = 5000
 LEEWAY_S = 60  # clocks of platform and tool differ by up to this much
 STATE_COOKIE = "grader_lti_state_"  # + the state: two launches at once in one browser keep apart
 INSTRUCTOR_ROLES = ("Instructor", "Administrator")
@@ -153,9 +156,14 @@ def login(store: Store, params: dict[str, str], redirect_uri: str) -> Login:
     moment = time.time()
     no = schema.lti_nonces
     with store.transaction() as db:
-        # Logins that never came back are dropped after a day: a used nonce is kept as long, so a replay
-        # within a token's life is refused.
-        db.execute(delete(no).where(no.c.issued_at < moment - 86400))
+        # A nonce is good for LOGIN_SECONDS only (use_nonce): past twice that, used or not, its row tells
+        # nothing more (a replay of its token is refused as an unknown nonce then), and goes.
+        db.execute(delete(no).where(no.c.issued_at < moment - 2 * LOGIN_SECONDS))
+        waiting = db.execute(select(func.count()).select_from(no).where(no.c.used_at.is_(None))).scalar() or 0
+        if waiting >= MAX_LOGINS_WAITING:
+            raise LaunchError(503, "Too many logins under way",
+                              f"{waiting} logins began in the last {2 * LOGIN_SECONDS // 60} minutes and have not come "
+                              "back: this tool takes no more until they expire. Try again in a few minutes.")
         db.execute(insert(no).values(nonce=nonce, state=state, platform_id=platform.id, issued_at=moment))
     query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
              "client_id": platform.client_id, "redirect_uri": redirect_uri, "login_hint": params["login_hint"],

@@ -11,7 +11,9 @@ The platform posts the launch from its own site, so the login's state cookie is 
 from __future__ import annotations
 
 import logging
+import math
 import re
+import weakref
 from urllib.parse import urlsplit
 
 from jwt import PyJWK
@@ -21,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from grader.course.store import Store
 from grader.errors import StoreError
 from grader.lti import ags, nrps
 from grader.lti.deep_link import content_item, full_points, response_jwt
@@ -45,6 +48,7 @@ from grader.web.auth import COOKIE, route, set_cookie
 from grader.web.base import Page, Service, message_page, render, text_field
 from grader.web.form_fields import Field, checked_form
 from grader.web.instructor import dashboard
+from grader.web.rate import AddressRate, seconds_text
 
 log = logging.getLogger("grader.lti")
 STATE = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -64,9 +68,33 @@ async def jwks_endpoint(request: Request) -> Response:
     return JSONResponse(await run_in_threadpool(jwks, service.store))
 
 
+# Logins and launches need no sign-in, and each costs something (a row; a wait on the platform's keys):
+# per address, a class behind one NAT address launching at once fits, a script writing rows does not.
+LOGINS_BURST, LOGIN_EVERY_S = 120, 1.0
+_rates: weakref.WeakKeyDictionary[Store, dict[str, AddressRate]] = weakref.WeakKeyDictionary()
+
+
+async def too_often(request: Request, what: str) -> Response | None:
+    """The 429 page when this address began too many `what` ("logins", "launches") of late; None when it
+    may go on."""
+    service: Service = request.app.state.service
+    rates = _rates.setdefault(service.store, {})
+    rate = rates.setdefault(what, AddressRate(LOGINS_BURST, LOGIN_EVERY_S))
+    wait = rate.wait_s(request.client.host if request.client else "")
+    if not wait:
+        return None
+    page = await run_in_threadpool(message_page, None, 429, f"Too many {what}",
+                                   f"This address began more than {LOGINS_BURST} {what} in the last minutes: "
+                                   f"try again in {seconds_text(wait)}.")
+    page.headers["retry-after"] = str(max(1, math.ceil(wait)))
+    return page
+
+
 async def login_endpoint(request: Request) -> Response:
     """Third-party initiated login, by GET or POST (platforms use either)."""
     service: Service = request.app.state.service
+    if (refused := await too_often(request, "logins")) is not None:
+        return refused
     try:
         checked_form(FormData(list(request.query_params.multi_items())), LOGIN_FIELDS)
     except Page as page:
@@ -103,6 +131,8 @@ async def launch_endpoint(request: Request) -> Response:
         return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
     finally:
         await form.close()
+    if (refused := await too_often(request, "launches")) is not None:
+        return refused
     cookie = request.cookies.get(STATE_COOKIE + state) if STATE.fullmatch(state) else None
     others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
     try:
