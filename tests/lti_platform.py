@@ -63,6 +63,8 @@ class TestPlatform:
     jwks_delay_s: float = 0.0  # how long /jwks waits before it answers
     jwks_headers: dict[str, str] = field(default_factory=dict)
     jwks_requests: int = 0
+    jwks_running: int = 0
+    jwks_most_at_once: int = 0  # the most requests for the key set it was answering at one time
     port: int = 0
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -128,8 +130,13 @@ class TestPlatform:
 
     async def jwks(self, request: Request) -> Response:
         self.jwks_requests += 1
-        if self.jwks_delay_s:
-            await asyncio.sleep(self.jwks_delay_s)
+        self.jwks_running += 1
+        self.jwks_most_at_once = max(self.jwks_most_at_once, self.jwks_running)
+        try:
+            if self.jwks_delay_s:
+                await asyncio.sleep(self.jwks_delay_s)
+        finally:
+            self.jwks_running -= 1
         if self.jwks_body is not None:
             return Response(self.jwks_body, media_type="application/json", headers=self.jwks_headers)
         return JSONResponse({"keys": [self.jwk()]}, headers=self.jwks_headers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import re
 import socket
 import time
 
@@ -171,8 +172,14 @@ def _open_idle_and_slow_header_connections(host: str, port: int, idle: int, slow
 
 
 def _time_page(client, path: str) -> tuple[float, int]:
+    """(seconds, status) of a page; status 0 when no answer came within the client's timeout."""
+    import httpx
+
     started = time.monotonic()
-    status = client.get(path).status_code
+    try:
+        status = client.get(path).status_code
+    except httpx.TimeoutException:
+        status = 0
     return time.monotonic() - started, status
 
 
@@ -210,3 +217,66 @@ def test_a_student_is_answered_within_a_second_beside_500_idle_and_slow_header_c
         for client in attackers:
             client.close()
         server.stop()
+
+
+@pytest.mark.slow
+def test_a_student_is_answered_within_a_second_beside_60_launches_waiting_on_a_slow_key_set(tmp_path):
+    """The platform's key set answers after 12 s; 60 launches with made-up key ids from one login arrive at
+    once: a signed-in student's page still answers within a second each time, and the launches get the page
+    that says the platform's keys are too slow, each waiting for the one fetch under way."""
+    import concurrent.futures
+
+    import httpx
+
+    from grader.cli import main
+    from tests.lti_platform import CLIENT_ID, DEPLOYMENT, TestPlatform
+
+    platform = TestPlatform().start()
+    platform.jwks_delay_s = 12
+    db = tmp_path / "class.db"
+    registration = platform.registration
+    assert main(["lti", "add-platform", "--db", str(db), "--issuer", registration["issuer"], "--client-id", CLIENT_ID,
+                 "--deployment", DEPLOYMENT, "--auth-login-url", registration["auth_login_url"],
+                 "--auth-token-url", registration["auth_token_url"], "--keyset-url", registration["keyset_url"]]) == 0
+    server = Server.start(tmp_path / "serve.log", "--db", str(db), "--sandbox", "local")
+    try:
+        instructor, csrf = signed_in(server, server.instructor_link)
+        student, _ = signed_in(server, import_roster(server, instructor, csrf, "id\nana\n")["ana"])
+        started = server.client().get("/lti/login", params={"iss": platform.issuer, "login_hint": "x",
+                                                             "client_id": CLIENT_ID}, follow_redirects=False)
+        assert started.status_code == 302, started.text[:300]
+        query = dict(httpx.URL(started.headers["location"]).params)
+        state, nonce = query["state"], query["nonce"]
+
+        tokens = [platform.id_token(nonce, kid=f"made-up-{number}") for number in range(60)]
+        launcher = httpx.Client(timeout=90, limits=httpx.Limits(max_connections=100))
+        server.clients.append(launcher)
+
+        def launch(number: int) -> tuple[int, float, str]:
+            began = time.monotonic()
+            answer = launcher.post(f"{server.url}/lti/launch", data={"id_token": tokens[number], "state": state},
+                                   headers={"cookie": f"grader_lti_state_{state}={state}"})
+            title = re.search(r"<h1>(.*?)</h1>", answer.text)
+            return answer.status_code, time.monotonic() - began, title.group(1) if title else ""
+
+        times: list[tuple[float, int]] = []
+        with concurrent.futures.ThreadPoolExecutor(60) as pool:
+            launches = [pool.submit(launch, number) for number in range(60)]
+            time.sleep(0.5)
+            while not all(f.done() for f in launches):
+                times.append(_time_page(student, "/"))
+                time.sleep(0.5)
+            answers = [f.result() for f in launches]
+        print(f"\nstudent's page beside 60 launches waiting on a key set that takes 12 s: {len(times)} requests, "
+              f"slowest {max(t for t, _ in times):.3f} s, statuses {sorted({s for _, s in times})}")
+        print(f"launches: statuses {sorted({s for s, _, _ in answers})}, titles {sorted({t for _, _, t in answers})}, "
+              f"slowest {max(t for _, t, _ in answers):.1f} s; key set fetched {platform.jwks_requests} time(s), "
+              f"{platform.jwks_most_at_once} at once at most")
+        assert times and all(status == 200 for _, status in times), times
+        assert max(t for t, _ in times) < 1.0, times
+        assert {(status, title) for status, _, title in answers} == {(502, "Platform keys too slow")}
+        # One fetch at a time (another only once the failure's FAILURE_KEEP_S is past), never one per launch.
+        assert platform.jwks_most_at_once == 1 and platform.jwks_requests <= 3
+    finally:
+        server.stop()
+        platform.stop()
