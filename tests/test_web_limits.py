@@ -280,3 +280,25 @@ def test_a_student_is_answered_within_a_second_beside_60_launches_waiting_on_a_s
     finally:
         server.stop()
         platform.stop()
+
+
+@pytest.mark.unit
+def test_the_connection_book_limits_waiting_connections_per_address_but_not_the_proxys():
+    from grader.web.connections import ConnectionBook
+
+    book = ConnectionBook(pending_per_address=3, max_connections=10)
+    for _ in range(3):
+        assert book.admit("198.51.100.7")
+        book.wait("198.51.100.7")
+    assert not book.admit("198.51.100.7")  # a fourth waiting one from that address
+    assert book.admit("203.0.113.9")  # another address is not held up by it
+    book.wait("203.0.113.9")
+    book.served("198.51.100.7")  # one of them sent its request head: a new one may come
+    assert book.admit("198.51.100.7")
+    book.wait("198.51.100.7")
+    for _ in range(5):  # the proxy on this machine: no limit per address, only the total
+        assert book.admit("127.0.0.1")
+        book.wait("127.0.0.1")
+    assert book.open == 10 and not book.admit("127.0.0.1") and not book.admit("192.0.2.1")
+    book.closed()
+    assert book.admit("192.0.2.1")
