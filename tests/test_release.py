@@ -217,7 +217,7 @@ def unzip(data: bytes) -> dict[str, str]:
         return {name: archive.read(name).decode("utf-8") for name in archive.namelist()}
 
 
-def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa: F811
+def test_a_card_with_nothing_hidden_is_shown_whole_and_an_error_keeps_back_only_its_reason(site):  # noqa: F811
     from grader.course.terms import Terms
     from grader.web.release import student_card
 
@@ -226,8 +226,10 @@ def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa:
     held_back, now = Terms(release="on_release"), DUE
     free = dataclasses.replace(new_scorecard(exercise, "free", "local"), score=10)
     error = dataclasses.replace(premium_card(exercise), status="error", reason="the sandbox failed")
-    for card in (free, error):
-        assert student_card(card, held_back, now).card is card and student_card(card, held_back, now).held is None
+    assert student_card(free, held_back, now).card is free and student_card(free, held_back, now).held is None
+    shown_error = student_card(error, held_back, now)
+    assert shown_error.card.status == "error" and shown_error.held is None and "sandbox" not in shown_error.card.reason
+    assert {t.suite for t in shown_error.card.tests} == set(error.open_suites)
     premium = premium_card(exercise)
     assert student_card(premium, None, now).held is None  # an instructor
     assert student_card(premium, Terms(release="after_due"), now).held is None  # no due date: released
@@ -303,3 +305,25 @@ def test_the_site_zip_leaves_out_results_students_cannot_see_yet(site):  # noqa:
     files = unzip(instructor.post("/instructor/site.zip", data={"csrf": csrf, "policy": "best"}).content)
     assert any(name in "\n".join(files.values()) for name in hidden_names(card))
     assert sum(name.startswith("students/") for name in files) == 1
+
+
+def test_before_release_an_error_card_keeps_back_why_when_its_tier_runs_hidden_suites(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nada,Ada,premium\nbob,Bob,free\n")
+    card = premium_card(exercise)
+    hidden = sorted(hidden_names(card))[0]
+    broken = dataclasses.replace(card, status="error", score=0, reason=f"no result for 1 test(s): hidden::{hidden}")
+    submission_id = graded(store, exercise, "ada", broken)
+    ada, _ = sign_in("student", "ada")
+    for path, text in student_pages(ada, submission_id).items():
+        assert hidden not in text and "no result for" not in text, path
+    assert "The grading failed" in ada.get(f"/submissions/{submission_id}/report").text
+    instructor, _ = sign_in("instructor")
+    assert f"hidden::{hidden}" in instructor.get(f"/submissions/{submission_id}/report").text
+    # A free card runs the open suites only: its error is shown as always.
+    free = dataclasses.replace(new_scorecard(exercise, "free", "local"), status="error", reason="the sandbox broke")
+    free_id = graded(store, exercise, "bob", free)
+    bob, _ = sign_in("student", "bob")
+    assert "the sandbox broke" in bob.get(f"/submissions/{free_id}/report").text

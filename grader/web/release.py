@@ -66,6 +66,13 @@ def withheld(card: Scorecard, open_suites: Iterable[str]) -> Scorecard:
                                graded_at="")
 
 
+def runs_hidden_suites(card: Scorecard, opened: set[str]) -> bool:
+    """Whether the card's tier runs a suite beyond the open ones (its locked suites it does not run)."""
+    locked = {test.suite for test in card.locked}
+    return any(test.suite not in opened for test in card.tests) or \
+        any(suite not in opened and suite not in locked for suite in card.suite_labels)
+
+
 def until_text(terms: Terms) -> str:
     if terms.release == "after_due" and terms.due is not None:
         return f"after the due date, {moment_text(terms.due)}"
@@ -75,11 +82,21 @@ def until_text(terms: Terms) -> str:
 def student_card(card: Scorecard, terms: Terms | None, now: datetime,
                  open_suites: Iterable[str] = ()) -> StudentCard:
     """What a student sees of `card` now under its exercise's `terms` (None: everything, as an
-    instructor). `open_suites`: the exercise's, for a card that does not name its own. A rejected or
-    error card ran no hidden suite worth keeping back, and is shown whole."""
-    if terms is None or terms.released(now) or card.status != "graded":
+    instructor). `open_suites`: the exercise's, for a card that does not name its own. A rejected card
+    ran nothing, and is shown whole; an error card of a tier with hidden suites keeps back why it failed."""
+    if terms is None or terms.released(now) or card.status == "rejected":
         return StudentCard(card)
     opened = set(card.open_suites or open_suites)
+    if card.status == "error":
+        if not runs_hidden_suites(card, opened):
+            return StudentCard(card)
+        # Why a run failed may name a hidden test or tell how one went (one that stopped the harness): the
+        # student learns that it failed, and why once the results are released; the instructor at once.
+        return StudentCard(dataclasses.replace(withheld(card, opened), reason=(
+            f"The grading failed. It ran tests whose results come {until_text(terms)}, and why it failed is "
+            "told with them; your instructor sees it now. Submitting again grades it again.")))
+    if card.status != "graded":
+        return StudentCard(card)
     hidden = [test for test in card.tests if test.suite not in opened]
     if not hidden:
         return StudentCard(card)
