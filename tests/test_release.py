@@ -327,3 +327,14 @@ def test_before_release_an_error_card_keeps_back_why_when_its_tier_runs_hidden_s
     free_id = graded(store, exercise, "bob", free)
     bob, _ = sign_in("student", "bob")
     assert "the sandbox broke" in bob.get(f"/submissions/{free_id}/report").text
+
+
+def test_before_release_the_open_results_come_in_an_order_no_hidden_test_sets(site):  # noqa: F811
+    from grader.course.terms import Terms
+    from grader.web.release import student_card
+
+    service, *_ = site
+    card = premium_card(service.exercises[EXERCISE])
+    shuffled = dataclasses.replace(card, tests=list(reversed(card.tests)))  # the same results, come in otherwise
+    held_back = Terms(release="on_release")
+    assert student_card(card, held_back, DUE).card.tests == student_card(shuffled, held_back, DUE).card.tests

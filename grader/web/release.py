@@ -58,9 +58,12 @@ def withheld(card: Scorecard, open_suites: Iterable[str]) -> Scorecard:
     """The card with only the open suites' results: their tests, their score, and no diagnosis (its hint
     is drawn from every failure, so it would tell of the hidden ones). No time either: the run's duration
     and the moment it ended count the hidden tests' time (one that loops to its limit shows as a minute
-    against seconds), and an open test's own time and CPU wait grow with the hidden tests running beside it."""
+    against seconds), and an open test's own time and CPU wait grow with the hidden tests running beside it;
+    nor the order the results came in."""
     opened = set(open_suites)
-    shown = [dataclasses.replace(test, duration_s=0.0, cpu_wait_s=0.0) for test in card.tests if test.suite in opened]
+    # In the order of their names: the order results came in may follow the hidden tests' pace.
+    shown = sorted((dataclasses.replace(test, duration_s=0.0, cpu_wait_s=0.0) for test in card.tests
+                    if test.suite in opened), key=lambda test: (test.suite, test.id))
     return dataclasses.replace(card, tests=shown, score=sum(t.score for t in shown),
                                max_score=sum(t.max_score for t in shown), diagnosis=[], duration_s=0.0,
                                graded_at="")
