@@ -668,3 +668,39 @@ def test_a_login_or_launch_field_over_its_limit_is_refused(lti):
     assert answer.status_code == 400 and "at most 2,000" in answer.text
     answer = lti.client().post("/lti/launch", data={"id_token": "x" * 70_000, "state": "y" * 30})
     assert answer.status_code == 400 and "at most 65,536" in answer.text
+
+
+@pytest.mark.unit
+def test_launches_waiting_for_a_key_set_are_bounded_and_share_one_fetch(monkeypatch):
+    import asyncio
+    import threading
+
+    from grader.lti import key_sets
+
+    monkeypatch.setattr(key_sets, "MAX_WAITING", 3)
+    body = json.dumps({"keys": [TestPlatform().jwk()]}).encode()
+    release = threading.Event()
+
+    def slow_fetch(url: str) -> key_sets.Fetched:
+        release.wait(10)
+        return key_sets.Fetched(body, None)
+
+    sets = key_sets.KeySets(slow_fetch)
+
+    async def launches() -> list[object]:
+        async def one() -> object:
+            try:
+                return await sets.signing_key("https://lms.example/jwks", "platform-key-1")
+            except key_sets.KeySetError as exc:
+                return exc
+
+        waiting = [asyncio.ensure_future(one()) for _ in range(3)]
+        await asyncio.sleep(0.1)
+        refused = await one()  # a fourth while three wait
+        release.set()
+        return [*(await asyncio.gather(*waiting)), refused]
+
+    *keys, refused = asyncio.run(launches())
+    assert all(isinstance(key, jwt.PyJWK) for key in keys) and sets.fetches == 1
+    assert isinstance(refused, key_sets.KeySetError) and refused.status == 503 and "3 launches wait" in refused.message
+    sets.pool.shutdown()

@@ -11,6 +11,7 @@ keyset URL. Fetching them for each launch would let a slow LMS hold every reques
   it says nothing); a key id it does not hold fetches it again at most every REFETCH_S (a platform that
   rotated its keys), so made-up key ids cost the platform nothing;
 - a fetch that failed is remembered FAILURE_KEEP_S, so a broken LMS is not asked again for every launch;
+- at most MAX_WAITING launches wait for fetches at once, so that they never take every request's place;
 - what is wrong with a key set is a KeySetError naming it (unreachable, slow, too large, not JSON, no
   usable key), which the launch page shows with status 502: the platform's fault, never the tool's.
 """
@@ -44,15 +45,18 @@ MAX_KEEP_S = 86400.0
 REFETCH_S = 30.0
 FAILURE_KEEP_S = 10.0
 FETCH_THREADS = 4  # key sets of different platforms fetched at once
+# Launches that may wait for fetches at once: each is a request under way, and the service takes 100
+# (grader.web.connections.MAX_REQUESTS); past this a launch is told to come back (503), the pages keep the rest.
+MAX_WAITING = 60
 ALGORITHMS = ("RS256", "RS384", "RS512")
 
 
 class KeySetError(Exception):
     """What is wrong with a platform's key set, in a title and a sentence (the page's)."""
 
-    def __init__(self, title: str, message: str) -> None:
+    def __init__(self, title: str, message: str, status: int = 502) -> None:
         super().__init__(message)
-        self.title, self.message = title, message
+        self.title, self.message, self.status = title, message, status
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ class KeySets:
         self.lock = threading.Lock()
         self.pool = concurrent.futures.ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="lti-keys")
         self.fetches = 0
+        self.waiting = 0  # launches waiting for a fetch (on the event loop: counted without a lock)
 
     async def signing_key(self, url: str, kid: str) -> jwt.PyJWK:
         """The key `kid` of the key set at `url`; KeySetError for a key set that cannot be used, LookupError
@@ -173,8 +178,15 @@ class KeySets:
             kept = self.kept.get(url)
         if kept is None or now >= kept.good_until or (kid not in kept.keys and kept.failure is None
                                                       and now - kept.fetched_at >= REFETCH_S):
-            # Shielded: a launch that gives up (its client gone) leaves the fetch to the others.
-            kept = await asyncio.shield(asyncio.wrap_future(self.refresh(url)))
+            if self.waiting >= MAX_WAITING:
+                raise KeySetError("Platform keys being fetched", f"{self.waiting} launches wait for the platform's "
+                                                                 "keys already: try again in a few seconds.", 503)
+            self.waiting += 1
+            try:
+                # Shielded: a launch that gives up (its client gone) leaves the fetch to the others.
+                kept = await asyncio.shield(asyncio.wrap_future(self.refresh(url)))
+            finally:
+                self.waiting -= 1
         if kept.failure is not None:
             raise kept.failure
         if kid not in kept.keys:

@@ -223,11 +223,12 @@ def identify(store: Store, id_token: str, state: str, cookie_state: str | None, 
 
 async def signing_key(key_sets: KeySets, claimed: Claimed) -> jwt.PyJWK:
     """The platform's key that the id_token names, from its key set (fetched off the request path);
-    LaunchError 502 saying what is wrong with a key set that cannot be used, 401 for a key not in it."""
+    LaunchError 502 saying what is wrong with a key set that cannot be used (503 while too many launches
+    wait for it), 401 for a key not in it."""
     try:
         return await key_sets.signing_key(claimed.platform.keyset_url, claimed.kid)
     except KeySetError as exc:
-        raise LaunchError(502, exc.title, exc.message) from None
+        raise LaunchError(exc.status, exc.title, exc.message) from None
     except LookupError:
         raise LaunchError(401, "Unknown signing key", "The id_token is signed with a key that is not in the "
                                                       "platform's key set: it was not made by the platform.") from None
