@@ -286,7 +286,7 @@ def test_a_student_is_answered_within_a_second_beside_60_launches_waiting_on_a_s
 def test_the_connection_book_limits_waiting_connections_per_address_but_not_the_proxys():
     from grader.web.connections import ConnectionBook
 
-    book = ConnectionBook(pending_per_address=3, max_connections=10)
+    book = ConnectionBook(pending_per_address=3, max_connections=10, proxies=("127.0.0.1",))
     for _ in range(3):
         assert book.admit("198.51.100.7")
         book.wait("198.51.100.7")

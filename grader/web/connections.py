@@ -8,8 +8,8 @@ now and then) made every other request answer 503 for as long as they stayed ope
   after its last response) is closed: an idle or slow-header client holds nothing past that;
 - one address may hold at most PENDING_PER_ADDRESS connections that wait for their headers; a further one
   from it is closed at once, so one machine cannot fill the server with them. A connection whose request
-  is under way no longer counts, and a proxy on this machine (TRUSTED_PROXIES, whose idle connections
-  wait between requests) has no such limit: it limits its own clients;
+  is under way no longer counts, and a trusted proxy (trusted_proxies(): 127.0.0.1 unless said otherwise,
+  whose idle connections wait between requests) has no such limit: it limits its own clients;
 - at most MAX_CONNECTIONS connections in all (past it, new ones are closed at once), and at most
   MAX_REQUESTS requests under way at once (past it, 503): what stalled uploads hold stays bounded (the
   Guard gives each body its time).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -35,9 +36,13 @@ HEADER_TIMEOUT_S = 10.0  # a browser sends its whole request head in one packet;
 PENDING_PER_ADDRESS = 64  # a lab behind one NAT address opens a few per browser, closed after 5 s idle
 MAX_CONNECTIONS = 4000
 MAX_REQUESTS = 100
-# The proxy on this machine whose X-Forwarded-For uvicorn believes (its `forwarded_allow_ips`): it keeps idle
-# connections to the service between requests, and limits its own clients per address.
-TRUSTED_PROXIES = ("127.0.0.1",)
+
+
+def trusted_proxies() -> tuple[str, ...]:
+    """The proxies whose X-Forwarded-For uvicorn believes (its `forwarded_allow_ips`: FORWARDED_ALLOW_IPS, by
+    default 127.0.0.1, a proxy on this machine). A proxy keeps idle connections to the service between
+    requests and limits its own clients per address, so it has no per-address limit here ("*": none has)."""
+    return tuple(part.strip() for part in os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1").split(",") if part.strip())
 
 BUSY = b"The service is busy: try again in a moment.\n"
 
@@ -46,16 +51,16 @@ class ConnectionBook:
     """The connections open and, per address, those waiting for their request headers (one event loop's)."""
 
     def __init__(self, pending_per_address: int = PENDING_PER_ADDRESS, max_connections: int = MAX_CONNECTIONS,
-                 proxies: tuple[str, ...] = TRUSTED_PROXIES) -> None:
+                 proxies: tuple[str, ...] | None = None) -> None:
         self.pending_per_address, self.max_connections = pending_per_address, max_connections
-        self.proxies = proxies
+        self.proxies = trusted_proxies() if proxies is None else proxies
         self.pending: dict[str, int] = {}
         self.open = 0
         self.refused = 0
 
     def admit(self, address: str) -> bool:
-        if self.open >= self.max_connections or (address not in self.proxies
-                                                 and self.pending.get(address, 0) >= self.pending_per_address):
+        proxy = address in self.proxies or "*" in self.proxies
+        if self.open >= self.max_connections or (not proxy and self.pending.get(address, 0) >= self.pending_per_address):
             self.refused += 1
             if self.refused in (1, 100) or self.refused % 10_000 == 0:
                 log.warning("connection refused (%s): %d refused so far", address, self.refused)
@@ -173,5 +178,4 @@ def raise_file_limit(wanted: int = MAX_CONNECTIONS + 1000) -> None:
 
 def server_options(book: ConnectionBook) -> dict[str, Any]:
     """uvicorn.Config's keywords for these limits."""
-    return {"http": guarded_protocol(book), "limit_concurrency": None, "timeout_keep_alive": 5,
-            "proxy_headers": True, "forwarded_allow_ips": list(book.proxies)}
+    return {"http": guarded_protocol(book), "limit_concurrency": None, "timeout_keep_alive": 5}
