@@ -79,6 +79,7 @@ def test_many_stalled_uploads_hold_little_memory_and_the_service_answers_after(t
         for _ in range(20):
             peak = max(peak, rss_mib(server.process.pid))
             time.sleep(0.1)
+        print(f"\nserve's peak with 1,500 stalled uploads: {peak:.0f} MiB")
         assert peak < 200, f"serve grew to {peak:.0f} MiB with 1,500 stalled uploads"
         # Signed out, the home page is the sign-in prompt (401): the service's own answer, not a timeout.
         wait_until(lambda: server.client().get("/").status_code == 401, 90, "the service answering again")

@@ -45,7 +45,7 @@ MAX_KEEP_S = 86400.0
 REFETCH_S = 30.0
 FAILURE_KEEP_S = 10.0
 FETCH_THREADS = 4  # key sets of different platforms fetched at once
-# Launches that may wait for fetches at once: each is a request under way, and the service takes 100
+# Launches that may wait for fetches at once: each is a request under way, and the service takes 200
 # (grader.web.connections.MAX_REQUESTS); past this a launch is told to come back (503), the pages keep the rest.
 MAX_WAITING = 60
 ALGORITHMS = ("RS256", "RS384", "RS512")

@@ -11,8 +11,9 @@ now and then) made every other request answer 503 for as long as they stayed ope
   is under way no longer counts, and a trusted proxy (trusted_proxies(): 127.0.0.1 unless said otherwise,
   whose idle connections wait between requests) has no such limit: it limits its own clients;
 - at most MAX_CONNECTIONS connections in all (past it, new ones are closed at once), and at most
-  MAX_REQUESTS requests under way at once (past it, 503): what stalled uploads hold stays bounded (the
-  Guard gives each body its time).
+  MAX_REQUESTS requests under way at once, MAX_UPLOADS of them with a large body (past either, 503): what
+  stalled uploads hold stays bounded (the Guard gives each body its time), and they never take the place
+  of a page.
 
 An idle connection costs the event loop a file descriptor and a few KiB; it never takes a request's place.
 """
@@ -35,7 +36,9 @@ log = logging.getLogger("grader.web")
 HEADER_TIMEOUT_S = 10.0  # a browser sends its whole request head in one packet; a proxy likewise
 PENDING_PER_ADDRESS = 64  # a lab behind one NAT address opens a few per browser, closed after 5 s idle
 MAX_CONNECTIONS = 4000
-MAX_REQUESTS = 100
+MAX_REQUESTS = 200
+MAX_UPLOADS = 32  # requests under way whose body may be over SMALL_BODY: each may hold up to the body cap
+SMALL_BODY = 64 * 1024  # a form, a launch's id_token
 
 
 def trusted_proxies() -> tuple[str, ...]:
@@ -144,27 +147,41 @@ def guarded_protocol(book: ConnectionBook, header_timeout_s: float = HEADER_TIME
     return Guarded
 
 
-class RequestLimit:
-    """At most `limit` requests under way at once; past it, 503 before the request's body is read."""
+def large_body(scope: Scope) -> bool:
+    """Whether a request may bring a body over SMALL_BODY: one that says so, or says no length at all."""
+    if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        return False
+    declared = dict(scope.get("headers", [])).get(b"content-length")
+    return declared is None or not declared.isdigit() or int(declared) > SMALL_BODY
 
-    def __init__(self, app: Callable[[Any, Any, Any], Awaitable[None]], limit: int = MAX_REQUESTS) -> None:
-        self.app, self.limit, self.running = app, limit, 0
+
+class RequestLimit:
+    """At most `limit` requests under way at once, `uploads` of them with a large body (what holds memory:
+    the Guard reads a body whole, up to the cap); past either, 503 before the request's body is read."""
+
+    def __init__(self, app: Callable[[Any, Any, Any], Awaitable[None]], limit: int = MAX_REQUESTS,
+                 uploads: int = MAX_UPLOADS) -> None:
+        self.app, self.limit, self.uploads = app, limit, uploads
+        self.running = self.uploading = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.running >= self.limit:
+        large = large_body(scope)
+        if self.running >= self.limit or (large and self.uploading >= self.uploads):
             await send({"type": "http.response.start", "status": 503,
                         "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", b"5"),
                                     (b"connection", b"close")]})
             await send({"type": "http.response.body", "body": BUSY})
             return
         self.running += 1
+        self.uploading += large
         try:
             await self.app(scope, receive, send)
         finally:
             self.running -= 1
+            self.uploading -= large
 
 
 def raise_file_limit(wanted: int = MAX_CONNECTIONS + 1000) -> None:
