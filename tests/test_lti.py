@@ -612,10 +612,19 @@ def test_concurrent_launches_wait_for_one_fetch_of_the_key_set_which_is_kept_for
     assert lti.platform.jwks_requests == 1
 
 
+def in_own_loop(coroutine):
+    """A coroutine's result, run on a loop of its own in a thread of its own (a browser test's Playwright
+    may hold this thread's loop)."""
+    import asyncio
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def fetches_within(header: str, kept_s: float) -> list[int]:
     """How many fetches a key set answering with Cache-Control `header` has had: after a first launch,
     after another just before `kept_s` and after a third just past it."""
-    import asyncio
 
     from grader.lti import key_sets
 
@@ -624,7 +633,7 @@ def fetches_within(header: str, kept_s: float) -> list[int]:
     sets = key_sets.KeySets(lambda url: key_sets.Fetched(body, key_sets.max_age(header)), clock=lambda: now[0])
     for step in (0, kept_s - 1, 2):
         now[0] += step
-        asyncio.run(sets.signing_key("https://lms.example/jwks", "platform-key-1"))
+        in_own_loop(sets.signing_key("https://lms.example/jwks", "platform-key-1"))
         counts.append(sets.fetches)
     sets.pool.shutdown()
     return counts
@@ -700,7 +709,7 @@ def test_launches_waiting_for_a_key_set_are_bounded_and_share_one_fetch(monkeypa
         release.set()
         return [*(await asyncio.gather(*waiting)), refused]
 
-    *keys, refused = asyncio.run(launches())
+    *keys, refused = in_own_loop(launches())
     assert all(isinstance(key, jwt.PyJWK) for key in keys) and sets.fetches == 1
     assert isinstance(refused, key_sets.KeySetError) and refused.status == 503 and "3 launches wait" in refused.message
     sets.pool.shutdown()
