@@ -8,6 +8,7 @@ import re
 import pytest
 from starlette.routing import Route
 
+from grader.service import accounts
 from grader.web.form_fields import DEFAULT_CHARS
 from tests.helpers import EXERCISE
 from tests.service import press_sign_in
@@ -66,7 +67,7 @@ def test_every_post_route_refuses_a_field_over_its_limit_naming_it(site):  # noq
     for pattern in paths:
         path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: values.get(m.group(1), "x"), pattern)
         if pattern.startswith("/signin/"):
-            link = f"/signin/{__import__('grader.service.accounts', fromlist=['x']).new_link(store, 'student', 'bob')}"
+            link = f"/signin/{accounts.new_link(store, 'student', 'bob')}"
             answer = press_sign_in(site[1](), link, note="n" * (DEFAULT_CHARS + 1))
         else:
             browser, token = (student, student_csrf) if pattern.startswith("/exercises/") else (instructor, csrf)
