@@ -6,6 +6,7 @@ down (connections refused) and `start()` brings it back on the same port."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import socket
 import threading
@@ -61,6 +62,12 @@ class TestPlatform:
     # Each line item's own fields by its path (the tool reads and writes scoreMaximum), and the PUTs received.
     lineitems: dict[str, dict[str, Any]] = field(default_factory=dict)
     lineitem_puts: list[dict[str, Any]] = field(default_factory=list)
+    jwks_body: bytes | None = None  # what /jwks answers instead of the key set, given by a test
+    jwks_delay_s: float = 0.0  # how long /jwks waits before it answers
+    jwks_headers: dict[str, str] = field(default_factory=dict)
+    jwks_requests: int = 0
+    jwks_running: int = 0
+    jwks_most_at_once: int = 0  # the most requests for the key set it was answering at one time
     port: int = 0
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -125,7 +132,17 @@ class TestPlatform:
     # -- its endpoints -------------------------------------------------------------------------------------
 
     async def jwks(self, request: Request) -> Response:
-        return JSONResponse({"keys": [self.jwk()]})
+        self.jwks_requests += 1
+        self.jwks_running += 1
+        self.jwks_most_at_once = max(self.jwks_most_at_once, self.jwks_running)
+        try:
+            if self.jwks_delay_s:
+                await asyncio.sleep(self.jwks_delay_s)
+        finally:
+            self.jwks_running -= 1
+        if self.jwks_body is not None:
+            return Response(self.jwks_body, media_type="application/json", headers=self.jwks_headers)
+        return JSONResponse({"keys": [self.jwk()]}, headers=self.jwks_headers)
 
     def refuse(self, status: int, why: str) -> Response:
         self.refusals.append(why)

@@ -6,6 +6,7 @@ own page."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 from types import SimpleNamespace
@@ -335,6 +336,34 @@ def test_a_score_goes_to_the_lms_only_once_its_results_are_released(lti):
     lti.store.set_exercise_terms(EXERCISE, {"released_at": utc_now()}, "instructor")
     assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
     assert [s["scoreGiven"] for s in lti.platform.scores] == [3]
+
+
+def test_withholding_again_takes_the_score_back_from_the_lms(lti):
+    from grader.core.scorecard import utc_now
+
+    assert launch(lti.client(), lti.platform, exercise=EXERCISE).status_code == 303
+    teacher = lti.client()
+    assert launch(teacher, lti.platform, "teacher-1", roles=(INSTRUCTOR,)).status_code == 303
+    lti.store.set_exercise_terms(EXERCISE, {"release": "on_release", "released_at": utc_now()}, "instructor")
+    grade(lti, "ada.lovelace", 3, "a")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    lti.platform.stop()  # the withdrawal waits for the platform like any score, and the dashboard says what it is
+    page = teacher.post(f"/instructor/exercises/{EXERCISE}/withhold", data={"csrf": csrf(teacher.get("/instructor"))})
+    assert page.status_code == 200
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 1)
+    assert "withheld again: the score is taken back" in teacher.get("/instructor").text
+    lti.platform.start()
+    assert ags.deliver(lti.store, now=time.time() + ags.LAST_RETRY_S) == (1, 0)
+    released, taken_back = lti.platform.scores
+    assert released["scoreGiven"] == 3 and released["gradingProgress"] == "FullyGraded"
+    assert "scoreGiven" not in taken_back and "scoreMaximum" not in taken_back
+    assert taken_back["gradingProgress"] == "Pending" and taken_back["activityProgress"] == "Submitted"
+    assert taken_back["timestamp"] > released["timestamp"]
+    # Nothing more while it stays withheld; released again, the score goes again.
+    assert ags.sync_round(lti.store, lti.service.exercises) == (0, 0)
+    lti.store.set_exercise_terms(EXERCISE, {"released_at": utc_now()}, "instructor")
+    assert ags.sync_round(lti.store, lti.service.exercises) == (1, 0)
+    assert lti.platform.scores[-1]["scoreGiven"] == 3
 
 
 def test_a_send_that_fails_is_kept_shown_and_retried_until_it_arrives(lti):
@@ -798,3 +827,163 @@ def test_the_change_history_names_who_made_each_change(lti):
 
 def store_by(store: Store) -> list[str]:
     return [change.by for _, change in store.exercise_term_history(EXERCISE)]
+
+
+# -- the platform's key set ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "title", "said"), [
+    (b'{"keys": []}', "Platform has no usable keys", "is empty"),
+    (b"<html>Sign in to Canvas</html>", "Platform keys malformed", "is not JSON"),
+    (b'{"kid": "platform-key-1"}', "Platform keys malformed", "has no list of keys"),
+    (b'{"keys": [{"kty": "RSA", "kid": "platform-key-1", "n": "!!", "e": "AQAB"}]}', "Platform has no usable keys",
+     "none an RSA signing key"),
+    (b'{"keys": [' + b" " * (300 * 1024) + b"]}", "Platform keys too large", "over 256 KiB"),
+    (None, "Platform keys unavailable", "could not be fetched"),
+], ids=["empty", "not-json", "no-list", "unusable-key", "too-large", "unreachable"])
+def test_a_bad_key_set_gets_a_502_page_saying_what_is_wrong_with_the_platforms_keys(lti, body, title, said):
+    client = lti.client()
+    state, nonce = login(client, lti.platform)
+    id_token = lti.platform.id_token(nonce)
+    if body is None:
+        lti.platform.stop()
+    else:
+        lti.platform.jwks_body = body
+    response = client.post("/lti/launch", data={"id_token": id_token, "state": state}, follow_redirects=False)
+    refused(lti, response, 502, title)
+    assert said in response.text and lti.platform.registration["keyset_url"] in response.text
+    assert "fault is ours" not in response.text
+
+
+def test_a_key_set_slower_than_its_time_gets_a_502_page(lti, monkeypatch):
+    from grader.lti import key_sets
+
+    monkeypatch.setattr(key_sets, "FETCH_TIMEOUT_S", 0.5)
+    lti.platform.jwks_delay_s = 3
+    started = time.monotonic()
+    refused(lti, launch(lti.client(), lti.platform), 502, "Platform keys too slow")
+    assert time.monotonic() - started < 2.5
+
+
+def test_concurrent_launches_wait_for_one_fetch_of_the_key_set_which_is_kept_for_its_lifetime(lti):
+    import concurrent.futures
+
+    lti.platform.jwks_delay_s = 1.0
+    lti.platform.jwks_headers = {"Cache-Control": "max-age=3600"}
+    clients = [lti.client() for _ in range(8)]
+    posts = []
+    for number, client in enumerate(clients):
+        state, nonce = login(client, lti.platform, f"user-{number}")
+        posts.append((client, {"id_token": lti.platform.id_token(nonce, f"user-{number}"), "state": state}))
+    with concurrent.futures.ThreadPoolExecutor(len(posts)) as pool:
+        answers = list(pool.map(lambda p: p[0].post("/lti/launch", data=p[1], follow_redirects=False), posts))
+    assert [a.status_code for a in answers] == [303] * len(posts)
+    assert lti.platform.jwks_requests == 1
+    # Kept: later launches, and one with a key id the set lacks (made up), ask the platform nothing more.
+    lti.platform.jwks_delay_s = 0
+    assert launch(lti.client(), lti.platform, "user-9").status_code == 303
+    refused_answer = launch(lti.client(), lti.platform, "user-10", key=rsa_key(), kid="made-up")
+    assert refused_answer.status_code == 401 and "Unknown signing key" in refused_answer.text
+    assert lti.platform.jwks_requests == 1
+
+
+def in_own_loop(coroutine):
+    """A coroutine's result, run on a loop of its own in a thread of its own (a browser test's Playwright
+    may hold this thread's loop)."""
+    import asyncio
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def fetches_within(header: str, kept_s: float) -> list[int]:
+    """How many fetches a key set answering with Cache-Control `header` has had: after a first launch,
+    after another just before `kept_s` and after a third just past it."""
+
+    from grader.lti import key_sets
+
+    body = json.dumps({"keys": [TestPlatform().jwk()]}).encode()
+    now, counts = [1000.0], []
+    sets = key_sets.KeySets(lambda url: key_sets.Fetched(body, key_sets.max_age(header)), clock=lambda: now[0])
+    for step in (0, kept_s - 1, 2):
+        now[0] += step
+        in_own_loop(sets.signing_key("https://lms.example/jwks", "platform-key-1"))
+        counts.append(sets.fetches)
+    sets.pool.shutdown()
+    return counts
+
+
+@pytest.mark.unit
+def test_a_key_set_is_kept_as_long_as_its_cache_control_says_within_bounds():
+    from grader.lti import key_sets
+
+    for header, kept_s in (("max-age=120", 120), ("", key_sets.DEFAULT_KEEP_S), ("no-store", key_sets.MIN_KEEP_S),
+                           ("public, max-age=99999999", key_sets.MAX_KEEP_S), ("max-age=5", key_sets.MIN_KEEP_S)):
+        assert fetches_within(header, kept_s) == [1, 1, 2], header
+
+
+def test_logins_and_launches_from_one_address_are_limited_and_the_nonces_bounded(lti, monkeypatch):
+    from grader.lti import launch as launch_module
+    from grader.lti import routes
+
+    monkeypatch.setattr(routes, "LOGINS_BURST", 5)
+    client = lti.client()
+    params = {"iss": lti.platform.issuer, "login_hint": "x", "client_id": CLIENT_ID}
+    answers = [client.get("/lti/login", params=params, follow_redirects=False) for _ in range(6)]
+    assert [a.status_code for a in answers] == [302] * 5 + [429]
+    assert "Too many logins" in answers[-1].text and int(answers[-1].headers["retry-after"]) >= 1
+    with lti.store.reading() as db:
+        assert db.execute(select(schema.lti_nonces.c.nonce)).all().__len__() == 5
+    # Launches alike (any id_token: the count comes first).
+    posts = [client.post("/lti/launch", data={"id_token": "x", "state": "y"}) for _ in range(6)]
+    assert [a.status_code for a in posts][-1] == 429 and "Too many launches" in posts[-1].text
+    # However many addresses, the logins waiting in the store are bounded.
+    monkeypatch.setattr(routes, "LOGINS_BURST", 1000)
+    routes._rates.clear()  # the buckets made with the burst of 5
+    monkeypatch.setattr(launch_module, "MAX_LOGINS_WAITING", 8)
+    answers = [lti.client().get("/lti/login", params=params, follow_redirects=False) for _ in range(4)]
+    assert [a.status_code for a in answers] == [302] * 3 + [503] and "Too many logins under way" in answers[-1].text
+
+
+def test_a_login_or_launch_field_over_its_limit_is_refused(lti):
+    params = {"iss": lti.platform.issuer, "login_hint": "x" * 3000, "client_id": CLIENT_ID}
+    answer = lti.client().get("/lti/login", params=params, follow_redirects=False)
+    assert answer.status_code == 400 and "at most 2,000" in answer.text
+    answer = lti.client().post("/lti/launch", data={"id_token": "x" * 70_000, "state": "y" * 30})
+    assert answer.status_code == 400 and "at most 65,536" in answer.text
+
+
+@pytest.mark.unit
+def test_launches_waiting_for_a_key_set_are_bounded_and_share_one_fetch(monkeypatch):
+    import asyncio
+    import threading
+
+    from grader.lti import key_sets
+
+    monkeypatch.setattr(key_sets, "MAX_WAITING", 3)
+    body = json.dumps({"keys": [TestPlatform().jwk()]}).encode()
+    release = threading.Event()
+
+    def slow_fetch(url: str) -> key_sets.Fetched:
+        release.wait(10)
+        return key_sets.Fetched(body, None)
+
+    sets = key_sets.KeySets(slow_fetch)
+
+    async def launches() -> list[object]:
+        async def one() -> object:
+            try:
+                return await sets.signing_key("https://lms.example/jwks", "platform-key-1")
+            except key_sets.KeySetError as exc:
+                return exc
+
+        waiting = [asyncio.ensure_future(one()) for _ in range(3)]
+        await asyncio.sleep(0.1)
+        refused = await one()  # a fourth while three wait
+        release.set()
+        return [*(await asyncio.gather(*waiting)), refused]
+
+    *keys, refused = in_own_loop(launches())
+    assert all(isinstance(key, jwt.PyJWK) for key in keys) and sets.fetches == 1
+    assert isinstance(refused, key_sets.KeySetError) and refused.status == 503 and "3 launches wait" in refused.message
+    sets.pool.shutdown()

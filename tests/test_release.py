@@ -217,7 +217,7 @@ def unzip(data: bytes) -> dict[str, str]:
         return {name: archive.read(name).decode("utf-8") for name in archive.namelist()}
 
 
-def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa: F811
+def test_a_card_with_nothing_hidden_is_shown_whole_and_an_error_keeps_back_only_its_reason(site):  # noqa: F811
     from grader.course.terms import Terms
     from grader.web.release import student_card
 
@@ -226,8 +226,10 @@ def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa:
     held_back, now = Terms(release="on_release"), DUE
     free = dataclasses.replace(new_scorecard(exercise, "free", "local"), score=10)
     error = dataclasses.replace(premium_card(exercise), status="error", reason="the sandbox failed")
-    for card in (free, error):
-        assert student_card(card, held_back, now).card is card and student_card(card, held_back, now).held is None
+    assert student_card(free, held_back, now).card is free and student_card(free, held_back, now).held is None
+    shown_error = student_card(error, held_back, now)
+    assert shown_error.card.status == "error" and shown_error.held is None and "sandbox" not in shown_error.card.reason
+    assert {t.suite for t in shown_error.card.tests} == set(error.open_suites)
     premium = premium_card(exercise)
     assert student_card(premium, None, now).held is None  # an instructor
     assert student_card(premium, Terms(release="after_due"), now).held is None  # no due date: released
@@ -236,3 +238,103 @@ def test_a_card_with_nothing_hidden_or_not_graded_is_shown_whole(site):  # noqa:
     assert view.held is not None and not view.full_marks
     assert {t.suite for t in view.card.tests} == {"visible"} and view.card.diagnosis == []
     assert (view.card.score, view.card.max_score) == (10, 10) and (view.held.tests, view.held.points) == (39, 78)
+
+
+def looping_card(exercise, loops: bool) -> Scorecard:
+    """A premium card whose open tests all passed in the same time; its first hidden test passed at once, or
+    looped to its 60 s limit (the run then taking 62 s instead of 4.4 s), the machine busy beside it."""
+    card = premium_card(exercise, hidden_passed=not loops)
+    tests = []
+    for test in card.tests:
+        hidden = test.suite not in card.open_suites
+        slow = hidden and loops and test.status == "failed"
+        tests.append(dataclasses.replace(test, status="timeout" if slow else test.status,
+                                         duration_s=60.0 if slow else 0.01 if hidden else 0.25,
+                                         cpu_wait_s=3.0 if loops else 0.0))
+    return dataclasses.replace(card, tests=tests, duration_s=62.0 if loops else 4.4,
+                               graded_at="2026-12-01T10:01:02+00:00" if loops else "2026-12-01T10:00:04+00:00")
+
+
+def unnumbered(page: str) -> str:
+    """A page without its submission's number, the moment it was handed in and its form token."""
+    page = re.sub(r'name="csrf" value="[^"]+"', "", page)
+    page = re.sub(r"\d\d:\d\d:\d\d UTC", "(handed in)", page)  # the two were handed in a second apart
+    return re.sub(r"(?<=<tr><td>)\d+(?=</td>)|(?<=[Ss]ubmission )\d+|(?<=/submissions/)\d+|(?<=#)\d+", "N", page)
+
+
+def test_before_release_no_time_of_the_run_tells_a_student_how_the_hidden_tests_went(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nada,Ada,premium\ngrace,Grace,premium\n")
+    pages = {}
+    for student, loops in (("ada", True), ("grace", False)):
+        browser, _ = sign_in("student", student)
+        card = looping_card(exercise, loops)
+        submission_id, _ = store.add_submission(student, EXERCISE, card.tier, "ab" * 32, exercise.submission_file,
+                                                b"# the same file\n", state="graded")
+        store.save_scorecard(submission_id, card)
+        pages[student] = {path.replace(str(submission_id), "N"): unnumbered(text)
+                          for path, text in student_pages(browser, submission_id).items()}
+    for path, text in pages["ada"].items():
+        for figure in ("62.0 s", "62 s", "4.4 s", "1.0 min", "10:01", "10:00", "busy during this test"):
+            assert figure not in text, f"{path} shows {figure!r} before release"
+    # The pages of the looping run and of the quick one are the same but for the student's name.
+    for path in pages["ada"]:
+        assert pages["ada"][path].replace("ada", "X").replace("Ada", "X") == \
+            pages["grace"][path].replace("grace", "X").replace("Grace", "X"), path
+
+
+def test_the_site_zip_leaves_out_results_students_cannot_see_yet(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nu7431,Ada,premium\n")
+    card = premium_card(exercise)
+    graded(store, exercise, "u7431", card)
+    instructor, csrf = sign_in("instructor")
+    assert "Results your students cannot see yet" in instructor.get("/instructor").text
+    for names in ("", "1"):
+        files = unzip(instructor.post("/instructor/site.zip", data={"csrf": csrf, "policy": "best",
+                                                                    "names": names}).content)
+        text = "\n".join(files.values())
+        leaked = [name for name in hidden_names(card) if name in text]
+        assert not leaked and SECRET not in text and str(card.score) not in files.get(f"gradebook-{EXERCISE}.csv", "")
+        assert not any(name.startswith("students/") for name in files)
+    instructor.post(f"/instructor/exercises/{EXERCISE}/release", data={"csrf": csrf})
+    files = unzip(instructor.post("/instructor/site.zip", data={"csrf": csrf, "policy": "best"}).content)
+    assert any(name in "\n".join(files.values()) for name in hidden_names(card))
+    assert sum(name.startswith("students/") for name in files) == 1
+
+
+def test_before_release_an_error_card_keeps_back_why_when_its_tier_runs_hidden_suites(site):  # noqa: F811
+    service, _, sign_in, store, _ = site
+    exercise = service.exercises[EXERCISE]
+    store.set_exercise_terms(EXERCISE, {"release": "on_release"}, "the test")
+    accounts.import_roster(store, "id,name,tier\nada,Ada,premium\nbob,Bob,free\n")
+    card = premium_card(exercise)
+    hidden = sorted(hidden_names(card))[0]
+    broken = dataclasses.replace(card, status="error", score=0, reason=f"no result for 1 test(s): hidden::{hidden}")
+    submission_id = graded(store, exercise, "ada", broken)
+    ada, _ = sign_in("student", "ada")
+    for path, text in student_pages(ada, submission_id).items():
+        assert hidden not in text and "no result for" not in text, path
+    assert "The grading failed" in ada.get(f"/submissions/{submission_id}/report").text
+    instructor, _ = sign_in("instructor")
+    assert f"hidden::{hidden}" in instructor.get(f"/submissions/{submission_id}/report").text
+    # A free card runs the open suites only: its error is shown as always.
+    free = dataclasses.replace(new_scorecard(exercise, "free", "local"), status="error", reason="the sandbox broke")
+    free_id = graded(store, exercise, "bob", free)
+    bob, _ = sign_in("student", "bob")
+    assert "the sandbox broke" in bob.get(f"/submissions/{free_id}/report").text
+
+
+def test_before_release_the_open_results_come_in_an_order_no_hidden_test_sets(site):  # noqa: F811
+    from grader.course.terms import Terms
+    from grader.web.release import student_card
+
+    service, *_ = site
+    card = premium_card(service.exercises[EXERCISE])
+    shuffled = dataclasses.replace(card, tests=list(reversed(card.tests)))  # the same results, come in otherwise
+    held_back = Terms(release="on_release")
+    assert student_card(card, held_back, DUE).card.tests == student_card(shuffled, held_back, DUE).card.tests

@@ -20,6 +20,7 @@ import re
 import statistics
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -128,12 +129,14 @@ def result_status(sub: StoredSubmission) -> str:
 
 
 def build_site(store: Store, policy: str = "latest", pseudonymous: bool = False,
-               deadlines: Deadlines | None = None, back: tuple[str, str] | None = None) -> dict[str, str]:
+               deadlines: Deadlines | None = None, back: tuple[str, str] | None = None,
+               include: Callable[[StoredSubmission], bool] | None = None) -> dict[str, str]:
     """Every file of the site, by its relative path (`index.html`, `students/<name>.html`, gradebooks):
     what `publish` writes to disk and what `grader serve` shows its instructors. `back`: (address, label)
     of the page its pages lead back to, where there is one (the dashboard of `grader serve`; a site read
-    from disk has none)."""
-    submissions = [s for s in store.submissions() if s.card is not None]
+    from disk has none). `include`: the submissions the site may count and show (None: every graded one);
+    the others are left out as if never made, so no count, score or choice of the best depends on them."""
+    submissions = [s for s in store.submissions() if s.card is not None and (include is None or include(s))]
     key = store.setting("pseudonym_key")
     name_of = (lambda sid: pseudonym(key, sid)) if pseudonymous else (lambda sid: sid)
     names = {} if pseudonymous else store.student_names()

@@ -39,6 +39,9 @@ FIRST_RETRY_S = 30.0
 LAST_RETRY_S = 3600.0
 ROUND_S = 20.0
 FULL_ROUND_S = 600.0
+# An outbox row's max_score when it takes a score back (its results withheld again after a release): no
+# exercise is worth a negative number of points, so it is never a score's.
+WITHHELD = -1.0
 
 
 def may_send(deadlines: Deadlines, student: str, exercise: str, now: datetime) -> bool:
@@ -51,6 +54,17 @@ def may_send(deadlines: Deadlines, student: str, exercise: str, now: datetime) -
     if terms.release == "after_due":
         terms = dataclasses.replace(terms, due=deadlines.due_for(student, exercise))
     return terms.released(now)
+
+
+def score_message(sub: str, score: float, max_score: float, created_at: str, comment: str = "") -> dict[str, object]:
+    """The AGS score of an outbox row, with the adjustment's note as its comment. A withheld one carries no
+    score: AGS has the platform clear the grade it holds (`gradingProgress: Pending`, the activity
+    submitted and its grading not done)."""
+    if max_score == WITHHELD:
+        return {"userId": sub, "activityProgress": "Submitted", "gradingProgress": "Pending",
+                "timestamp": created_at}
+    return {"userId": sub, "scoreGiven": score, "scoreMaximum": max_score, "activityProgress": "Completed",
+            "gradingProgress": "FullyGraded", "timestamp": created_at, **({"comment": comment} if comment else {})}
 
 
 def scores_url(lineitem: str) -> str:
@@ -103,23 +117,28 @@ def queue_scores(store: Store, exercises: Mapping[str, Exercise], moment: dateti
     queued = 0
     for target in wanted:
         counted = chosen.get((target.student, target.exercise))
-        if counted is None or counted.card is None or not may_send(deadlines, target.student, target.exercise, moment):
+        if counted is None or counted.card is None:
             continue
-        entry = entry_of(target.student, counted, deadlines=deadlines, adjustments=adjustments)
-        score = final_score(entry.card, entry.deduction, entry.adjustment)
-        if score is None:  # an error: the grader vouches for no score, and sends none
-            continue
-        maximum = float(entry.card.exercise_max_score)
-        # The adjustment's note travels with the score: the LMS shows it as the score's comment.
-        comment = " ".join(entry.adjustment_comment.split())
+        if may_send(deadlines, target.student, target.exercise, moment):
+            entry = entry_of(target.student, counted, deadlines=deadlines, adjustments=adjustments)
+            score = final_score(entry.card, entry.deduction, entry.adjustment)
+            if score is None:  # an error: the grader vouches for no score, and sends none
+                continue
+            given, maximum = float(score), float(entry.card.exercise_max_score)
+            # The adjustment's note travels with the score: the LMS shows it as the score's comment.
+            comment = " ".join(entry.adjustment_comment.split())
+        else:
+            # Withheld (again): a score queued or sent before is taken back; none queued, nothing to say.
+            given, maximum, comment = 0.0, WITHHELD, ""
         key = and_(ob.c.platform_id == target.platform_id, ob.c.lineitem == target.lineitem, ob.c.sub == target.sub)
         with store.transaction() as db:
             last = db.execute(select(ob.c.id, ob.c.score, ob.c.max_score, ob.c.state, ob.c.comment).where(key)
                               .order_by(ob.c.id.desc()).limit(1)).first()
-            if last is not None and (last.score, last.max_score, last.comment) == (float(score), maximum, comment):
+            if last is None and maximum == WITHHELD:
                 continue
-            values = {"score": float(score), "max_score": maximum, "comment": comment,
-                      "created_at": timestamp(moment)}
+            if last is not None and (last.score, last.max_score, last.comment) == (given, maximum, comment):
+                continue
+            values = {"score": given, "max_score": maximum, "comment": comment, "created_at": timestamp(moment)}
             if last is not None and last.state == "pending":  # not sent yet: the newer score replaces it
                 db.execute(update(ob).where(ob.c.id == last.id).values(**values))
             else:
@@ -144,13 +163,12 @@ def deliver(store: Store, now: float | None = None) -> tuple[int, int]:
         if row.platform_id in down:
             continue
         try:
-            # The column first: its maximum follows the exercise's (a regrade may have changed it).
-            ensure_maximum(store, row.platform_id, row.lineitem, row.max_score)
-            call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem), {
-                "userId": row.sub, "scoreGiven": row.score, "scoreMaximum": row.max_score,
-                "activityProgress": "Completed", "gradingProgress": "FullyGraded", "timestamp": row.created_at,
-                **({"comment": row.comment} if row.comment else {}),
-            }, content_type=SCORE_TYPE)
+            if row.max_score != WITHHELD:
+                # The column first: its maximum follows the exercise's (a regrade may have changed it).
+                ensure_maximum(store, row.platform_id, row.lineitem, row.max_score)
+            call(store, registered(store, row.platform_id), [SCORE_SCOPE], "POST", scores_url(row.lineitem),
+                 score_message(row.sub, row.score, row.max_score, row.created_at, row.comment),
+                 content_type=SCORE_TYPE)
         except ServiceError as exc:
             failed += 1
             if exc.unreachable:

@@ -11,17 +11,17 @@ registered. Each failure is a LaunchError with its own status and sentence.
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, delete, func, insert, select, update
 
 from grader.course.store import Store
 from grader.db import schema
+from grader.lti.key_sets import ALGORITHMS, KeySetError, KeySets
 from grader.lti.platforms import Platform, find_platform, platforms
 from grader.lti.roles import CourseRole, course_role
 
@@ -32,6 +32,9 @@ NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 RESOURCE_LAUNCH = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
 LOGIN_SECONDS = 600  # a login's state and nonce are good for this long
+# Logins begun and not come back, within 2 * LOGIN_SECONDS, that the store keeps: a class launching at
+# once is a few hundred; past this, logins are refused (with rate limits per address, grader.lti.routes).
+MAX_LOGINS_WAITING = 5000
 LEEWAY_S = 60  # clocks of platform and tool differ by up to this much
 STATE_COOKIE = "grader_lti_state_"  # + the state: two launches at once in one browser keep apart
 
@@ -152,9 +155,14 @@ def login(store: Store, params: dict[str, str], redirect_uri: str) -> Login:
     moment = time.time()
     no = schema.lti_nonces
     with store.transaction() as db:
-        # Logins that never came back are dropped after a day: a used nonce is kept as long, so a replay
-        # within a token's life is refused.
-        db.execute(delete(no).where(no.c.issued_at < moment - 86400))
+        # A nonce is good for LOGIN_SECONDS only (use_nonce): past twice that, used or not, its row tells
+        # nothing more (a replay of its token is refused as an unknown nonce then), and goes.
+        db.execute(delete(no).where(no.c.issued_at < moment - 2 * LOGIN_SECONDS))
+        waiting = db.execute(select(func.count()).select_from(no).where(no.c.used_at.is_(None))).scalar() or 0
+        if waiting >= MAX_LOGINS_WAITING:
+            raise LaunchError(503, "Too many logins under way",
+                              f"{waiting} logins began in the last {2 * LOGIN_SECONDS // 60} minutes and have not come "
+                              "back: this tool takes no more until they expire. Try again in a few minutes.")
         db.execute(insert(no).values(nonce=nonce, state=state, platform_id=platform.id, issued_at=moment))
     query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
              "client_id": platform.client_id, "redirect_uri": redirect_uri, "login_hint": params["login_hint"],
@@ -165,24 +173,20 @@ def login(store: Store, params: dict[str, str], redirect_uri: str) -> Login:
     return Login(platform.auth_login_url + separator + urlencode(query), state)
 
 
-# One JWKS client per platform key set: PyJWKClient keeps the keys it fetched and fetches again for a key
-# id it does not know (a platform that rotated its keys).
-_clients: dict[str, jwt.PyJWKClient] = {}
-_clients_lock = threading.Lock()
+@dataclass(frozen=True)
+class Claimed:
+    """Who an id_token says it comes from, before its signature is checked: the registered platform of its
+    issuer and audience, and the id of the key it says signed it."""
+    platform: Platform
+    kid: str
+    audiences: list[str]
 
 
-def jwks_client(url: str) -> jwt.PyJWKClient:
-    with _clients_lock:
-        if url not in _clients:
-            _clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10)
-        return _clients[url]
-
-
-def validate(store: Store, id_token: str, state: str, cookie_state: str | None, other_logins: bool = False,
-             now: float | None = None) -> Launch:
-    """The launch an id_token says, once every check passed (LaunchError at the first that fails).
-    `cookie_state`: the state cookie of this state, if the browser sent it; `other_logins`: whether it sent
-    the state cookies of other logins (then this state is not one of this browser's)."""
+def identify(store: Store, id_token: str, state: str, cookie_state: str | None, other_logins: bool = False
+             ) -> Claimed:
+    """The launch's state checked, and the platform its id_token names (LaunchError at the first check that
+    fails). `cookie_state`: the state cookie of this state, if the browser sent it; `other_logins`: whether
+    it sent the state cookies of other logins (then this state is not one of this browser's)."""
     if not state:
         raise LaunchError(400, "Launch without state", "The launch did not carry the state of its login: start "
                                                        "it again from the course.")
@@ -213,17 +217,29 @@ def validate(store: Store, id_token: str, state: str, cookie_state: str | None, 
                                                      f"not to this tool's client id for {issuer}.")
         raise LaunchError(403, "Platform not registered", f"The platform {issuer or '(no issuer)'} is not "
                                                            "registered with this tool.")
-    platform = known[0]
+    return Claimed(known[0], str(header.get("kid") or ""), audiences)
+
+
+async def signing_key(key_sets: KeySets, claimed: Claimed) -> jwt.PyJWK:
+    """The platform's key that the id_token names, from its key set (fetched off the request path);
+    LaunchError 502 saying what is wrong with a key set that cannot be used (503 while too many launches
+    wait for it), 401 for a key not in it."""
     try:
-        key = jwks_client(platform.keyset_url).get_signing_key(str(header.get("kid", "")))
-    except jwt.PyJWKClientConnectionError as exc:
-        raise LaunchError(502, "Platform keys unavailable", f"The platform's key set at {platform.keyset_url} "
-                                                            f"could not be fetched: {exc}") from None
-    except jwt.PyJWKClientError:
+        return await key_sets.signing_key(claimed.platform.keyset_url, claimed.kid)
+    except KeySetError as exc:
+        raise LaunchError(exc.status, exc.title, exc.message) from None
+    except LookupError:
         raise LaunchError(401, "Unknown signing key", "The id_token is signed with a key that is not in the "
                                                       "platform's key set: it was not made by the platform.") from None
+
+
+def verify(store: Store, id_token: str, state: str, claimed: Claimed, key: jwt.PyJWK, now: float | None = None
+           ) -> Launch:
+    """The launch an id_token says, once its signature, claims and nonce are checked (LaunchError at the
+    first that fails)."""
+    platform, audiences = claimed.platform, claimed.audiences
     try:
-        claims = jwt.decode(id_token, key.key, algorithms=["RS256", "RS384", "RS512"], audience=platform.client_id,
+        claims = jwt.decode(id_token, key.key, algorithms=list(ALGORITHMS), audience=platform.client_id,
                             issuer=platform.issuer, leeway=LEEWAY_S,
                             options={"require": ["exp", "iat", "nonce", "aud", "iss"]})
     except jwt.InvalidSignatureError:

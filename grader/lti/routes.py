@@ -11,27 +11,35 @@ The platform posts the launch from its own site, so the login's state cookie is 
 from __future__ import annotations
 
 import logging
+import math
 import re
+import weakref
 from urllib.parse import urlsplit
 
+from jwt import PyJWK
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from grader.course.store import Store
 from grader.errors import StoreError
 from grader.lti import ags, nrps
 from grader.lti.deep_link import content_item, full_points, response_jwt
+from grader.lti.key_sets import key_sets_of
 from grader.lti.keys import jwks
 from grader.lti.launch import (
     DEEP_LINKING,
     LOGIN_SECONDS,
     STATE_COOKIE,
+    Claimed,
     Launch,
     LaunchError,
+    identify,
     login,
-    validate,
+    signing_key,
+    verify,
 )
 from grader.lti.roles import CourseRole
 from grader.lti.services import ServiceError
@@ -39,12 +47,18 @@ from grader.lti.users import ensure_user, remember_context, renew_link
 from grader.service import accounts
 from grader.web.auth import COOKIE, route, set_cookie
 from grader.web.base import Page, Service, message_page, render, text_field
+from grader.web.form_fields import Field, checked_form
 from grader.web.instructor import after, dashboard
 from grader.web.lookup import deadlines_of, not_open_yet
+from grader.web.rate import AddressRate, seconds_text
 
 log = logging.getLogger("grader.lti")
 STATE = re.compile(r"[A-Za-z0-9_-]{20,64}")
 LOGIN_PARAMS = ("iss", "login_hint", "target_link_uri", "lti_message_hint", "client_id", "lti_deployment_id")
+# What a platform sends, with room to spare (an id_token of a few KiB, a message hint that is a JWT itself).
+LOGIN_FIELDS = [Field("iss", 2000), Field("login_hint", 2000), Field("target_link_uri", 2000),
+                Field("lti_message_hint", 8000), Field("client_id", 255), Field("lti_deployment_id", 255)]
+LAUNCH_FIELDS = [Field("id_token", 64 * 1024, label="id_token"), Field("state", 100)]
 
 
 def redirect_uri(service: Service) -> str:
@@ -56,14 +70,47 @@ async def jwks_endpoint(request: Request) -> Response:
     return JSONResponse(await run_in_threadpool(jwks, service.store))
 
 
+# Logins and launches need no sign-in, and each costs something (a row; a wait on the platform's keys):
+# per address, a class behind one NAT address launching at once fits, a script writing rows does not.
+LOGINS_BURST, LOGIN_EVERY_S = 120, 1.0
+_rates: weakref.WeakKeyDictionary[Store, dict[str, AddressRate]] = weakref.WeakKeyDictionary()
+
+
+async def too_often(request: Request, what: str) -> Response | None:
+    """The 429 page when this address began too many `what` ("logins", "launches") of late; None when it
+    may go on."""
+    service: Service = request.app.state.service
+    rates = _rates.setdefault(service.store, {})
+    rate = rates.setdefault(what, AddressRate(LOGINS_BURST, LOGIN_EVERY_S))
+    wait = rate.wait_s(request.client.host if request.client else "")
+    if not wait:
+        return None
+    page = await run_in_threadpool(message_page, None, 429, f"Too many {what}",
+                                   f"This address began more than {LOGINS_BURST} {what} in the last minutes: "
+                                   f"try again in {seconds_text(wait)}.")
+    page.headers["retry-after"] = str(max(1, math.ceil(wait)))
+    return page
+
+
 async def login_endpoint(request: Request) -> Response:
     """Third-party initiated login, by GET or POST (platforms use either)."""
     service: Service = request.app.state.service
+    if (refused := await too_often(request, "logins")) is not None:
+        return refused
+    try:
+        checked_form(FormData(list(request.query_params.multi_items())), LOGIN_FIELDS)
+    except Page as page:
+        return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
     params = {k: v for k, v in request.query_params.items() if k in LOGIN_PARAMS}
     if request.method == "POST":
         form = await request.form(max_files=0, max_fields=20)
+        try:
+            checked_form(form, LOGIN_FIELDS)
+        except Page as page:
+            return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
+        finally:
+            await form.close()
         params.update({k: v for k, v in form.items() if k in LOGIN_PARAMS and isinstance(v, str)})
-        await form.close()
     try:
         started = await run_in_threadpool(login, service.store, params, redirect_uri(service))
     except LaunchError as exc:
@@ -80,17 +127,29 @@ async def launch_endpoint(request: Request) -> Response:
     service: Service = request.app.state.service
     form = await request.form(max_files=0, max_fields=20)
     try:
-        return await run_in_threadpool(launched, service, request, text_field(form, "id_token"),
-                                       text_field(form, "state"))
+        checked_form(form, LAUNCH_FIELDS)
+        id_token, state = text_field(form, "id_token"), text_field(form, "state")
+    except Page as page:
+        return await run_in_threadpool(message_page, None, page.status, page.title, page.message)
     finally:
         await form.close()
-
-
-def launched(service: Service, request: Request, id_token: str, state: str) -> Response:
+    if (refused := await too_often(request, "launches")) is not None:
+        return refused
     cookie = request.cookies.get(STATE_COOKIE + state) if STATE.fullmatch(state) else None
+    others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
     try:
-        others = any(name.startswith(STATE_COOKIE) for name in request.cookies)
-        launch = validate(service.store, id_token, state, cookie, others)
+        claimed = await run_in_threadpool(identify, service.store, id_token, state, cookie, others)
+        # On the event loop, in no thread: launches waiting on a slow key set hold none of the pages' threads.
+        key = await signing_key(key_sets_of(service.store), claimed)
+    except LaunchError as exc:
+        return await run_in_threadpool(message_page, None, exc.status, exc.title, exc.message)
+    return await run_in_threadpool(launched, service, request, id_token, state, claimed, key)
+
+
+def launched(service: Service, request: Request, id_token: str, state: str, claimed: Claimed, key: PyJWK
+             ) -> Response:
+    try:
+        launch = verify(service.store, id_token, state, claimed, key)
         response = landing(service, launch)
         session = signed_in(service, launch)
     except LaunchError as exc:
@@ -209,5 +268,6 @@ def lti_routes() -> list[Route]:
         Route("/lti/login", login_endpoint, methods=["GET", "POST"]),
         Route("/lti/launch", launch_endpoint, methods=["POST"]),
         route("/instructor/lti/retry", ("POST",), role="instructor")(retry),
-        route("/instructor/lti/sync-roster", ("POST",), role="instructor")(sync_roster),
+        route("/instructor/lti/sync-roster", ("POST",), role="instructor",
+              fields=[Field("platform", 20, required=True), Field("context", 255, required=True)])(sync_roster),
     ]

@@ -212,6 +212,9 @@ def report_view(card: Scorecard, held: dict[str, Any] | None = None) -> dict[str
     of the results withheld until release (grader.web.release: tests, points, sentence), the card then
     holding only the open suites' results; the report then shows no total and never calls it complete."""
     tests = [result_view(t) for t in card.tests]
+    if held is not None:  # the card holds no time then (grader.web.release.withheld): none is shown either
+        for test in tests:
+            test["duration"], test["cpu_wait_note"] = "", ""
     groups = failure_groups(tests)  # the failing ones by cause; marks repeats with `same_as`
     covered = coverage(card)
     if held is not None:
@@ -265,8 +268,8 @@ def report_view(card: Scorecard, held: dict[str, Any] | None = None) -> dict[str
         "held": held,
         "backend": one_line(card.backend, 40),
         "isolation": ISOLATION_NOTES.get(card.isolation, one_line(card.isolation, 40)),
-        "graded_at": when(card.graded_at),
-        "duration": short_duration(card.duration_s) if card.duration_s else "",
+        "graded_at": when(card.graded_at) if card.graded_at else "",
+        "duration": short_duration(card.duration_s) if card.duration_s and held is None else "",
         "sha": one_line(card.submission_sha256, 64),
         "seed": card.seed,
         "grader_version": one_line(card.grader_version or grader.__version__, 40),

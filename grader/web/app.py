@@ -27,6 +27,7 @@ from grader.web.access_log import AccessLog
 from grader.web.auth import route, signin, signout
 from grader.web.base import Service
 from grader.web.errors import http_error, server_fault, store_unavailable, too_large_page
+from grader.web.form_fields import CODE_CHARS, Field
 from grader.web.inquiries import act, ask, queue, reply, thread
 from grader.web.instructor import (
     adjust,
@@ -81,12 +82,16 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/signout", ("POST",), role="any")(signout),
         route("/history", role="student")(history),
         route("/exercises/{slug}", role="any")(exercise_view),
-        route("/exercises/{slug}/prediction", ("POST",), role="student")(predict),
-        route("/exercises/{slug}/submit", ("POST",), role="student", outage=True)(submit),
+        route("/exercises/{slug}/prediction", ("POST",), role="student",
+              fields=[Field("choice", 3, required=True)])(predict),
+        route("/exercises/{slug}/submit", ("POST",), role="student", outage=True,
+              fields=[Field("code", CODE_CHARS), Field("upload", file=True)])(submit),
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),
-        route("/submissions/{id}/adjust", ("POST",), role="staff")(adjusting(adjust)),
+        route("/submissions/{id}/adjust", ("POST",), role="staff",
+              fields=[Field("points", 20, required=True, label="points to add"),
+                      Field("comment", 500, required=True, label="comment")])(adjusting(adjust)),
         route("/submissions/{id}/inquiry", ("GET", "POST"), role="student")(ask),
         route("/inquiries", role="any")(queue),
         route("/inquiries/{id}", role="any")(thread),
@@ -97,7 +102,8 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/instructor/inquiry-settings", ("POST",), role="instructor")(course_settings),
         route("/instructor/tas/{ta}/revoke", ("POST",), role="instructor")(revoke_ta),
         route("/instructor", role="instructor")(dashboard),
-        route("/instructor/roster", ("POST",), role="instructor")(roster),
+        route("/instructor/roster", ("POST",), role="instructor",
+              fields=[Field("csv", CODE_CHARS, label="roster"), Field("file", file=True)])(roster),
         route("/instructor/students/{student}", role="instructor")(student_history),
         route("/instructor/students/{student}/link", ("GET", "POST"), role="instructor")(new_student_link),
         route("/instructor/students/{student}/revoke", ("GET", "POST"), role="instructor")(revoke_student),
@@ -107,7 +113,8 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/instructor/link", ("POST",), role="instructor")(instructor_link),
         route("/instructor/exercises/{slug}/release", ("POST",), role="instructor")(release_results),
         route("/instructor/exercises/{slug}/withhold", ("POST",), role="instructor")(withhold_results),
-        route("/instructor/site.zip", ("POST",), role="instructor")(site_zip),
+        route("/instructor/site.zip", ("POST",), role="instructor",
+              fields=[Field("policy", 20), Field("names", 1)])(site_zip),
         route("/instructor/gradebook.csv", role="instructor")(class_gradebook),
         route("/instructor/site/{name:path}", role="instructor")(site_file),
         route("/instructor/similarity/{slug}", role="instructor")(similarity),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -23,6 +23,7 @@ from starlette.routing import Route
 from grader.errors import StoreError
 from grader.service import accounts
 from grader.web.base import Page, Service, message_page, render, text_field
+from grader.web.form_fields import Field, checked_form
 from grader.web.outage import not_received
 
 COOKIE = "grader_session"
@@ -47,10 +48,11 @@ Handler = Callable[[Service, Request, accounts.Session | None, FormData | None],
 
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
-          signin_form: bool = False, outage: bool = False) -> Callable[[Handler], Route]:
+          signin_form: bool = False, outage: bool = False, fields: Sequence[Field] = ()) -> Callable[[Handler], Route]:
     """A route whose handler gets the session (None when signed out); `role` restricts it (instructor,
     staff: an instructor or a teaching assistant, student, or any signed-in person); POSTs
-    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet).
+    need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet),
+    and their fields within their limits (`fields`: the form's own, grader.web.form_fields).
     With `outage` (the submit route alone), a session this process verified recently stands in for the
     store's while the store cannot be reached (see grader.service.recent_sessions)."""
     def wrap(handler: Handler) -> Route:
@@ -86,6 +88,8 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                 if form is not None and not form_token_ok(request, who, form, signin_form):
                     raise Page(403, "Form expired", "This form is out of date or did not come from this site. "
                                                      "Go back, reload the page and try again.")
+                if form is not None:
+                    checked_form(form, fields)
                 return handler(service, request, who, form)
             except Page as page:
                 return message_page(who, page.status, page.title, page.message)

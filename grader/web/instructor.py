@@ -351,7 +351,11 @@ def site_zip(service: Service, request: Request, who: accounts.Session | None, f
     if policy not in SITE_POLICIES:
         raise Page(400, "Not possible", f"The site counts the latest, best or on-time submission, not {policy[:40]!r}.")
     names = text_field(form, "names") == "1"
-    data = site_archive(service.store, policy, not names, deadlines_of(service))
+    deadlines = deadlines_of(service)
+    # Meant for any host: a result its student cannot see yet stays out (the dashboard says so).
+    whole = release.seen_whole(service.store.submissions(), deadlines.terms, service.clock(), service.exercises,
+                               deadlines.due_for)
+    data = site_archive(service.store, policy, not names, deadlines, include=lambda sub: sub.id in whole)
     filename = f"class-site-{policy}{'-names' if names else ''}.zip"
     return Response(data, media_type="application/zip",
                     headers={"content-disposition": f'attachment; filename="{filename}"'})

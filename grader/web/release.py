@@ -56,11 +56,24 @@ class StudentCard:
 
 def withheld(card: Scorecard, open_suites: Iterable[str]) -> Scorecard:
     """The card with only the open suites' results: their tests, their score, and no diagnosis (its hint
-    is drawn from every failure, so it would tell of the hidden ones)."""
+    is drawn from every failure, so it would tell of the hidden ones). No time either: the run's duration
+    and the moment it ended count the hidden tests' time (one that loops to its limit shows as a minute
+    against seconds), and an open test's own time and CPU wait grow with the hidden tests running beside it;
+    nor the order the results came in."""
     opened = set(open_suites)
-    shown = [test for test in card.tests if test.suite in opened]
+    # In the order of their names: the order results came in may follow the hidden tests' pace.
+    shown = sorted((dataclasses.replace(test, duration_s=0.0, cpu_wait_s=0.0) for test in card.tests
+                    if test.suite in opened), key=lambda test: (test.suite, test.id))
     return dataclasses.replace(card, tests=shown, score=sum(t.score for t in shown),
-                               max_score=sum(t.max_score for t in shown), diagnosis=[])
+                               max_score=sum(t.max_score for t in shown), diagnosis=[], duration_s=0.0,
+                               graded_at="")
+
+
+def runs_hidden_suites(card: Scorecard, opened: set[str]) -> bool:
+    """Whether the card's tier runs a suite beyond the open ones (its locked suites it does not run)."""
+    locked = {test.suite for test in card.locked}
+    return any(test.suite not in opened for test in card.tests) or \
+        any(suite not in opened and suite not in locked for suite in card.suite_labels)
 
 
 def until_text(terms: Terms) -> str:
@@ -72,11 +85,21 @@ def until_text(terms: Terms) -> str:
 def student_card(card: Scorecard, terms: Terms | None, now: datetime,
                  open_suites: Iterable[str] = ()) -> StudentCard:
     """What a student sees of `card` now under its exercise's `terms` (None: everything, as an
-    instructor). `open_suites`: the exercise's, for a card that does not name its own. A rejected or
-    error card ran no hidden suite worth keeping back, and is shown whole."""
-    if terms is None or terms.released(now) or card.status != "graded":
+    instructor). `open_suites`: the exercise's, for a card that does not name its own. A rejected card
+    ran nothing, and is shown whole; an error card of a tier with hidden suites keeps back why it failed."""
+    if terms is None or terms.released(now) or card.status == "rejected":
         return StudentCard(card)
     opened = set(card.open_suites or open_suites)
+    if card.status == "error":
+        if not runs_hidden_suites(card, opened):
+            return StudentCard(card)
+        # Why a run failed may name a hidden test or tell how one went (one that stopped the harness): the
+        # student learns that it failed, and why once the results are released; the instructor at once.
+        return StudentCard(dataclasses.replace(withheld(card, opened), reason=(
+            f"The grading failed. It ran tests whose results come {until_text(terms)}, and why it failed is "
+            "told with them; your instructor sees it now. Submitting again grades it again.")))
+    if card.status != "graded":
+        return StudentCard(card)
     hidden = [test for test in card.tests if test.suite not in opened]
     if not hidden:
         return StudentCard(card)
@@ -100,6 +123,14 @@ def shown(subs: Iterable[StoredSubmission], terms: Mapping[str, Terms] | None, n
             own = dataclasses.replace(own, due=due_for(sub.student, sub.exercise))
         views[sub.id] = student_card(sub.card, own, now, exercise.open_suites if exercise is not None else ())
     return views
+
+
+def seen_whole(subs: Iterable[StoredSubmission], terms: Mapping[str, Terms], now: datetime,
+               exercises: Mapping[str, Exercise],
+               due_for: Callable[[str, str], datetime | None] | None = None) -> set[int]:
+    """The ids of the graded submissions whose students see every result now: what may leave the service
+    (the class site's zip) before release without telling of the hidden tests."""
+    return {sid for sid, view in shown(subs, terms, now, exercises, due_for).items() if view.held is None}
 
 
 # -- the dashboard --------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from grader.service import accounts, jobs
 from grader.service.spool import Drainer, Spool, default_folder
 from grader.web.app import LtiPages, create_app
 from grader.web.base import DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUEST, Service
+from grader.web.connections import ConnectionBook, RequestLimit, raise_file_limit, server_options
 
 log = logging.getLogger("grader.web")
 
@@ -49,9 +50,6 @@ def load_exercises() -> dict[str, Exercise]:
             continue
         found[exercise.slug] = exercise
     return found
-
-
-MAX_CONNECTIONS = 100
 
 
 def base_url(host: str, port: int) -> str:
@@ -148,10 +146,12 @@ def serve_on(listener: socket.socket, options: ServeOptions, out: TextIO, lti: L
     dispatcher.start()
     drainer.start()
     scores = lti.start(service) if lti is not None else None
-    # At most MAX_CONNECTIONS requests at once (uvicorn answers 503 past it) and each body whole within the
-    # Guard's time: however many clients open uploads and stall, what they hold stays bounded.
-    config = uvicorn.Config(create_app(service, lti), log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=5, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=5)
+    # A bounded number of requests at once, each body whole within the Guard's time, each request head within
+    # the connections' time, and few connections waiting per address (grader.web.connections): however many
+    # clients open connections or uploads and stall, what they hold stays bounded and no one else waits.
+    raise_file_limit()
+    config = uvicorn.Config(RequestLimit(create_app(service, lti)), log_level="warning", access_log=False,
+                            lifespan="off", timeout_graceful_shutdown=5, **server_options(ConnectionBook()))
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:

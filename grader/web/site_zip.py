@@ -9,16 +9,20 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from grader.course.publish import build_site
-from grader.course.store import Store
+from grader.course.store import Store, StoredSubmission
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from grader.course.deadlines import Deadlines
 
 
-def site_archive(store: Store, policy: str, pseudonymous: bool, deadlines: Deadlines | None = None) -> bytes:
+def site_archive(store: Store, policy: str, pseudonymous: bool, deadlines: Deadlines | None = None,
+                 include: Callable[[StoredSubmission], bool] | None = None) -> bytes:
     """The zip of the site: every file under its relative path (index.html, students/..., gradebooks), as
-    `grader publish` would write it. Pseudonymous, no student id or roster name is in any file."""
-    files = build_site(store, policy, pseudonymous, deadlines)
+    `grader publish` would write it. Pseudonymous, no student id or roster name is in any file. `include`:
+    the submissions it may hold (the dashboard's download: those whose results their students see whole)."""
+    files = build_site(store, policy, pseudonymous, deadlines, include=include)
     stamp = datetime.now(timezone.utc).timetuple()[:6]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
