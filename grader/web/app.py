@@ -48,7 +48,7 @@ from grader.web.instructor import (
     withhold_results,
 )
 from grader.web.security import Guard
-from grader.web.staff import adjusting, course_settings, revoke_ta, staff_home, staff_student
+from grader.web.staff import adjust_rights, course_settings, revoke_ta, staff_home, staff_student
 from grader.web.student import exercise_view, history, home, predict, report, solution, submission_view, submit
 
 __all__ = ["LtiPages", "Service", "create_app"]
@@ -89,9 +89,9 @@ def create_app(service: Service, lti: LtiPages | None = None) -> AccessLog:
         route("/exercises/{slug}/solution", role="any")(solution),
         route("/submissions/{id}", role="any")(submission_view),
         route("/submissions/{id}/report", role="any")(report),
-        route("/submissions/{id}/adjust", ("POST",), role="staff",
+        route("/submissions/{id}/adjust", ("POST",), role="staff", rights=adjust_rights,
               fields=[Field("points", 20, required=True, label="points to add"),
-                      Field("comment", 500, required=True, label="comment")])(adjusting(adjust)),
+                      Field("comment", 500, required=True, label="comment")])(adjust),
         route("/submissions/{id}/inquiry", ("GET", "POST"), role="student")(ask),
         route("/inquiries", role="any")(queue),
         route("/inquiries/{id}", role="any")(thread),

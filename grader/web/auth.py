@@ -45,14 +45,19 @@ def delete_cookie(service: Service, response: Response, name: str, path: str = "
 
 # Every handler runs in a thread (the store is synchronous), with the session.
 Handler = Callable[[Service, Request, accounts.Session | None, FormData | None], Response]
+#: A right a route asks beyond its role (a course's setting): raises `Page` (403) for whom it refuses.
+Rights = Callable[[Service, accounts.Session | None], None]
 
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = None,
-          signin_form: bool = False, outage: bool = False, fields: Sequence[Field] = ()) -> Callable[[Handler], Route]:
+          signin_form: bool = False, outage: bool = False, fields: Sequence[Field] = (),
+          rights: Rights | None = None) -> Callable[[Handler], Route]:
     """A route whose handler gets the session (None when signed out); `role` restricts it (instructor,
     staff: an instructor or a teaching assistant, student, or any signed-in person); POSTs
     need the session's CSRF token, or with `signin_form` the sign-in page's (there is no session yet),
-    and their fields within their limits (`fields`: the form's own, grader.web.form_fields).
+    and their fields within their limits (`fields`: the form's own, grader.web.form_fields). `rights`
+    asks what the role alone does not say (a course's setting); rights are asked before a form is read,
+    so whom a route refuses learns nothing of its fields.
     With `outage` (the submit route alone), a session this process verified recently stands in for the
     store's while the store cannot be reached (see grader.service.recent_sessions)."""
     def wrap(handler: Handler) -> Route:
@@ -85,6 +90,8 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), role: str | None = Non
                     raise Page(403 if who else 401, "Not for you",
                                "Sign in with your personal link to see this page." if who is None
                                else "This page is not part of your account.")
+                if rights is not None:
+                    rights(service, who)
                 if form is not None and not form_token_ok(request, who, form, signin_form):
                     raise Page(403, "Form expired", "This form is out of date or did not come from this site. "
                                                      "Go back, reload the page and try again.")

@@ -3,7 +3,7 @@ inquiries waiting, the students, the exercises), a student's submissions as a TA
 instructor's form that says whether TAs adjust grades and how long students may ask about a grade.
 
 What a TA may do is decided route by route (grader.web.app: `role="staff"` for what TAs share with
-instructors); adjusting a grade also asks the course's setting, here (`adjusting`).
+instructors); adjusting a grade also asks the course's setting, here (`adjust_rights`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from grader.service import accounts, inquiries, staff
-from grader.web.auth import Handler
 from grader.web.base import Page, Service, render, text_field, whole_number
 from grader.web.lookup import deadlines_of, late_ids, shown_to
 
@@ -23,13 +22,10 @@ def may_adjust(service: Service, who: accounts.Session | None) -> bool:
     return who is not None and (who.is_instructor or (who.is_ta and staff.ta_may_adjust(service.store)))
 
 
-def adjusting(handler: Handler) -> Handler:
-    """The adjust route for instructors and TAs: a TA is refused unless the course lets TAs adjust."""
-    def guarded(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
-        if not may_adjust(service, who):
-            raise Page(403, "Not for you", "In this course only an instructor adjusts grades.")
-        return handler(service, request, who, form)
-    return guarded
+def adjust_rights(service: Service, who: accounts.Session | None) -> None:
+    """The adjust route's right beyond its role (staff): a TA is refused unless the course lets TAs adjust."""
+    if not may_adjust(service, who):
+        raise Page(403, "Not for you", "In this course only an instructor adjusts grades.")
 
 
 def staff_home(service: Service, request: Request, who: accounts.Session | None, form: FormData | None) -> Response:
