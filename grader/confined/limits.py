@@ -37,9 +37,6 @@ class Limits:
     cpus: float = 1.0  # CPUs for the worker in a container (the harness has one more of its own)
     disk_mb: int = 64  # the container's writable scratch space (tmpfs)
     output_kb: int = 8  # how much of a test's printed output the scorecard keeps (the tail)
-    # Tests of one grading (of each of its lanes) that may end in a timeout: once that many have, the
-    # tests left are not run (timeouts too), so an endless loop costs a few call limits, not one a test.
-    timed_out_tests: int = 3
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> Limits:

@@ -33,7 +33,6 @@ call_timeout_s = 5       # one call into the submission
 import_timeout_s = 5     # importing the submission
 test_timeout_s = 60      # one whole test
 total_timeout_s = 160    # the whole run: the tests left past it fail as timeouts
-# timed_out_tests = 3    # tests that may time out: past that many, the tests left are not run
 # memory_mb = 512        # the worker's address space
 # processes = 32         # processes and threads the worker may have
 # file_size_mb = 16      # the largest file the worker may write

@@ -27,9 +27,8 @@ from grader.harness.outcomes import (
     TimeRanOut,
     explain,
     new_record,
-    not_run_after_timeouts,
     not_run_message,
-    settle_timeouts,
+    note_timeouts,
 )
 from grader.harness.scenario import Scenario
 from grader.harness.state import SUITE, HarnessState
@@ -168,11 +167,9 @@ class GradingPlugin:
             record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
             harness.report.not_run[item.nodeid] = "time"
             return True
-        # An import that timed out fails every later test at once (see `WorkerPool.start_worker`), saying why.
-        if len(harness.timed_out) >= harness.job.limits.timed_out_tests and harness.pool.import_failure is None:
-            record.status, record.message = "timeout", not_run_after_timeouts(len(harness.timed_out))
-            harness.report.not_run[item.nodeid] = "timeouts"
-            return True
+        # Tests that timed out before cost nothing here: each test runs with its own limits, as long as the
+        # grading's time lasts (a rare hang costs only the tests that reach it). An import that timed out
+        # fails every later test at once (see `WorkerPool.start_worker`), saying why.
         return None
 
     @pytest.hookimpl(tryfirst=True)
@@ -266,10 +263,6 @@ class GradingPlugin:
                 record.artifacts = recorder.artifacts
         if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
             record.cpu_wait_s = round(clock.credited(), 3)
-        if call.when == "teardown" and record.status == "timeout":
-            harness.timed_out.append(record.name)
-        if call.when == "teardown" and harness.pool.import_failure is not None and not harness.report.import_failed_at:
-            harness.report.import_failed_at.append(item.nodeid)
         if report.skipped and record.status == "passed":
             record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
 
@@ -305,7 +298,7 @@ class GradingPlugin:
         order = [item.nodeid for item in session.items]
         harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report, order)
         harness.pool.end_handed_over()  # the lanes are over: what the first lane started for them goes too
-        settle_timeouts(harness.records, harness.job.limits.timed_out_tests, harness.report)
+        note_timeouts(harness.records, harness.report)
         harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 
 

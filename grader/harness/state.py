@@ -42,9 +42,8 @@ class HarnessState:
         self.nonce: str | None = None
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
-        self.timed_out: list[str] = []  # the tests of this lane that ended in a timeout, by name
         self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
-        self.report = lanes.LaneReport()  # the tests this lane recorded without running, and its import's failure
+        self.report = lanes.LaneReport()  # the tests this lane recorded without running
         self.pool = WorkerPool(job, base, self.problems, self.lanes.pids)
         self.reference_module: ModuleType | None = None
         self.results: Results | None = None  # what the run hands back, once it is over
