@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,12 @@ CANARY = "GRADER_CANARY_SECRET"
 CANARY_VALUE = "canary-7f3a9e21-do-not-leak"
 # Attacks that hunt for premium material or target comparisons need the premium tier (the hidden suite
 # and the reference are then in the sandbox); the others run the visible suite only, to stay quick.
-PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results"}
+PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results",
+           "credit_from_another_lane"}  # the premium tier has tests enough for two lanes (local, as root)
 TIME_LIMIT_S = 150
 HELD = re.compile(r"held (\d+) MiB in all")
+# What an attack says when a call of its ran past what any limit allows (twice the limit, on the wall).
+BENT = "outlived its time limit"
 # A grading's memory: its confinement's control group (local), its container (Docker).
 MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.group_memory_mb
 DOCKER_MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.memory_mb + DOCKER_HARNESS_MEMORY_MB
@@ -80,6 +84,8 @@ def check(card, path: Path, elapsed: float, memory_bound_mib: int = MEMORY_BOUND
     # What an attack says it held of memory, in any form, stays within the grading's limit.
     held = [int(found.group(1)) for t in card.tests for found in [HELD.search(t.message)] if found]
     assert all(mib <= memory_bound_mib for mib in held), f"{path.name} held {held} MiB"
+    bent = [(t.name, t.message[:200]) for t in card.tests if BENT in t.message]
+    assert not bent, f"{path.name} ran past its limits: {bent}"
 
 
 def run(path: Path, backend, name: str, exercise=None):
@@ -147,3 +153,36 @@ def test_attack_on_a_worker_in_an_account_of_its_own(path, private_project, acco
     check(card, path, elapsed)
     assert card.isolation == ("" if card.status == "rejected" else "account")
 
+
+
+# -- two gradings at once ----------------------------------------------------------------------------
+
+TOGETHER = ATTACKS / "credit_from_another_lane.py"  # a spinner in one grading, a waiter in the other
+
+
+def graded_together(backend, name: str, exercise=None) -> list:
+    """The same attack graded twice at once (one student's two submissions, or two who agree): whichever
+    grading finds the CPUs idle spins, the other waits behind it. Neither may earn time from the other."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(run, TOGETHER, backend, name, exercise) for _ in range(2)]
+        return [future.result() for future in runs]
+
+
+def test_two_gradings_at_once_earn_no_time_from_each_other_on_the_local_sandbox():
+    for card, elapsed in graded_together(run_local, "local"):
+        check(card, TOGETHER, elapsed)
+
+
+def test_two_gradings_at_once_earn_no_time_from_each_other_in_docker(docker_client, grading_image):
+    from grader.sandbox.docker_backend import DockerBackend
+
+    for card, elapsed in graded_together(DockerBackend(docker_client), "docker"):
+        check(card, TOGETHER, elapsed, DOCKER_MEMORY_BOUND_MIB)
+
+
+@pytest.mark.slow
+def test_two_gradings_at_once_earn_no_time_from_each_other_in_accounts_of_their_own(private_project, account_backend):
+    exercise = load_exercise(str(private_project / "exercises" / EXERCISE))
+    for card, elapsed in graded_together(account_backend, "local", exercise):
+        check(card, TOGETHER, elapsed)
+        assert card.isolation == "account"

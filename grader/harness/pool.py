@@ -72,12 +72,16 @@ class WorkerPool:
                 total += used
         return total
 
-    def cpu_count(self) -> Callable[[], CPUCount] | None:
-        """A new count of what this lane's processes use (for `clock`'s charges), None where unproven."""
+    def cpu_count(self, harness: bool = False) -> Callable[[], CPUCount] | None:
+        """A new count of what the gradings' processes use (for `clock`'s charges: no wait behind them is
+        credited), None where unproven: with groups of its own, those of every grading it can find, this
+        grading's every lane among them; in a container, the container's (the harness, every lane).
+        `harness`: for the harness's own charge (counted in a container's group, in no group of its own)."""
         if self.counted is None:
             return None
-        besides = self.job.worker_user if self.shared is not None else None
-        return lambda: GroupCPU(self.cpu_seconds, besides)
+        if self.shared is not None:
+            return lambda: GroupCPU(self.cpu_seconds)
+        return lambda: GroupCPU(cgroups.gradings_cpu, includes_self=not harness)
 
     def _counted_by(self, confinement: Confinement) -> None:
         if confinement.group is not None:

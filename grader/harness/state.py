@@ -115,7 +115,7 @@ class HarnessState:
         # It moves later by at most its own length: whatever a submission does to the readings, a grading
         # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
         total = self.job.limits.total_timeout_s
-        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
+        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count(harness=True)), self.workers, most=total)
 
     def become(self, order: forkserver.Order) -> None:
         """In a child of the fork server: take this grading's session, output, folder and worker account,
@@ -177,10 +177,6 @@ class WorkersCharge:
     @property
     def credit(self) -> float:
         return self.ended + sum(client.charge.credit for client in self.pool.test_clients)
-
-    @property
-    def proven(self) -> bool:
-        return self.pool.proven
 
     def recheck(self) -> float:
         return sum(client.charge.recheck() for client in self.pool.test_clients)
