@@ -186,3 +186,46 @@ def test_two_gradings_at_once_earn_no_time_from_each_other_in_accounts_of_their_
     for card, elapsed in graded_together(account_backend, "local", exercise):
         check(card, TOGETHER, elapsed)
         assert card.isolation == "account"
+
+
+# -- a rare hang -------------------------------------------------------------------------------------
+
+RARE_HANG = ATTACKS / "partial" / "rare_hang.py"
+
+
+def rare_hang_and_control() -> tuple[bytes, bytes]:
+    """The reference with a hang where max_seqs == 1, and its control, which raises there instead."""
+    patch = RARE_HANG.read_text()
+    loop = "while True:  # the hang\n            pass"
+    assert loop in patch
+    control = patch.replace(loop, 'raise RuntimeError("max_seqs == 1")')
+    return (REFERENCE.read_text() + "\n\n" + patch).encode(), (REFERENCE.read_text() + "\n\n" + control).encode()
+
+
+def check_rare_hang(backend, name: str, exercise=None) -> None:
+    exercise = exercise or load_exercise(EXERCISE)
+    hang, control = rare_hang_and_control()
+    cards = [grade_bytes(source, exercise, "premium", backend, name) for source in (hang, control)]
+    for card in cards:
+        assert card.status == "graded", card.reason
+    lost = [{t.name: t.status for t in card.tests if t.status != "passed"} for card in cards]
+    assert lost[1] and set(lost[1].values()) == {"failed"}, lost[1]
+    # The hang loses exactly the tests that reach max_seqs == 1, each as a timeout; every other test ran.
+    assert lost[0] == dict.fromkeys(lost[1], "timeout"), (lost[0], lost[1])
+    assert cards[0].score == cards[1].score > 0
+    assert all("ran out of time" in t.message for t in cards[0].tests if t.status == "timeout")
+
+
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_on_the_local_sandbox():
+    check_rare_hang(run_local, "local")
+
+
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_in_docker(docker_client, grading_image):
+    from grader.sandbox.docker_backend import DockerBackend
+
+    check_rare_hang(DockerBackend(docker_client), "docker")
+
+
+@pytest.mark.slow
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_in_accounts_of_their_own(private_project, account_backend):
+    check_rare_hang(account_backend, "local", load_exercise(str(private_project / "exercises" / EXERCISE)))

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 MOUNTINFO = "/proc/self/mountinfo"
 OWN_CGROUPS = "/proc/self/cgroup"
-PREFIX = "grader-"  # the groups the harness makes: grader-<its pid>-<its start time>-<number>
+PREFIX = "grader-"
+TCP_BUFFERS_BYTES = 64 << 20  # cgroup v1: the TCP buffers of a confinement, counted apart from its memory  # the groups the harness makes: grader-<its pid>-<its start time>-<number>
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,10 @@ def _limited(parent: Place, name: str, limit: int, group: OwnGroup) -> Place | N
     _write(os.path.join(folder, "memory.limit_in_bytes"), str(limit))
     with contextlib.suppress(OSError):  # swap accounting may be off: then no swap is counted apart
         _write(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(limit))
+    with contextlib.suppress(OSError):
+        # v1 counts TCP buffers apart from the rest, and only once they are limited (v2 counts them in
+        # memory.max): workers open no TCP socket unless an exercise allows them (`Limits.sockets`).
+        _write(os.path.join(folder, "memory.kmem.tcp.limit_in_bytes"), str(min(limit, TCP_BUFFERS_BYTES)))
     group.memory_limit = limit
     return Place(folder, False)
 
