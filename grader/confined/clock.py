@@ -201,6 +201,7 @@ class Charge:
         self.gradings = gradings
         self.proven = isinstance(gradings, GroupCPU)  # the gradings' CPU comes from control groups
         self.credit = 0.0
+        self._counted_now = gradings is not None  # the count was made just now: its first reading is a baseline
         self._at = time.monotonic()
         self._ran = 0.0
         self._waited = 0.0
@@ -227,8 +228,9 @@ class Charge:
         reading = self._read()
         if reading is not None:
             self._ran, self._waited, self._cpu = reading
-        if self.gradings is not None:
+        if self.gradings is not None and not self._counted_now:
             self.gradings.used()
+        self._counted_now = False
         return self
 
     def recheck(self) -> float:
@@ -237,6 +239,7 @@ class Charge:
         if reading is None:
             return 0.0
         ran, waited, cpu = reading
+        self._counted_now = False
         if waited < self._waited or ran < self._ran:
             # Counters that went back are another thread's (a forked copy of this process reads its own
             # as "thread-self"): they count from here.
