@@ -41,6 +41,7 @@ total_timeout_s = 160    # the whole run: the tests left past it fail as timeout
 # cpus = 1.0             # CPUs of the worker in a container
 # disk_mb = 64           # the worker's scratch space
 # output_kb = 8          # how much of a test's printed output the scorecard keeps
+# sockets = false        # network sockets (TCP, UDP; loopback only): refused unless an exercise needs them
 
 # Each suite: a folder of pytest files (relative to the project folder), the label students see, the
 # points of each test, whether its tests may use the `reference` fixture (the reference solution,
