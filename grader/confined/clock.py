@@ -201,7 +201,8 @@ class Charge:
         self.gradings = gradings
         self.proven = isinstance(gradings, GroupCPU)  # the gradings' CPU comes from control groups
         self.credit = 0.0
-        self._counted_now = gradings is not None  # the count was made just now: its first reading is a baseline
+        # A group count made just now has read its baseline (an account's count reads its first at `used`).
+        self._counted_now = isinstance(gradings, GroupCPU)
         self._at = time.monotonic()
         self._ran = 0.0
         self._waited = 0.0
