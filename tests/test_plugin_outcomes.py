@@ -136,8 +136,8 @@ def test_7_fails():
     assert statuses == {"test_1_passes": "passed", "test_2_loops": "timeout", "test_3_loops": "timeout",
                         "test_4_passes": "passed", "test_5_loops": "timeout", "test_6_passes": "passed",
                         "test_7_fails": "failed"}
-    note = ("3 tests of this grading ran out of time (test_2_loops, test_3_loops, test_5_loops): only they lost "
-            "points for it; the 4 other tests ran with their own limits.")
+    note = ("3 tests of this grading ran out of time (test_2_loops, test_3_loops, test_5_loops); that cost only "
+            "them: the 4 other tests ran with their own limits.")
     assert records["test_5_loops"].message == f"complete() did not finish within 5 s (is there an endless loop?)\n{note}"
     assert all(note in records[name].message for name in ("test_2_loops", "test_3_loops"))
     assert all(note not in record.message for record in records.values() if record.status != "timeout")

@@ -35,8 +35,10 @@ def note_timeouts(records: dict[str, TestRecord], report: LaneReport) -> None:
     names = ", ".join(record.name for record in timed_out[:TIMEOUTS_NAMED])
     more = f" and {len(timed_out) - TIMEOUTS_NAMED} more" if len(timed_out) > TIMEOUTS_NAMED else ""
     ran = len(records) - len(timed_out) - sum(1 for why in report.not_run.values() if why == "time")
-    note = (f"{timeouts_phrase(len(timed_out))} of this grading ran out of time ({names}{more}): only they lost "
-            f"points for it; the {ran} other test{'s' if ran != 1 else ''} ran with their own limits.")
+    them = "it" if len(timed_out) == 1 else "them"
+    others = "test ran with its" if ran == 1 else "tests ran with their"
+    note = (f"{timeouts_phrase(len(timed_out))} of this grading ran out of time ({names}{more}); that cost only "
+            f"{them}: the {ran} other {others} own limits.")
     for record in timed_out:
         if note not in record.message:
             record.message = f"{record.message}\n{note}" if record.message else note
