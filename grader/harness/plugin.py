@@ -204,7 +204,7 @@ class GradingPlugin:
             return None  # pytest-timeout's own way
         harness = self.harness
         limit = float(settings.timeout)
-        test = OwnDeadline(limit, own_charge(harness.pool.cpu_count(harness=True)), harness.workers)
+        test = OwnDeadline(limit, own_charge(harness.pool.cpu_count()), harness.workers)
 
         def left() -> tuple[float, float]:
             return test.left(), (harness.budget.left() if harness.budget is not None else float("inf"))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.confined import cgroups
-from grader.confined.clock import CPUCount, GroupCPU
+from grader.confined.clock import CPUCount, GroupCPU, process_cpu_s
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
 from grader.confined.processes import children_of, wait_for_any
 from grader.harness.client import WorkerClient
@@ -33,6 +33,7 @@ class WorkerPool:
         self.base = base
         self.problems = problems  # the run's: a worker that cannot be started is the grader's problem
         self.siblings = siblings  # the other lanes' processes: children of this one, but not strays
+        self.first_lane: int | None = None  # in a helper lane: the first lane's process (its parent)
         self.source: bytes | None = None  # the submission, once the run has arrived
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
         self.workers_started = 0
@@ -72,16 +73,29 @@ class WorkerPool:
                 total += used
         return total
 
-    def cpu_count(self, harness: bool = False) -> Callable[[], CPUCount] | None:
+    def cpu_count(self) -> Callable[[], CPUCount] | None:
         """A new count of what the gradings' processes use (for `clock`'s charges: no wait behind them is
         credited), None where unproven: with groups of its own, those of every grading it can find, this
-        grading's every lane among them; in a container, the container's (the harness, every lane).
-        `harness`: for the harness's own charge (counted in a container's group, in no group of its own)."""
+        grading's every lane among them, and this grading's harness processes; in a container, the
+        container's (the harness, every lane). Either way the charged thread's own CPU is among them."""
         if self.counted is None:
             return None
         if self.shared is not None:
             return lambda: GroupCPU(self.cpu_seconds)
-        return lambda: GroupCPU(cgroups.gradings_cpu, includes_self=not harness)
+        return lambda: GroupCPU(self.gradings_cpu)
+
+    def gradings_cpu(self) -> dict[str, float] | None:
+        """What the gradings' groups used so far (`cgroups.gradings_cpu`), with this grading's harness
+        processes (every lane's: outside any group of theirs, and a submission can keep them busy too)."""
+        found = cgroups.gradings_cpu()
+        if found is None:
+            return None
+        harnesses = [os.getpid(), *self.siblings(), *([self.first_lane] if self.first_lane is not None else [])]
+        for pid in harnesses:
+            used = process_cpu_s(pid)
+            if used is not None:
+                found[f"harness {pid}"] = used
+        return found
 
     def _counted_by(self, confinement: Confinement) -> None:
         if confinement.group is not None:

@@ -115,7 +115,7 @@ class HarnessState:
         # It moves later by at most its own length: whatever a submission does to the readings, a grading
         # ends (graded) within twice its time, well before the host's last resort (`Limits.hard_stop_s`).
         total = self.job.limits.total_timeout_s
-        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count(harness=True)), self.workers, most=total)
+        self.budget = OwnDeadline(total, own_charge(self.pool.cpu_count()), self.workers, most=total)
 
     def become(self, order: forkserver.Order) -> None:
         """In a child of the fork server: take this grading's session, output, folder and worker account,
@@ -137,6 +137,7 @@ class HarnessState:
         started for it, else a new one) with the submission."""
         self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
         self.pool.forget_confinement()  # the first lane's
+        self.pool.first_lane = os.getppid()  # a harness of this grading: its CPU is the grading's
         if self.stdin is not None:
             self.stdin.close()  # the first lane's, read to its end
             self.stdin = None
