@@ -137,17 +137,21 @@ class GroupCPU:
     all the time there was: nothing is credited then. `includes_self`: the charged thread is among the
     processes counted (a worker in its confinement's group, a harness in its container's)."""
 
-    def __init__(self, read: Callable[[], Counters | None], includes_self: bool = True) -> None:
+    def __init__(self, read: Callable[[], Counters | None], includes_self: bool = True,
+                 start: Callable[[], Counters | None] | None = None) -> None:
+        """`start`: where the count's first totals come from, if not from `read` (a recent reading: an
+        earlier start only counts more)."""
         self.read = read
         self.includes_self = includes_self
-        self.totals = self._totals()
+        self.totals = self._totals(start or read)
 
-    def _totals(self) -> dict[str, float] | None:
-        totals = self.read()
+    @staticmethod
+    def _totals(read: Callable[[], Counters | None]) -> dict[str, float] | None:
+        totals = read()
         return {"": totals} if isinstance(totals, (int, float)) else totals
 
     def used(self) -> float:
-        totals, before = self._totals(), self.totals
+        totals, before = self._totals(self.read), self.totals
         self.totals = totals
         if totals is None or before is None:
             return float("inf")

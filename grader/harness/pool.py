@@ -23,6 +23,10 @@ from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
 from grader.harness.stops import GradingStop, RemoteException, WorkerUnavailable
 
+# A count of the gradings' CPU may start from a reading this recent (a test's own count and its spare
+# worker's are made a moment apart): an earlier start only counts more of the gradings' CPU.
+RECENT_S = 0.25
+
 
 class WorkerPool:
     """The confinement and the workers of one harness process (one lane of a grading)."""
@@ -82,12 +86,12 @@ class WorkerPool:
             return None
         if self.shared is not None:
             return lambda: GroupCPU(self.cpu_seconds)
-        return lambda: GroupCPU(self.gradings_cpu)
+        return lambda: GroupCPU(self.gradings_cpu, start=lambda: self.gradings_cpu(RECENT_S))
 
-    def gradings_cpu(self) -> dict[str, float] | None:
+    def gradings_cpu(self, max_age: float = 0.0) -> dict[str, float] | None:
         """What the gradings' groups used so far (`cgroups.gradings_cpu`), with this grading's harness
         processes (every lane's: outside any group of theirs, and a submission can keep them busy too)."""
-        found = cgroups.gradings_cpu()
+        found = cgroups.gradings_cpu(max_age)
         if found is None:
             return None
         harnesses = [os.getpid(), *self.siblings(), *([self.first_lane] if self.first_lane is not None else [])]
