@@ -76,6 +76,7 @@ class SubmissionNames(Mapping[str, Any]):
 SUBMISSION_NAMES = pytest.StashKey[SubmissionNames]()
 FEEDBACK = pytest.StashKey[Feedback]()
 CLOCK = pytest.StashKey[OwnDeadline]()
+RUNNING = pytest.StashKey[bool]()  # the test's phases have begun (the hooks that wrap them have run)
 
 
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -167,6 +168,7 @@ class GradingPlugin:
             record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
             harness.report.not_run[item.nodeid] = "time"
             return True
+        item.stash[RUNNING] = True  # from here the test's own phases run: its timer may stop it
         # Tests that timed out before cost nothing here: each test runs with its own limits, as long as the
         # grading's time lasts (a rare hang costs only the tests that reach it). An import that timed out
         # fails every later test at once (see `WorkerPool.start_worker`), saying why.
@@ -211,6 +213,11 @@ class GradingPlugin:
 
         def on_alarm(signum: int, frame: Any) -> None:
             __tracebackhide__ = True
+            if not item.stash.get(RUNNING, False):
+                # Still in the hooks that wrap the test (pytest's own): a stop raised there would break the
+                # session, not the test. The test's phases begin in a moment.
+                signal.setitimer(signal.ITIMER_REAL, 0.01)
+                return
             for_test, for_grading = left()
             if for_grading <= 0:
                 raise TimeRanOut(f"the grading's time ran out ({harness.job.limits.total_timeout_s:g} s) during "
@@ -225,6 +232,8 @@ class GradingPlugin:
 
         item.cancel_timeout = cancel  # type: ignore[attr-defined]  # what pytest-timeout's cancel hook calls
         item.stash[CLOCK] = test
+        if harness.budget is not None and harness.budget.left() <= 0:
+            return True  # the grading's time is spent: the test is recorded as not run, with no timer
         signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, max(0.01, min(left())))
         return True
