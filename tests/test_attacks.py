@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,12 @@ CANARY = "GRADER_CANARY_SECRET"
 CANARY_VALUE = "canary-7f3a9e21-do-not-leak"
 # Attacks that hunt for premium material or target comparisons need the premium tier (the hidden suite
 # and the reference are then in the sandbox); the others run the visible suite only, to stay quick.
-PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results"}
+PREMIUM = {"read_secrets", "patch_pytest", "always_equal", "int_subclass", "forge_results",
+           "credit_from_another_lane"}  # the premium tier has tests enough for two lanes (local, as root)
 TIME_LIMIT_S = 150
 HELD = re.compile(r"held (\d+) MiB in all")
+# What an attack says when a call of its ran past what any limit allows (twice the limit, on the wall).
+BENT = "outlived its time limit"
 # A grading's memory: its confinement's control group (local), its container (Docker).
 MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.group_memory_mb
 DOCKER_MEMORY_BOUND_MIB = load_exercise(EXERCISE).limits.memory_mb + DOCKER_HARNESS_MEMORY_MB
@@ -80,6 +84,8 @@ def check(card, path: Path, elapsed: float, memory_bound_mib: int = MEMORY_BOUND
     # What an attack says it held of memory, in any form, stays within the grading's limit.
     held = [int(found.group(1)) for t in card.tests for found in [HELD.search(t.message)] if found]
     assert all(mib <= memory_bound_mib for mib in held), f"{path.name} held {held} MiB"
+    bent = [(t.name, t.message[:200]) for t in card.tests if BENT in t.message]
+    assert not bent, f"{path.name} ran past its limits: {bent}"
 
 
 def run(path: Path, backend, name: str, exercise=None):
@@ -147,3 +153,79 @@ def test_attack_on_a_worker_in_an_account_of_its_own(path, private_project, acco
     check(card, path, elapsed)
     assert card.isolation == ("" if card.status == "rejected" else "account")
 
+
+
+# -- two gradings at once ----------------------------------------------------------------------------
+
+TOGETHER = ATTACKS / "credit_from_another_lane.py"  # a spinner in one grading, a waiter in the other
+
+
+def graded_together(backend, name: str, exercise=None) -> list:
+    """The same attack graded twice at once (one student's two submissions, or two who agree): whichever
+    grading finds the CPUs idle spins, the other waits behind it. Neither may earn time from the other."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(run, TOGETHER, backend, name, exercise) for _ in range(2)]
+        return [future.result() for future in runs]
+
+
+def test_two_gradings_at_once_earn_no_time_from_each_other_on_the_local_sandbox():
+    for card, elapsed in graded_together(run_local, "local"):
+        check(card, TOGETHER, elapsed)
+
+
+def test_two_gradings_at_once_earn_no_time_from_each_other_in_docker(docker_client, grading_image):
+    from grader.sandbox.docker_backend import DockerBackend
+
+    for card, elapsed in graded_together(DockerBackend(docker_client), "docker"):
+        check(card, TOGETHER, elapsed, DOCKER_MEMORY_BOUND_MIB)
+
+
+@pytest.mark.slow
+def test_two_gradings_at_once_earn_no_time_from_each_other_in_accounts_of_their_own(private_project, account_backend):
+    exercise = load_exercise(str(private_project / "exercises" / EXERCISE))
+    for card, elapsed in graded_together(account_backend, "local", exercise):
+        check(card, TOGETHER, elapsed)
+        assert card.isolation == "account"
+
+
+# -- a rare hang -------------------------------------------------------------------------------------
+
+RARE_HANG = ATTACKS / "partial" / "rare_hang.py"
+
+
+def rare_hang_and_control() -> tuple[bytes, bytes]:
+    """The reference with a hang where max_seqs == 1, and its control, which raises there instead."""
+    patch = RARE_HANG.read_text()
+    loop = "while True:  # the hang\n            pass"
+    assert loop in patch
+    control = patch.replace(loop, 'raise RuntimeError("max_seqs == 1")')
+    return (REFERENCE.read_text() + "\n\n" + patch).encode(), (REFERENCE.read_text() + "\n\n" + control).encode()
+
+
+def check_rare_hang(backend, name: str, exercise=None) -> None:
+    exercise = exercise or load_exercise(EXERCISE)
+    hang, control = rare_hang_and_control()
+    cards = [grade_bytes(source, exercise, "premium", backend, name) for source in (hang, control)]
+    for card in cards:
+        assert card.status == "graded", card.reason
+    lost = [{t.name: t.status for t in card.tests if t.status != "passed"} for card in cards]
+    assert lost[1] and set(lost[1].values()) == {"failed"}, lost[1]
+    # The hang loses exactly the tests that reach max_seqs == 1, each as a timeout; every other test ran.
+    assert lost[0] == dict.fromkeys(lost[1], "timeout"), (lost[0], lost[1])
+    assert cards[0].score == cards[1].score > 0
+    assert all("ran out of time" in t.message for t in cards[0].tests if t.status == "timeout")
+
+
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_on_the_local_sandbox():
+    check_rare_hang(run_local, "local")
+
+
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_in_docker(docker_client, grading_image):
+    from grader.sandbox.docker_backend import DockerBackend
+
+    check_rare_hang(DockerBackend(docker_client), "docker")
+
+
+@pytest.mark.slow
+def test_a_rare_hang_costs_only_the_tests_that_reach_it_in_accounts_of_their_own(private_project, account_backend):
+    check_rare_hang(account_backend, "local", load_exercise(str(private_project / "exercises" / EXERCISE)))

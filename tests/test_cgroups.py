@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.confined import cgroups
-from grader.confined.clock import GroupCPU, OwnDeadline, process_charge
+from grader.confined.clock import Charge, GroupCPU, OwnDeadline, process_charge
 
 HYBRID = """\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -61,9 +61,11 @@ def test_each_controller_of_a_v1_line_is_named(tmp_path):
 
 
 @pytest.mark.unit
-def test_a_deadline_without_a_control_group_moves_later_by_its_own_length_at_most():
+def test_a_deadline_moves_later_by_its_own_length_at_most_whatever_its_readings_say():
+    """The wall clock's hang guard: no reading (work hidden from /proc, a grading in another container)
+    moves a limit of L past 2 L."""
     class Unproven:
-        credit, proven = 0.0, False
+        credit = 0.0
 
         def recheck(self) -> float:
             self.credit += 100.0  # a submission that made every reading say "the machine was busy"
@@ -74,6 +76,14 @@ def test_a_deadline_without_a_control_group_moves_later_by_its_own_length_at_mos
     assert deadline.left() <= 0.2 and deadline.credited() == 0.2
     time.sleep(0.25)
     assert deadline.left() <= 0
+
+
+@pytest.mark.unit
+def test_many_groups_count_a_new_group_whole_and_a_gone_one_no_more():
+    readings = iter([{"a": 1.0, "b": 2.0}, {"a": 1.5, "c": 0.25}, {"a": 1.5, "c": 1.0}])
+    count = GroupCPU(lambda: next(readings))
+    assert count.used() == pytest.approx(0.75)  # a: 0.5, c (new): 0.25, b (gone): nothing more
+    assert count.used() == pytest.approx(0.75)
 
 
 @pytest.mark.unit
@@ -198,3 +208,33 @@ def test_a_confinement_whose_processes_could_not_join_its_group_forks_no_worker(
         with pytest.raises(ZygoteUnavailable, match="could not join its control group"):
             spawn()
         assert confinement.broken
+
+
+@pytest.mark.unit
+def test_a_wait_is_credited_only_past_the_cpu_every_grading_used(tmp_path):
+    """The credit is the wait less what the gradings' processes used besides the thread: the wait at
+    most that CPU can have caused is never the machine's."""
+    schedstat = tmp_path / "schedstat"
+
+    class Gradings:
+        includes_self = True
+
+        def __init__(self) -> None:
+            self.next = 0.0
+
+        def used(self) -> float:
+            return self.next
+
+    def charged(used_by_gradings: float) -> float:
+        schedstat.write_text("0 0 0\n")
+        gradings = Gradings()
+        charge = Charge(lambda: (str(schedstat), "self"), gradings).baseline()
+        time.sleep(0.3)
+        schedstat.write_text(f"{10_000_000} {250_000_000} 7\n")  # ran 0.01 s, waited 0.25 s
+        gradings.next = used_by_gradings
+        charge.recheck()
+        return charge.credit
+
+    assert charged(0.01) == pytest.approx(0.25, abs=1e-6)  # nothing but the thread itself ran: all of it
+    assert charged(0.11) == pytest.approx(0.15, abs=1e-6)  # others used 0.1 s: that much is not credited
+    assert charged(2.0) == 0.0  # a spinner anywhere in a grading: nothing

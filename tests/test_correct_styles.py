@@ -136,7 +136,10 @@ def test_an_endless_loop_in_one_case_costs_exactly_the_tests_that_reach_it(limit
     card = grade_bytes(styled("endless_in_one_case"), limited_exercise, "free", backend, name)
     lost = {t.name: (t.status, t.message) for t in card.tests if t.status != "passed"}
     assert list(lost) == [LONG_TEST], failures(card)
-    assert lost[LONG_TEST] == ("timeout", "schedule() did not finish within 1 s (is there an endless loop?)")
+    assert lost[LONG_TEST] == ("timeout", "schedule() did not finish within 1 s (is there an endless loop?)\n"
+                               f"1 test of this grading ran out of time ({LONG_TEST}); that cost only it: the "
+                               f"{len(card.tests) - 1} other test{'s' if len(card.tests) > 2 else ''} ran with "
+                               f"{'their' if len(card.tests) > 2 else 'its'} own limits.")
     assert card.score == card.max_score - 5
 
 

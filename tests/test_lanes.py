@@ -229,10 +229,10 @@ def test_t9_would_pass():
 '''
 
 
-def test_past_the_timeouts_two_lanes_leave_the_tests_one_lane_leaves_unrun(tmp_path):
-    """Which lane runs a test is a matter of timing (each takes the next as soon as it is free), so the
-    rule that stops a grading after its third timeout is settled over the whole run in collection order:
-    the tests after the third timeout are not run, whichever lane ran them, as with one lane."""
+def test_after_timeouts_two_lanes_run_every_test_as_one_lane_does(tmp_path):
+    """Which lane runs a test is a matter of timing (each takes the next as soon as it is free): the tests
+    after any number of timeouts run in either, and what the timeouts cost is said over the whole run, as
+    one lane says it."""
     folder = exercise_copy(tmp_path)
     (tmp_path / "hidden_tests" / EXERCISE / "test_zz_timeouts.py").write_text(TIMEOUTS)
     exercise = load_exercise(folder)
@@ -242,7 +242,6 @@ def test_past_the_timeouts_two_lanes_leave_the_tests_one_lane_leaves_unrun(tmp_p
     statuses = {t.name: t.status for t in two.tests if re.match(r"test_t\d_", t.name)}
     assert statuses == {"test_t1_slow": "passed", "test_t2_loops": "timeout", "test_t3_passes": "passed",
                         "test_t4_loops": "timeout", "test_t5_slow": "passed", "test_t6_loops": "timeout",
-                        "test_t7_would_pass": "timeout", "test_t8_would_loop": "timeout",
-                        "test_t9_would_pass": "timeout"}
-    assert all(t.message.startswith("not run: your code already ran out of time in 3 tests") for t in two.tests
-               if t.name in ("test_t7_would_pass", "test_t8_would_loop", "test_t9_would_pass"))
+                        "test_t7_would_pass": "passed", "test_t8_would_loop": "timeout",
+                        "test_t9_would_pass": "passed"}
+    assert all("4 tests of this grading ran out of time" in t.message for t in two.tests if t.status == "timeout")

@@ -14,7 +14,7 @@ import pytest
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
 from grader.harness.contract import Job, Suite, TestRecord
 from grader.harness.lanes import LaneReport
-from grader.harness.outcomes import not_run_after_timeouts, not_run_message, settle_timeouts
+from grader.harness.outcomes import not_run_message, note_timeouts
 from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin
 from grader.harness.state import HarnessState
 
@@ -105,13 +105,11 @@ def test_sleeps():
     assert record.duration_s < 3
 
 
-def test_past_the_timeouts_a_grading_allows_the_tests_left_are_not_run(grade_suite):
-    """An endless loop costs a few call limits, not one a test: after `timed_out_tests` (3) tests ended
-    in a timeout, the tests left fail as timeouts without running."""
+def test_after_timeouts_the_tests_left_run_and_only_the_tests_that_hang_lose_points(grade_suite):
+    """A hang costs only the tests that hang: the tests after any number of timeouts run with their own
+    limits, and each test that timed out says which tests the timeouts cost and that the rest ran."""
     records, _ = grade_suite('''
 from grader.harness.stops import CallTimeout
-
-ran = []
 
 def test_1_passes():
     pass
@@ -128,70 +126,51 @@ def test_4_passes():
 def test_5_loops():
     raise CallTimeout("complete() did not finish within 5 s (is there an endless loop?)")
 
-def test_6_would_pass():
-    ran.append(6)
+def test_6_passes():
+    pass
 
-def test_7_would_loop():
-    raise CallTimeout("add() did not finish within 5 s")
+def test_7_fails():
+    assert 1 == 2
 ''')
     statuses = {name: record.status for name, record in records.items()}
     assert statuses == {"test_1_passes": "passed", "test_2_loops": "timeout", "test_3_loops": "timeout",
-                        "test_4_passes": "passed", "test_5_loops": "timeout", "test_6_would_pass": "timeout",
-                        "test_7_would_loop": "timeout"}
-    assert "complete() did not finish" in records["test_5_loops"].message
-    for name in ("test_6_would_pass", "test_7_would_loop"):
-        assert records[name].message == ("not run: your code already ran out of time in 3 tests of this grading, "
-                                         "so the tests left are not run (is there an endless loop?)")
+                        "test_4_passes": "passed", "test_5_loops": "timeout", "test_6_passes": "passed",
+                        "test_7_fails": "failed"}
+    note = ("3 tests of this grading ran out of time (test_2_loops, test_3_loops, test_5_loops); that cost only "
+            "them: the 4 other tests ran with their own limits.")
+    assert records["test_5_loops"].message == f"complete() did not finish within 5 s (is there an endless loop?)\n{note}"
+    assert all(note in records[name].message for name in ("test_2_loops", "test_3_loops"))
+    assert all(note not in record.message for record in records.values() if record.status != "timeout")
 
 
 def _records(outcomes: str) -> dict[str, TestRecord]:
-    """Records in collection order, one a letter: p passed, f failed, t timed out, n not run for the timeouts
-    rule, g not run for the grading's time."""
+    """Records in collection order, one a letter: p passed, f failed, t timed out, g not run for the
+    grading's time."""
     found = {}
     for at, kind in enumerate(outcomes):
         status = {"p": "passed", "f": "failed"}.get(kind, "timeout")
-        message = {"t": "schedule() did not finish within 5 s", "n": not_run_after_timeouts(3),
-                   "g": not_run_message(160)}.get(kind, "")
-        found[f"t::test_{at}"] = TestRecord(f"t::test_{at}", "hidden", f"test_{at}", "", status, message,
-                                            output="" if kind in "ng" else "printed")
+        message = {"t": "schedule() did not finish within 5 s", "g": not_run_message(160)}.get(kind, "")
+        found[f"t::test_{at}"] = TestRecord(f"t::test_{at}", "hidden", f"test_{at}", "", status, message)
     return found
 
 
-def _settled(outcomes: str, import_failed_at: tuple[int, ...] = ()) -> str:
-    records = _records(outcomes)
-    report = LaneReport({nodeid: {"n": "timeouts", "g": "time"}[kind] for nodeid, kind in
-                         zip(records, outcomes) if kind in "ng"}, [f"t::test_{at}" for at in import_failed_at])
-    settle_timeouts(records, 3, report)
-    kinds = ""
-    for record in records.values():
-        if record.message.startswith("not run: your code already"):
-            assert record.message == not_run_after_timeouts(3) and record.output == "", record
-            kinds += "n"
-        else:
-            kinds += {"passed": "p", "failed": "f"}.get(record.status, "g" if "grading's time" in record.message else "t")
-    return kinds
+@pytest.mark.unit
+def test_the_note_of_the_timeouts_counts_the_tests_that_ran_and_not_those_the_gradings_time_left():
+    records = _records("ptpttggp")
+    note_timeouts(records, LaneReport({"t::test_5": "time", "t::test_6": "time"}))
+    timed_out = [r for r in records.values() if r.message.startswith("schedule()")]
+    assert len(timed_out) == 3 and all(r.message.endswith("the 3 other tests ran with their own limits.")
+                                       for r in timed_out)
+    assert records["t::test_5"].message == not_run_message(160)
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("lanes_made", "one_lane_makes"), [
-    ("ptpttpppft", "ptpttnnnnn"),  # a lane with fewer timeouts ran the tests after the third: not run all the same
-    ("ptttnnn", "ptttnnn"),  # as one lane made them
-    ("tfttptn", "tfttnnn"),  # the message of the lane that stopped is the whole run's
-    ("ttggtpp", "ttggtnn"),  # the grading's time: said as such, and not a timeout of the submission's
-    ("pftp", "pftp"),
-])
-def test_past_the_third_timeout_in_collection_order_the_tests_left_are_not_run(lanes_made, one_lane_makes):
-    """Lanes take tests as they are free, so which lane saw which timeout is a matter of timing: the rule is
-    settled over the merged records, as one lane running them in order applies it."""
-    assert _settled(lanes_made) == one_lane_makes
-
-
-@pytest.mark.unit
-def test_after_the_imports_failure_each_test_keeps_its_own_timeout():
-    """An import that timed out fails every later test by itself (one lane does not apply the rule then)."""
-    assert _settled("ptttttt", import_failed_at=(1,)) == "ptttttt"
-    # A failure after the third timeout (in another lane) is not one the run in order would have met.
-    assert _settled("ptttpttt", import_failed_at=(5,)) == "ptttnnnn"
+def test_no_note_when_every_test_timed_out_or_none_did():
+    for outcomes in ("ttt", "ppf"):
+        records = _records(outcomes)
+        before = {nodeid: record.message for nodeid, record in records.items()}
+        note_timeouts(records, LaneReport())
+        assert {nodeid: record.message for nodeid, record in records.items()} == before
 
 
 def test_a_failure_outside_the_test_body_is_an_error_and_a_fail_keeps_the_authors_words(grade_suite):

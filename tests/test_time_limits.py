@@ -204,29 +204,33 @@ def spin():
 
 
 def proven_or_skip(worker) -> None:
-    """These waits are four times the limit: credited in full only where a control group counts the
-    grading's CPU (as root; CI is); elsewhere a limit moves by its own length at most (clock.py)."""
+    """These waits are credited only where a control group counts the gradings' CPU (as root; CI is);
+    elsewhere the worker's account's visible CPU counts, which a busy harness may take the credit from."""
     if not worker.charge.proven and os.environ.get("CI") != "true":
         pytest.skip("no control group the harness may make here: a limit moves by its own length at most")
 
 
 def test_a_call_that_waits_for_a_busy_cpu_is_not_a_timeout_and_an_endless_loop_still_is():
-    limits = Limits(call_timeout_s=1.0, import_timeout_s=5)
-    with contention(), worker_for(WORK, limits) as worker:
+    """A limit moves later by at most its own length (clock.py): 0.6 s of CPU against a limit of 2 s, on
+    a CPU shared with a busy process at a higher priority, takes between 2 and 4 s on the wall clock."""
+    limits = Limits(call_timeout_s=2.0, import_timeout_s=5)
+    with contention(hogs=1), worker_for(WORK, limits) as worker:
         proven_or_skip(worker)
         work = worker.lookup("work")
         started = time.monotonic()
         assert work(0.6) is True  # 0.6 s of CPU at a quarter of one: over 2 s on the wall clock
         took = time.monotonic() - started
         assert took > limits.call_timeout_s, f"the worker was not slowed down ({took:.2f} s)"
-        with pytest.raises(CallTimeout, match=r"spin\(\.\.\.\) did not finish within 1 s"):
+        started = time.monotonic()
+        with pytest.raises(CallTimeout, match=r"spin\(\.\.\.\) did not finish within 2 s"):
             worker.lookup("spin")()
+        assert time.monotonic() - started < 2 * limits.call_timeout_s + 1
 
 
 def test_an_import_that_waits_for_a_busy_cpu_is_not_a_timeout():
     slow_import = "import time\n_s = time.process_time()\nwhile time.process_time() - _s < 0.6:\n    pass\n" \
                   "def ok():\n    return 1\n"
-    with contention(), worker_for(slow_import, Limits(call_timeout_s=1, import_timeout_s=1.0)) as worker:
+    with contention(hogs=1), worker_for(slow_import, Limits(call_timeout_s=1, import_timeout_s=2.0)) as worker:
         proven_or_skip(worker)
         assert worker.lookup("ok")() == 1
 
@@ -305,9 +309,9 @@ _plain_schedule = Scheduler.schedule
 
 
 def _busy_schedule(self):
-    # Correct, and slow on purpose: 20 ms of CPU a step.
+    # Correct, and slow on purpose: 10 ms of CPU a step.
     started = _time.process_time()
-    while _time.process_time() - started < 0.02:
+    while _time.process_time() - started < 0.01:
         pass
     return _plain_schedule(self)
 
@@ -318,10 +322,11 @@ Scheduler.schedule = _busy_schedule
 
 @pytest.mark.slow
 def test_correct_code_keeps_full_marks_under_tight_limits_on_a_crowded_cpu(tmp_path):
-    """Limits a few times what a correct but slow solution needs (20 ms of CPU a step, 0.1 s a call,
-    1 s a test), on a CPU shared with busy processes, where its calls and tests can take longer than
-    their limits on the wall clock: it still gets full marks, the tests whose limits moved saying so."""
-    exercise = exercise_copy(tmp_path, call_timeout_s=0.1, test_timeout_s=1)
+    """Limits a few times what a correct but slow solution needs (10 ms of CPU a step, 0.1 s a call,
+    3 s a test), on a CPU shared with busy processes, where its calls and tests can take longer than
+    their limits on the wall clock (up to twice: a limit moves by its own length at most): it still gets
+    full marks, the tests whose limits moved saying so."""
+    exercise = exercise_copy(tmp_path, call_timeout_s=0.1, test_timeout_s=3)
     submission, result = tmp_path / "scheduler.py", tmp_path / "card.json"
     submission.write_bytes(BUSY_CALLS)
     # A grader of its own, started under the contention: every process of the grading inherits it (one
@@ -333,9 +338,9 @@ def test_correct_code_keeps_full_marks_under_tight_limits_on_a_crowded_cpu(tmp_p
     card = Scorecard.from_dict(json.loads(result.read_text()))
     assert card.status == "graded", card.reason
     assert card.score == card.max_score, [(t.name, t.status, t.message) for t in card.tests if t.status != "passed"]
-    # Where a test took longer than its 1 s limit on the wall clock (the contention does not always
+    # Where a test took longer than its 3 s limit on the wall clock (the contention does not always
     # bite as hard: the scheduler favours processes that wake from a sleep), it was credited the wait.
     # The calls' own crediting is shown above, where the contention is certain.
     for test in card.tests:
-        if test.duration_s > 1.2:
+        if test.duration_s > 3.2:
             assert test.cpu_wait_s > 0, (test.name, test.duration_s)

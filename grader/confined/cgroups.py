@@ -14,10 +14,12 @@ Two ways to have one, tried in this order (`for_confinement`):
   removes it at the confinement's end. Its CPU is the confinement's alone (from the move on).
 - *shared*: where the hierarchy is read-only (a container: the Docker sandbox's, a course platform's),
   the group the harness itself is in (the container's) is read. Its CPU is the confinement's and that of
-  the other processes of the container (the harness, another lane, the grader that started it): what of
-  it the processes of other accounts visibly used is taken off (`clock.GroupCPU`), and whatever cannot
-  be seen (a process of another account that ended unreaped) stays counted as the submission's, which
-  can only make a limit move less.
+  the other processes of the container (the harness, another lane, the grader that started it): all of
+  it counts as a grading's, which can only make a limit move less.
+
+What every grading used (`gradings_cpu`), for the time limits' credit (`clock`): with groups of its own,
+those of every grading this process can find (its own lanes' and other harnesses', named `PREFIX`...);
+in a container, the container's.
 
 Where neither exists (no cgroup file system, or the grader is not root), `None`: see `clock`.
 """
@@ -32,7 +34,8 @@ from dataclasses import dataclass, field
 
 MOUNTINFO = "/proc/self/mountinfo"
 OWN_CGROUPS = "/proc/self/cgroup"
-PREFIX = "grader-"  # the groups the harness makes: grader-<its pid>-<its start time>-<number>
+PREFIX = "grader-"
+TCP_BUFFERS_BYTES = 64 << 20  # cgroup v1: the TCP buffers of a confinement, counted apart from its memory  # the groups the harness makes: grader-<its pid>-<its start time>-<number>
 
 
 @dataclass(frozen=True)
@@ -321,8 +324,85 @@ def _limited(parent: Place, name: str, limit: int, group: OwnGroup) -> Place | N
     _write(os.path.join(folder, "memory.limit_in_bytes"), str(limit))
     with contextlib.suppress(OSError):  # swap accounting may be off: then no swap is counted apart
         _write(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(limit))
+    with contextlib.suppress(OSError):
+        # v1 counts TCP buffers apart from the rest, and only once they are limited (v2 counts them in
+        # memory.max): workers open no TCP socket unless an exercise allows them (`Limits.sockets`).
+        _write(os.path.join(folder, "memory.kmem.tcp.limit_in_bytes"), str(min(limit, TCP_BUFFERS_BYTES)))
     group.memory_limit = limit
     return Place(folder, False)
+
+
+SCAN_DEPTH = 3  # how deep below a hierarchy's root the groups of other gradings are looked for
+SCAN_ENTRIES = 4000  # folders looked at, at most, in one reading
+
+
+@dataclass
+class _Scan:
+    roots: list[str]
+    unified: bool
+
+
+_scan: _Scan | None = None
+
+
+def _scan_roots() -> _Scan | None:
+    """Where the groups of gradings are looked for: this process's own group (where it makes its own), and
+    the hierarchy's root down to `SCAN_DEPTH` (where other harnesses make theirs). Found once a process."""
+    global _scan
+    if _scan is None:
+        place, _ = own_places()
+        if place is None:
+            return None
+        mount = next((m for m in hierarchies() if m.unified == place.unified
+                      and (m.unified or "cpuacct" in m.controllers) and place.folder.startswith(m.mountpoint)), None)
+        roots = [place.folder] + ([mount.mountpoint] if mount is not None and mount.mountpoint != place.folder else [])
+        _scan = _Scan(roots, place.unified)
+    return _scan
+
+
+_last: tuple[float, dict[str, float]] | None = None  # the latest reading, and when it was taken
+
+
+def gradings_cpu(max_age: float = 0.0) -> dict[str, float] | None:
+    """The CPU that the groups of every grading this process can find have used so far, by folder: the
+    groups harnesses make (`PREFIX`), this grading's every lane among them. None where none can be read.
+    A reading at most `max_age` seconds old does, for a count's start (`clock.GroupCPU`): an earlier
+    start only counts more of the gradings' CPU (each reading costs a read of every group's counters)."""
+    global _last
+    if _last is not None and time.monotonic() - _last[0] <= max_age:
+        return dict(_last[1])
+    scan = _scan_roots()
+    if scan is None:
+        return None
+    found: dict[str, float] = {}
+    budget = [SCAN_ENTRIES]
+
+    def visit(folder: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            if entry.name.startswith(PREFIX):
+                if entry.path not in found:
+                    used = cpu_seconds(Place(entry.path, scan.unified))
+                    if used is not None:
+                        found[entry.path] = used
+            elif depth > 1:
+                visit(entry.path, depth - 1)
+
+    for root in scan.roots:
+        visit(root, 1 if root == scan.roots[0] and len(scan.roots) > 1 else SCAN_DEPTH)
+    _last = (time.monotonic(), dict(found))
+    return found
 
 
 def shared() -> Place | None:

@@ -1,21 +1,22 @@
-"""Time charged to a process: the wall time it took, less what it spent waiting for a CPU that other
-work held.
+"""Time charged to a process: the wall time it took, less what it spent waiting for a CPU that work
+of no grading held.
 
 A limit on a submission (a call, an import, a test) is a limit on what the submission did: its CPU,
 and the time it chose to sleep or block. On a busy machine (a course's server before a deadline) a
 process also waits in the kernel's run queue for a CPU; Linux counts that wait per thread
-(`/proc/PID/schedstat`, its second field), and a deadline here is moved back by it before it is
-declared reached. A deadline is only ever moved later, never earlier: the worst a wrong reading can
-do is let a limit be reached later than it should, never fail a test sooner.
+(`/proc/PID/schedstat`, its second field), and a deadline here is moved back by part of it before it is
+declared reached. A deadline is only ever moved later, never earlier, and by at most its own length
+(`OwnDeadline`): whatever the readings say, a limit of L ends within 2 L on the wall clock.
 
-Waiting for a CPU that the submission's own work held is not credited: over any interval the time
-charged is at least the CPU that the grading's processes used (capped at the interval's length), so a
-submission that keeps its own threads or processes busy (a fork bomb, spinners at any nice value that
-the kernel reaps) cannot stretch its limits that way. What "the grading's processes used" is proven by
-a control group (`cgroups`): every CPU second of every process the confinement ever started, however it
-ended (`GroupCPU`). Without one, it is what `/proc` shows of the worker's account (`AccountCPU`), which
-misses a process that started and ended between two readings unreaped by any of the account's: then a
-limit moves later by at most its own length (`Charge.proven`; a call limited to 5 s ends within 10 s).
+The part credited is what no grading can have caused (docs/security.md has the proof): over an interval
+in which the answering thread waited `w` and the processes of every grading this process can count used
+`U` of CPU (besides the thread itself), the credit is `max(0, w - U)`. At each instant of its wait the
+thread's CPU ran some other task; the instants at which that task was a grading's add up to at most
+`U`, so at least `w - U` of the wait was spent behind work of no grading. What the gradings used is
+proven by control groups (`cgroups`): every CPU second of every process a confinement ever started,
+however it ended, of this grading's every lane and of every other grading whose groups this process
+can read (`GroupCPU`). Without one, it is what `/proc` shows of the worker's account (`AccountCPU`),
+which misses a process that started and ended between two readings unreaped by any of the account's.
 
 Readings are taken lazily: only when a deadline is reached on the wall clock, which on an idle machine
 is only when the limit really is reached. Where `/proc` has no schedstat (a kernel without it), no
@@ -37,10 +38,17 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 def runqueue_wait_s(path: str) -> float | None:
     """The time the thread behind a `schedstat` file has waited in run queues since it started."""
+    reading = thread_times(path)
+    return None if reading is None else reading[1]
+
+
+def thread_times(path: str) -> tuple[float, float] | None:
+    """(the time it ran on a CPU, the time it waited in run queues) of the thread behind a `schedstat`
+    file, since it started."""
     try:
         with open(path, "rb") as file:
             fields = file.read(200).split()
-        return int(fields[1]) / 1e9
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 
@@ -77,14 +85,15 @@ def _since_boot() -> float:
 
 
 class AccountCPU:
-    """The CPU that every process of one account (with `others`: of every account but that one) uses
-    between two readings, as far as /proc shows it: a process seen for the first time counts with its
-    own CPU since it started if it started after this count did, else from then on; one seen before with
-    what it and the children it reaped used since. (A process that starts and ends between two readings,
-    reaped by no process of the account, is missed.)"""
+    """The CPU that every process of one account uses between two readings, as far as /proc shows it: a
+    process seen for the first time counts with its own CPU since it started if it started after this
+    count did, else from then on; one seen before with what it and the children it reaped used since. (A
+    process that starts and ends between two readings, reaped by no process of the account, is missed.)"""
 
-    def __init__(self, uid: int, others: bool = False) -> None:
-        self.uid, self.others = uid, others
+    includes_self = True  # the charged thread is one of the account's (a worker's)
+
+    def __init__(self, uid: int) -> None:
+        self.uid = uid
         self.since = _since_boot()
         self.seen: dict[int, tuple[float, float]] = {}
 
@@ -100,7 +109,7 @@ class AccountCPU:
                 if not entry.name.isdigit():
                     continue
                 try:
-                    if (entry.stat(follow_symlinks=False).st_uid == self.uid) == self.others:
+                    if entry.stat(follow_symlinks=False).st_uid != self.uid:
                         continue
                 except OSError:
                     continue
@@ -118,32 +127,41 @@ class AccountCPU:
         return used
 
 
-class GroupCPU:
-    """The CPU a control group's processes used between two readings (`read`: its total so far). Where
-    the group holds processes of other accounts too (a container's own group: the harness, another
-    lane), what those visibly used is taken off (`besides`: the worker's account); what of theirs
-    cannot be seen stays counted, which only makes a deadline move less. A group that cannot be read
-    counts as having used all the time there was: nothing is credited then."""
+Counters = float | dict[str, float]
 
-    def __init__(self, read: Callable[[], float | None], besides: int | None = None) -> None:
+
+class GroupCPU:
+    """The CPU that control groups' processes used between two readings. `read` gives their totals so far:
+    one group's (a float), or several by name (a dict: a group first seen after the count began counts
+    with all it used; one gone since the last reading, with nothing more). A reading that fails counts as
+    all the time there was: nothing is credited then. `includes_self`: the charged thread is among the
+    processes counted (a worker in its confinement's group, a harness in its container's)."""
+
+    def __init__(self, read: Callable[[], Counters | None], includes_self: bool = True,
+                 start: Callable[[], Counters | None] | None = None) -> None:
+        """`start`: where the count's first totals come from, if not from `read` (a recent reading: an
+        earlier start only counts more)."""
         self.read = read
-        self.others = AccountCPU(besides, others=True) if besides is not None else None
-        self.total = read()
-        if self.others is not None:
-            self.others.used()
+        self.includes_self = includes_self
+        self.totals = self._totals(start or read)
+
+    @staticmethod
+    def _totals(read: Callable[[], Counters | None]) -> dict[str, float] | None:
+        totals = read()
+        return {"": totals} if isinstance(totals, (int, float)) else totals
 
     def used(self) -> float:
-        total = self.read()
-        if total is None or self.total is None:
-            self.total = total
+        totals, before = self._totals(self.read), self.totals
+        self.totals = totals
+        if totals is None or before is None:
             return float("inf")
-        used, self.total = total - self.total, total
-        if self.others is not None:
-            used -= self.others.used()
-        return max(0.0, used)
+        return sum(max(0.0, total - before.get(name, 0.0)) for name, total in totals.items())
 
 
 class CPUCount(Protocol):
+    @property
+    def includes_self(self) -> bool: ...
+
     def used(self) -> float: ...
 
 
@@ -173,60 +191,74 @@ def process_ending(pid: int | str) -> bool:
 
 
 class Charge:
-    """The credit one process has earned by waiting for CPUs, read when a deadline is reached.
+    """The credit one thread has earned by waiting for CPUs that work of no grading held, read when a
+    deadline is reached.
 
-    `locate` gives the process as this process's /proc sees it: the `schedstat` file of the thread
-    whose waits count (the one that answers) and the pid whose CPU counts (all its threads), or None
-    while it cannot be found (then nothing is credited). Unless `baseline` is taken, the first
-    reading covers the time since this charge was made, from zero: a process made just before."""
+    `locate` gives the thread's `schedstat` file as this process's /proc sees it (the thread that answers),
+    and the pid whose CPU counts as the gradings' where no count is given (all its threads), or None
+    while it cannot be found (then nothing is credited). `gradings` counts what the gradings' processes
+    used (see `GroupCPU`, `AccountCPU`). Unless `baseline` is taken, the first reading covers the time
+    since this charge was made, from zero: a process made just before."""
 
-    def __init__(self, locate: Callable[[], tuple[str, int | str] | None], account: CPUCount | None = None) -> None:
+    def __init__(self, locate: Callable[[], tuple[str, int | str] | None], gradings: CPUCount | None = None) -> None:
         self.locate = locate
-        self.account = account  # where given, the CPU of the whole account (or group) counts as the process's
-        self.proven = isinstance(account, GroupCPU)  # the grading's CPU comes from a control group
+        self.gradings = gradings
+        self.proven = isinstance(gradings, GroupCPU)  # the gradings' CPU comes from control groups
         self.credit = 0.0
+        # A group count made just now has read its baseline (an account's count reads its first at `used`).
+        self._counted_now = isinstance(gradings, GroupCPU)
         self._at = time.monotonic()
+        self._ran = 0.0
         self._waited = 0.0
         self._cpu = 0.0
 
-    def _read(self) -> tuple[float, float] | None:
+    def _read(self) -> tuple[float, float, float] | None:
         place = self.locate()
         if place is None:
             return None
-        waited, cpu = runqueue_wait_s(place[0]), process_cpu_s(place[1])
-        return None if waited is None or cpu is None else (waited, cpu)
+        times = thread_times(place[0])
+        cpu = process_cpu_s(place[1]) if self.gradings is None else 0.0
+        return None if times is None or cpu is None else (*times, cpu)
 
-    def _used(self, cpu: float) -> float:
-        """The CPU used since the last reading: the account's, where known (and at least the process's)."""
-        own = cpu - self._cpu
-        return max(own, self.account.used()) if self.account is not None else own
+    def _others(self, ran: float, cpu: float) -> float:
+        """The CPU the gradings used since the last reading, besides the charged thread's own."""
+        if self.gradings is None:  # the process's own other threads, all that is known
+            return cpu - self._cpu - ran
+        used = self.gradings.used()
+        return used - ran if self.gradings.includes_self else used
 
     def baseline(self) -> Charge:
-        """Count from now: what the process waited before is not this charge's."""
+        """Count from now: what the thread waited before is not this charge's."""
         self._at = time.monotonic()
         reading = self._read()
         if reading is not None:
-            self._waited, self._cpu = reading
-        if self.account is not None:
-            self.account.used()
+            self._ran, self._waited, self._cpu = reading
+        if self.gradings is not None and not self._counted_now:
+            self.gradings.used()
+        self._counted_now = False
         return self
 
     def recheck(self) -> float:
-        """Add what the process waited since the last reading; the new credit."""
+        """Add what the thread waited behind work of no grading since the last reading; the new credit."""
         reading = self._read()
         if reading is None:
             return 0.0
-        now = time.monotonic()
-        waited, cpu = reading
-        if waited < self._waited or cpu < self._cpu:
+        ran, waited, cpu = reading
+        self._counted_now = False
+        if waited < self._waited or ran < self._ran:
             # Counters that went back are another thread's (a forked copy of this process reads its own
             # as "thread-self"): they count from here.
-            self._at, self._waited, self._cpu = now, waited, cpu
+            self._at, self._ran, self._waited, self._cpu = time.monotonic(), ran, waited, cpu
+            if self.gradings is not None:
+                self.gradings.used()
             return 0.0
-        span, wait, used = now - self._at, waited - self._waited, self._used(cpu)
-        self._at, self._waited, self._cpu = now, waited, cpu
-        own = max(span - wait, min(used, span))
-        new = span - own
+        now = time.monotonic()
+        others = self._others(ran - self._ran, cpu)
+        # The kernel adds a wait to the counter when it ends: a wait that began before the last reading may
+        # be counted in this one. No more than the interval less what the thread ran is taken.
+        waits = min(waited - self._waited, (now - self._at) - (ran - self._ran))
+        new = max(0.0, waits - max(0.0, others))
+        self._at, self._ran, self._waited, self._cpu = now, ran, waited, cpu
         if new < MIN_CREDIT_S:
             return 0.0
         self.credit += new
@@ -236,8 +268,8 @@ class Charge:
 def process_charge(pid: Callable[[], int | None], account: int | None = None,
                    group: Callable[[], CPUCount] | None = None) -> Charge:
     """The charge of another process (a worker, the loader), by its main thread's waits. What the
-    grading's processes used counts as its CPU (the submission's own work): with `group`, a control
-    group's count (made now); else with `account`, what every process of that account visibly used."""
+    gradings' processes used is not credited: with `group`, control groups' count (made now); else with
+    `account`, what every process of that account visibly used; else the process's own other threads."""
     def locate() -> tuple[str, int] | None:
         found = pid()
         return None if found is None else (f"/proc/{found}/schedstat", found)
@@ -246,8 +278,8 @@ def process_charge(pid: Callable[[], int | None], account: int | None = None,
 
 def own_charge(group: Callable[[], CPUCount] | None = None) -> Charge:
     """The calling thread's own charge, counted from now (the harness's, for a test and the grading).
-    With `group`, what the grading's processes used counts as its CPU too: a harness that waits for the
-    CPUs the submission keeps busy is not credited for it."""
+    With `group`, what the gradings' processes used is not credited: a harness that waits for the CPUs
+    the submission keeps busy is not credited for it."""
     return Charge(lambda: ("/proc/thread-self/schedstat", "self"), group() if group is not None else None).baseline()
 
 
@@ -261,15 +293,13 @@ class Credited(Protocol):
     @property
     def credit(self) -> float: ...
 
-    @property
-    def proven(self) -> bool: ...
-
     def recheck(self) -> float: ...
 
 
 class OwnDeadline:
     """A deadline `limit` seconds from now on the charged clock of the processes in `charges`: it moves
-    later by whatever they are credited (at this deadline's checks or anyone else's) after it was set."""
+    later by whatever they are credited (at this deadline's checks or anyone else's) after it was set, up
+    to its own length (or `most`): the wall clock's hang guard, which no reading can move."""
 
     __slots__ = ("base", "charges", "end", "most")
 
@@ -277,19 +307,16 @@ class OwnDeadline:
         self.end = time.monotonic() + limit
         self.charges = charges
         self.base = sum(charge.credit for charge in charges)
-        if not all(charge.proven for charge in charges):
-            # What the grading's processes used is not proven (no control group): a submission might hide
-            # work from /proc, so this deadline moves later by at most its own length.
-            most = limit if most is None else min(most, limit)
-        self.most = most  # how much later it may move at most (None: no bound)
+        # Whatever the readings say (work hidden from /proc, gradings whose groups cannot be read from here),
+        # a limit of L ends within 2 L on the wall clock: past that, no wait is credited.
+        self.most = limit if most is None else min(most, limit)
 
     def _left(self) -> float:
         return self.end + self.credited() - time.monotonic()
 
     def credited(self) -> float:
         """How much later than its wall-clock end this deadline has moved so far."""
-        moved = sum(charge.credit for charge in self.charges) - self.base
-        return moved if self.most is None else min(moved, self.most)
+        return min(sum(charge.credit for charge in self.charges) - self.base, self.most)
 
     def left(self) -> float:
         """The seconds left; when the wall clock says none, the processes' waits are read first."""

@@ -37,9 +37,9 @@ class Limits:
     cpus: float = 1.0  # CPUs for the worker in a container (the harness has one more of its own)
     disk_mb: int = 64  # the container's writable scratch space (tmpfs)
     output_kb: int = 8  # how much of a test's printed output the scorecard keeps (the tail)
-    # Tests of one grading (of each of its lanes) that may end in a timeout: once that many have, the
-    # tests left are not run (timeouts too), so an endless loop costs a few call limits, not one a test.
-    timed_out_tests: int = 3
+    # Whether workers may open network sockets (TCP, UDP: on the sandbox's own loopback, never a network).
+    # Refused unless an exercise needs them: their buffers are memory outside the address space.
+    sockets: bool = False
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> Limits:
@@ -49,6 +49,11 @@ class Limits:
         for name, value in table.items():
             if name not in known:
                 raise ValueError(f"unknown limit {name!r}; known limits: {', '.join(sorted(known))}")
+            if known[name].type in ("bool", bool):
+                if type(value) is not bool:
+                    raise ValueError(f"limit {name!r} must be true or false, got {value!r}")
+                values[name] = value
+                continue
             kind = float if known[name].type in ("float", float) else int
             if type(value) is bool or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
                 raise ValueError(f"limit {name!r} must be a{'n integer' if kind is int else ' number'}, got {value!r}")

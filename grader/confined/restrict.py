@@ -159,11 +159,11 @@ class Paths:
     devices: tuple[str, ...] = ("/dev",)
 
 
-def landlock(paths: Paths, abi: int) -> None:
+def landlock(paths: Paths, abi: int, network: bool = False) -> None:
     """Make this process a Landlock domain of its own: files as `paths` allow, no TCP bind or connect
-    (ABI 4), no signal or abstract Unix socket to a process outside the domain (ABI 6)."""
+    (ABI 4; unless `network`), no signal or abstract Unix socket to a process outside the domain (ABI 6)."""
     handled_fs = sum(rights for version, rights in _FS_RIGHTS.items() if version <= abi)
-    handled_net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+    handled_net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and not network else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
     fields = [handled_fs] + ([handled_net] if abi >= 4 else []) + ([scoped] if abi >= 6 else [])
     attr = ctypes.create_string_buffer(struct.pack(f"={len(fields)}Q", *fields))
@@ -219,14 +219,14 @@ class Confined:
         return f"{filters}, {files}"
 
 
-def confine_self(read: Iterable[str], write: Iterable[str]) -> Confined:
+def confine_self(read: Iterable[str], write: Iterable[str], network: bool = False) -> Confined:
     """Restrict this process and everything it starts: Landlock (where offered) to read the system and
-    `read`, write only beneath `write`; then the seccomp filter without network. Raises
-    RestrictionFailed when the filter cannot be installed: the caller must not go on."""
+    `read`, write only beneath `write`; then the seccomp filter, without network sockets unless `network`.
+    Raises RestrictionFailed when the filter cannot be installed: the caller must not go on."""
     abi = landlock_abi()
     if abi:
-        landlock(Paths(read=(*SYSTEM_READ, *python_paths(), *read), write=tuple(write)), abi)
-    program = seccomp_program(network=False)
+        landlock(Paths(read=(*SYSTEM_READ, *python_paths(), *read), write=tuple(write)), abi, network)
+    program = seccomp_program(network=network)
     if program is None:
         raise RestrictionFailed(f"no seccomp filter is known for this machine ({platform.machine()})")
     install_seccomp(program)

@@ -102,6 +102,9 @@ class Zygote:
         restricted = config.get("restrict")
         if restricted is not None:
             self.scratch_root = _restrict(restricted, self.scratch_root)
+        filtered = config.get("seccomp")
+        if filtered is not None:
+            _filter(bool(filtered.get("network")))
         self.folders: dict[int, str] = {}  # each worker's folder, removed when its end is reported
         self.submission = ""
         self.code: Any = None  # the submission compiled (`_compiled`)
@@ -234,12 +237,29 @@ def _restrict(restricted: dict[str, Any], parent: str) -> str:
     os.environ["TMPDIR"] = scratch
     tempfile.tempdir = scratch
     try:
-        confined = confine_self(read=restricted.get("read", []), write=[scratch, "/dev/shm"])
+        confined = confine_self(read=restricted.get("read", []), write=[scratch, "/dev/shm"],
+                                network=bool(restricted.get("network")))
     except (RestrictionFailed, OSError) as exc:
         print(f"zygote: the worker's restrictions could not be put in place ({exc})", flush=True)
         os._exit(3)
     print(f"zygote: restricted: {confined.describe()}", flush=True)
     return scratch
+
+
+def _filter(network: bool) -> None:
+    """In a container: the seccomp filter on this process and every worker it forks (no network socket
+    unless `network`: the container's loopback is still there, and socket buffers are memory outside
+    the address space). Where it cannot be put in place the zygote ends before it serves."""
+    from grader.confined.restrict import RestrictionFailed, install_seccomp, seccomp_program
+
+    program = seccomp_program(network=network)
+    try:
+        if program is None:
+            raise RestrictionFailed("no seccomp filter is known for this machine")
+        install_seccomp(program)
+    except (RestrictionFailed, OSError) as exc:
+        print(f"zygote: the worker's seccomp filter could not be put in place ({exc})", flush=True)
+        os._exit(3)
 
 
 def _keep(fd: int, name: str, scratch_root: str) -> str:

@@ -33,7 +33,6 @@ call_timeout_s = 5       # one call into the submission
 import_timeout_s = 5     # importing the submission
 test_timeout_s = 60      # one whole test
 total_timeout_s = 160    # the whole run: the tests left past it fail as timeouts
-# timed_out_tests = 3    # tests that may time out: past that many, the tests left are not run
 # memory_mb = 512        # the worker's address space
 # processes = 32         # processes and threads the worker may have
 # file_size_mb = 16      # the largest file the worker may write
@@ -42,6 +41,7 @@ total_timeout_s = 160    # the whole run: the tests left past it fail as timeout
 # cpus = 1.0             # CPUs of the worker in a container
 # disk_mb = 64           # the worker's scratch space
 # output_kb = 8          # how much of a test's printed output the scorecard keeps
+# sockets = false        # network sockets (TCP, UDP; loopback only): refused unless an exercise needs them
 
 # Each suite: a folder of pytest files (relative to the project folder), the label students see, the
 # points of each test, whether its tests may use the `reference` fixture (the reference solution,

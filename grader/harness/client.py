@@ -78,11 +78,12 @@ class WorkerClient:
         self.incident: GradingStop | None = None
         self.started = time.monotonic()
         self.is_ready = False
-        # The time this worker waited for a CPU that other work held is not charged to the submission.
-        # What the grading's processes used is the submission's own work (a fork bomb's, spinners'): their
-        # control group's count (`cpu`); else what every process of the worker's account visibly used,
-        # where that account is the grading's alone: run as the grader's own account without a namespace
-        # (--unsafe-local), the account's processes are everyone else's too, and only the worker's counts.
+        # The time this worker waited for a CPU that work of no grading held is not charged to the
+        # submission. What the gradings' processes used is never credited (a fork bomb's, spinners', another
+        # lane's, another grading's): their control groups' count (`cpu`); else what every process of the
+        # worker's account visibly used, where that account is the grading's alone: run as the grader's own
+        # account without a namespace (--unsafe-local), the account's processes are everyone else's too,
+        # and only the worker's own threads count.
         job = confinement.job
         account = job.worker_user if job.worker_user is not None else (os.getuid() if confinement.namespaced else None)
         self.charge = process_charge(self.process.seen_as, account, cpu)

@@ -149,7 +149,12 @@ class Confinement:
         if job.isolation == "account":
             # No namespace to hide the machine: the zygote restricts itself (and so every worker) to
             # reading the system and its own code, and writing a folder of its own (`restrict`).
-            config["restrict"] = {"read": [code_root]}
+            config["restrict"] = {"read": [code_root], "network": job.limits.sockets}
+        elif job.isolation == "container":
+            # The container has a loopback of its own: no network socket there either, unless the exercise
+            # needs them (their buffers are memory outside the address space), and the namespaced
+            # sandbox's other refusals (`restrict`).
+            config["seccomp"] = {"network": job.limits.sockets}
         return [job.worker_python, "-I", "-u", "-X", "faulthandler",
                 "-c", bootstrap(code_root, "grader.confined.zygote", "serve"), json.dumps(config)]
 
@@ -162,7 +167,7 @@ class Confinement:
         uid = user if user is not None else os.getuid()
         gid = group if group is not None else os.getgid()
         accounts = {path: _memory_file(path.rsplit("/", 1)[1], data) for path, data in account_files(uid, gid).items()}
-        refusals = seccomp_program()
+        refusals = seccomp_program(network=job.limits.sockets)
         seccomp_fd = _memory_file("seccomp", refusals) if refusals is not None else None
         arguments = bwrap_arguments(job.bwrap, code_fd, accounts, job.limits.disk_mb, seccomp_fd, info_fd)
         return arguments, [code_fd, *accounts.values(), *([seccomp_fd] if seccomp_fd is not None else [])]

@@ -15,8 +15,8 @@ workers can reach or starve another's. A helper sends its records and what decid
 (`LaneReport`) through a pipe when its session ends; the first lane merges them in collection order
 before writing the results. A helper that ends without sending them makes the run an error: the grader
 cannot vouch for tests it has no result of. Which lane ran a test is a matter of timing, so nothing of a
-grade may depend on it: a rule that looks at earlier tests (`outcomes.settle_timeouts`) is settled on
-the merged records.
+grade may depend on it: what is said across tests (`outcomes.note_timeouts`) is settled on the merged
+records.
 
 A harness process keeps its part in the lanes in a `Lanes`; what a lane needs of the rest of the harness
 (its problems, its records, how a forked process becomes a helper) it is handed, never reaches for.
@@ -52,11 +52,9 @@ class Helper:
 @dataclass
 class LaneReport:
     """What decided how a lane's tests ran, beside their records: the tests it recorded without running
-    them (and why: "time" for the grading's time, "timeouts" for the timeouts rule), and the test during
-    which its worker's import of the submission first failed."""
+    them, and why ("time": the grading's time was spent)."""
 
     not_run: dict[str, str] = field(default_factory=dict)
-    import_failed_at: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -114,7 +112,7 @@ class Lanes:
         """In a helper, at the end of its session: its records, problems and report to the first lane, then
         leave."""
         document = {"problems": problems, "tests": [record.to_dict() for record in records],
-                    "not_run": report.not_run, "import_failed_at": report.import_failed_at}
+                    "not_run": report.not_run}
         data = json.dumps(document).encode()
         pipe = self.results
         assert pipe is not None, "only a helper lane sends, and it has its pipe"
@@ -139,14 +137,13 @@ class Lanes:
             try:
                 document: dict[str, Any] = json.loads(b"".join(chunks))
                 tests, sent = document["tests"], document["problems"]
-                not_run, import_failed_at = dict(document["not_run"]), list(document["import_failed_at"])
+                not_run = dict(document["not_run"])
             except (ValueError, KeyError, TypeError):
                 code = os.waitstatus_to_exitcode(status)
                 problems.append(f"lane {helper.number + 1} of the harness ended without results (exit status {code})")
                 continue
             problems.extend(p for p in sent if p not in problems)
             report.not_run.update(not_run)
-            report.import_failed_at.extend(import_failed_at)
             for entry in tests:  # a lane of this very harness wrote them: records as they were
                 record = TestRecord(**entry)
                 records[record.nodeid] = record

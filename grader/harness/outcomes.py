@@ -24,32 +24,31 @@ def not_run_message(total_s: float) -> str:
     return f"not run: the grading's time ran out ({total_s:g} s)"
 
 
-def not_run_after_timeouts(count: int) -> str:
-    return (f"not run: your code already ran out of time in {count} tests of this grading, so the tests left "
-            "are not run (is there an endless loop?)")
+def note_timeouts(records: dict[str, TestRecord], report: LaneReport) -> None:
+    """Say, in each test that ran out of time, what the timeouts cost: those tests alone, every other test
+    ran with its own limits (a rare hang costs only the tests that reach it, wherever they sit in the
+    collection order). Settled on the merged records, whichever lane ran which test (`lanes`)."""
+    timed_out = [record for nodeid, record in records.items()
+                 if record.status == "timeout" and report.not_run.get(nodeid) != "time"]
+    if not timed_out or len(timed_out) == len(records):
+        return
+    names = ", ".join(record.name for record in timed_out[:TIMEOUTS_NAMED])
+    more = f" and {len(timed_out) - TIMEOUTS_NAMED} more" if len(timed_out) > TIMEOUTS_NAMED else ""
+    ran = len(records) - len(timed_out) - sum(1 for why in report.not_run.values() if why == "time")
+    them = "it" if len(timed_out) == 1 else "them"
+    others = "test ran with its" if ran == 1 else "tests ran with their"
+    note = (f"{timeouts_phrase(len(timed_out))} of this grading ran out of time ({names}{more}); that cost only "
+            f"{them}: the {ran} other {others} own limits.")
+    for record in timed_out:
+        if note not in record.message:
+            record.message = f"{record.message}\n{note}" if record.message else note
 
 
-def settle_timeouts(records: dict[str, TestRecord], limit: int, report: LaneReport) -> None:
-    """The timeouts rule over the whole run, in collection order, as one harness running the tests one
-    after another applies it: once `limit` tests have timed out, the tests left are not run, until the
-    submission's import has failed (which then fails each test by itself). Each lane applies the rule to
-    its own tests as it goes, to stop early; which tests a lane ran is a matter of timing (`lanes`), so it
-    is settled here, on the merged records (`report`: what the lanes did not run, and where an import
-    first failed), and no grade depends on which lane ran what."""
-    count, import_failed = 0, False
-    for nodeid, record in records.items():
-        why = report.not_run.get(nodeid)
-        if why == "time":
-            continue  # the grading's time was spent before it: a matter of time, said as such
-        if not import_failed and count >= limit:
-            if why != "timeouts" or record.message != not_run_after_timeouts(count):
-                records[nodeid] = TestRecord(nodeid=nodeid, suite=record.suite, name=record.name,
-                                             description=record.description, status="timeout",
-                                             message=not_run_after_timeouts(count))
-            continue
-        if why is None and record.status == "timeout":
-            count += 1
-        import_failed = import_failed or nodeid in report.import_failed_at
+TIMEOUTS_NAMED = 10  # the timed-out tests named in the note, at most
+
+
+def timeouts_phrase(count: int) -> str:
+    return "1 test" if count == 1 else f"{count} tests"
 
 
 def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException], suite: str, description: str = ""

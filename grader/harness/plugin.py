@@ -27,9 +27,8 @@ from grader.harness.outcomes import (
     TimeRanOut,
     explain,
     new_record,
-    not_run_after_timeouts,
     not_run_message,
-    settle_timeouts,
+    note_timeouts,
 )
 from grader.harness.scenario import Scenario
 from grader.harness.state import SUITE, HarnessState
@@ -77,6 +76,7 @@ class SubmissionNames(Mapping[str, Any]):
 SUBMISSION_NAMES = pytest.StashKey[SubmissionNames]()
 FEEDBACK = pytest.StashKey[Feedback]()
 CLOCK = pytest.StashKey[OwnDeadline]()
+RUNNING = pytest.StashKey[bool]()  # the test's phases have begun (the hooks that wrap them have run)
 
 
 def _failure_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -168,11 +168,10 @@ class GradingPlugin:
             record.status, record.message = "timeout", not_run_message(harness.job.limits.total_timeout_s)
             harness.report.not_run[item.nodeid] = "time"
             return True
-        # An import that timed out fails every later test at once (see `WorkerPool.start_worker`), saying why.
-        if len(harness.timed_out) >= harness.job.limits.timed_out_tests and harness.pool.import_failure is None:
-            record.status, record.message = "timeout", not_run_after_timeouts(len(harness.timed_out))
-            harness.report.not_run[item.nodeid] = "timeouts"
-            return True
+        item.stash[RUNNING] = True  # from here the test's own phases run: its timer may stop it
+        # Tests that timed out before cost nothing here: each test runs with its own limits, as long as the
+        # grading's time lasts (a rare hang costs only the tests that reach it). An import that timed out
+        # fails every later test at once (see `WorkerPool.start_worker`), saying why.
         return None
 
     @pytest.hookimpl(tryfirst=True)
@@ -214,6 +213,11 @@ class GradingPlugin:
 
         def on_alarm(signum: int, frame: Any) -> None:
             __tracebackhide__ = True
+            if not item.stash.get(RUNNING, False):
+                # Still in the hooks that wrap the test (pytest's own): a stop raised there would break the
+                # session, not the test. The test's phases begin in a moment.
+                signal.setitimer(signal.ITIMER_REAL, 0.01)
+                return
             for_test, for_grading = left()
             if for_grading <= 0:
                 raise TimeRanOut(f"the grading's time ran out ({harness.job.limits.total_timeout_s:g} s) during "
@@ -228,6 +232,8 @@ class GradingPlugin:
 
         item.cancel_timeout = cancel  # type: ignore[attr-defined]  # what pytest-timeout's cancel hook calls
         item.stash[CLOCK] = test
+        if harness.budget is not None and harness.budget.left() <= 0:
+            return True  # the grading's time is spent: the test is recorded as not run, with no timer
         signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, max(0.01, min(left())))
         return True
@@ -266,10 +272,6 @@ class GradingPlugin:
                 record.artifacts = recorder.artifacts
         if call.when == "teardown" and (clock := item.stash.get(CLOCK, None)) is not None:
             record.cpu_wait_s = round(clock.credited(), 3)
-        if call.when == "teardown" and record.status == "timeout":
-            harness.timed_out.append(record.name)
-        if call.when == "teardown" and harness.pool.import_failure is not None and not harness.report.import_failed_at:
-            harness.report.import_failed_at.append(item.nodeid)
         if report.skipped and record.status == "passed":
             record.status, record.message = "error", "the test was skipped, so it cannot count as passed"
 
@@ -305,7 +307,7 @@ class GradingPlugin:
         order = [item.nodeid for item in session.items]
         harness.records = harness.lanes.gather(harness.problems, harness.records, harness.report, order)
         harness.pool.end_handed_over()  # the lanes are over: what the first lane started for them goes too
-        settle_timeouts(harness.records, harness.job.limits.timed_out_tests, harness.report)
+        note_timeouts(harness.records, harness.report)
         harness.results = Results.of(harness.nonce, harness.problems, harness.records.values())
 
 

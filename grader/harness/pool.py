@@ -15,13 +15,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.confined import cgroups
-from grader.confined.clock import CPUCount, GroupCPU
+from grader.confined.clock import CPUCount, GroupCPU, process_cpu_s
 from grader.confined.forking import PR_SET_CHILD_SUBREAPER, prctl
 from grader.confined.processes import children_of, wait_for_any
 from grader.harness.client import WorkerClient
 from grader.harness.confine import Confinement, ZygoteUnavailable
 from grader.harness.contract import Job
 from grader.harness.stops import GradingStop, RemoteException, WorkerUnavailable
+
+# A count of the gradings' CPU may start from a reading this recent (a test's own count and its spare
+# worker's are made a moment apart): an earlier start only counts more of the gradings' CPU.
+RECENT_S = 0.25
 
 
 class WorkerPool:
@@ -33,6 +37,7 @@ class WorkerPool:
         self.base = base
         self.problems = problems  # the run's: a worker that cannot be started is the grader's problem
         self.siblings = siblings  # the other lanes' processes: children of this one, but not strays
+        self.first_lane: int | None = None  # in a helper lane: the first lane's process (its parent)
         self.source: bytes | None = None  # the submission, once the run has arrived
         self.import_failure: tuple[type[BaseException] | RemoteException, str] | None = None
         self.workers_started = 0
@@ -73,11 +78,28 @@ class WorkerPool:
         return total
 
     def cpu_count(self) -> Callable[[], CPUCount] | None:
-        """A new count of what this lane's processes use (for `clock`'s charges), None where unproven."""
+        """A new count of what the gradings' processes use (for `clock`'s charges: no wait behind them is
+        credited), None where unproven: with groups of its own, those of every grading it can find, this
+        grading's every lane among them, and this grading's harness processes; in a container, the
+        container's (the harness, every lane). Either way the charged thread's own CPU is among them."""
         if self.counted is None:
             return None
-        besides = self.job.worker_user if self.shared is not None else None
-        return lambda: GroupCPU(self.cpu_seconds, besides)
+        if self.shared is not None:
+            return lambda: GroupCPU(self.cpu_seconds)
+        return lambda: GroupCPU(self.gradings_cpu, start=lambda: self.gradings_cpu(RECENT_S))
+
+    def gradings_cpu(self, max_age: float = 0.0) -> dict[str, float] | None:
+        """What the gradings' groups used so far (`cgroups.gradings_cpu`), with this grading's harness
+        processes (every lane's: outside any group of theirs, and a submission can keep them busy too)."""
+        found = cgroups.gradings_cpu(max_age)
+        if found is None:
+            return None
+        harnesses = [os.getpid(), *self.siblings(), *([self.first_lane] if self.first_lane is not None else [])]
+        for pid in harnesses:
+            used = process_cpu_s(pid)
+            if used is not None:
+                found[f"harness {pid}"] = used
+        return found
 
     def _counted_by(self, confinement: Confinement) -> None:
         if confinement.group is not None:

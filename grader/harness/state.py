@@ -42,9 +42,8 @@ class HarnessState:
         self.nonce: str | None = None
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
-        self.timed_out: list[str] = []  # the tests of this lane that ended in a timeout, by name
         self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
-        self.report = lanes.LaneReport()  # the tests this lane recorded without running, and its import's failure
+        self.report = lanes.LaneReport()  # the tests this lane recorded without running
         self.pool = WorkerPool(job, base, self.problems, self.lanes.pids)
         self.reference_module: ModuleType | None = None
         self.results: Results | None = None  # what the run hands back, once it is over
@@ -138,6 +137,7 @@ class HarnessState:
         started for it, else a new one) with the submission."""
         self.pool.subreaper = self.pool.become_subreaper()  # not inherited through fork
         self.pool.forget_confinement()  # the first lane's
+        self.pool.first_lane = os.getppid()  # a harness of this grading: its CPU is the grading's
         if self.stdin is not None:
             self.stdin.close()  # the first lane's, read to its end
             self.stdin = None
@@ -178,10 +178,6 @@ class WorkersCharge:
     @property
     def credit(self) -> float:
         return self.ended + sum(client.charge.credit for client in self.pool.test_clients)
-
-    @property
-    def proven(self) -> bool:
-        return self.pool.proven
 
     def recheck(self) -> float:
         return sum(client.charge.recheck() for client in self.pool.test_clients)
