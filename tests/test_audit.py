@@ -45,7 +45,7 @@ def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
 def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, monkeypatch):
     """No tier name is assumed: the top tier runs the most suites, and a tier it does not cover is
     graded on its own. Grading is stood in for: a file's text names the suite whose test it fails."""
-    import grader.course.audit as audit
+    import grader.audit.audit as audit
     from grader.core.exercise import load_exercise
     from grader.core.scorecard import Scorecard, TestResult
 
@@ -98,7 +98,7 @@ def test_an_exercise_that_cannot_be_graded_gets_no_verdict_on_its_suite(tmp_path
 
 def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=None, generated=False):
     """An audit with grading stood in for: `outcome(text, seed)` names the tests a file fails on a seed."""
-    import grader.course.audit as audit
+    import grader.audit.audit as audit
     from grader.core.exercise import AuditSettings, load_exercise
     from grader.core.scorecard import Scorecard, TestResult
 
@@ -193,4 +193,5 @@ def test_the_audit_says_what_keeps_the_diagnosis_from_naming_a_mistake(tmp_path,
     assert "rule.py has no `Misconception:` hint in its docstring: no submission will be told its mistake" \
         in result.warnings
     # The copy's mutants are not those its signatures were made from.
-    assert any("signatures are missing or stale" in w and "grader misconceptions" in w for w in result.warnings)
+    assert any("misconceptions.json is stale" in w and "`grader misconceptions continuous_batching`" in w
+               for w in result.warnings)

@@ -181,6 +181,19 @@ def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     assert card.status == "error" and "could not be read" in card.reason
 
 
+@pytest.mark.unit
+def test_a_harness_that_dies_leaves_its_traceback_in_the_log(exercise, caplog):
+    """The card says the harness ended; the log keeps why (once discarded with the rest of its output)."""
+    died = (b"Traceback (most recent call last):\n  File \"plugin.py\", line 3, in <module>\n"
+            b"RuntimeError: the lane could not start\n")
+    card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
+    with caplog.at_level("ERROR", logger="grader.grading"):
+        judge(card, RawRun(died, 1, False, 1.0), exercise, "premium", "n")
+    assert card.status == "error" and "exit status 1" in card.reason and "RuntimeError" not in card.reason
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "RuntimeError: the lane could not start" in logged and "exit status 1" in logged
+
+
 MUTANT = Path(REFERENCE).parent / "mutants" / "03_skip_blocked_head.py"
 
 

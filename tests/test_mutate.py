@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from grader.course.mutate import OPERATORS, generate_mutants
+from grader.audit.mutate import OPERATORS, generate_mutants
 from tests.helpers import REFERENCE
 
 SAMPLE = textwrap.dedent('''\

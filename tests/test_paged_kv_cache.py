@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from grader.audit.match import diagnose_graded
 from grader.cli import main
 from grader.confined import protocol
 from grader.confined.limits import Limits
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
-from grader.diagnosis.match import diagnose_graded
 from grader.harness.client import Scenario
 from grader.sandbox.local import run_local
 from tests.helpers import PROJECT, load_module, worker_for

@@ -77,9 +77,9 @@ def load(name: str) -> Scorecard:
 
 def grade(name: str, folder: Path) -> Scorecard:
     """Grade case `name` afresh in the local sandbox (`folder`: room for an exercise with other limits)."""
+    from grader.audit.match import diagnose_graded
     from grader.core.exercise import load_exercise
     from grader.core.grading import grade_bytes
-    from grader.diagnosis.match import diagnose_graded
     from grader.sandbox.local import run_local
     from tests.helpers import exercise_copy
 

@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from grader.course.audit import Audit
+from grader.audit.audit import Audit
 
 
 def print_audit(audit: Audit, console: Console, submission_file: str) -> None:

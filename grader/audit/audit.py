@@ -3,7 +3,7 @@
 The reference must get full marks, the stub nothing (every test failing cleanly, no harness error),
 and every mutant must fail at least one test of the top tier (the tier that runs the most suites) on
 every seed it is graded on. The mutants are the author's own (solutions/<slug>/mutants/, one plausible
-bug a file) and the ones the audit makes itself from the reference (grader/course/mutate.py), which find the
+bug a file) and the ones the audit makes itself from the reference (grader/audit/mutate.py), which find the
 mistakes nobody thought of. A generated mutant that behaves exactly as the reference does is declared
 in exercise.toml's [audit.equivalent] with its reason; every other one must be caught.
 
@@ -27,13 +27,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.audit.gradings import kept_card
+from grader.audit.mutate import Mutant, generate_mutants
 from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
 from grader.core.seed_checks import check_seeds, seeded_tests
 from grader.core.seeding import audit_seeds
-from grader.course.mutate import Mutant, generate_mutants
 
 
 @dataclass
@@ -85,7 +86,7 @@ class Audit:
     tiers: list[TierFigure] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # of the suites as written (their seeds): not strong
     warnings: list[str] = field(default_factory=list)  # said, for the author to judge
-    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.course.mutate
+    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.audit.mutate
     seeds: int = 1
 
     @property
@@ -118,16 +119,18 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
               on_row: Callable[[AuditRow], None] | None = None, seeds: int | None = None,
               generated: bool = True, jobs: int | None = None,
               on_start: Callable[[int], None] | None = None,
-              make_backend: Callable[[], Backend] | None = None) -> Audit:
+              make_backend: Callable[[], Backend] | None = None, keep_gradings: bool = False) -> Audit:
     """Grade the reference, the stub and every mutant, `jobs` gradings at a time; `on_start` hears how
     many mutants there are before they are graded, `on_row` each row as it is done. With
     `make_backend`, each grading thread makes a backend of its own (a warm one, as a batch's), closed
-    at the end; else every grading uses `backend`."""
+    at the end; else every grading uses `backend`. With `keep_gradings`, each mutant's gradings are kept
+    for `grader misconceptions` (and a later audit) to read instead of grading it again."""
     tier = tier or exercise.top_tier
     for what, path in (("the reference", exercise.reference), ("the stub", exercise.stub)):
         if not path.is_file():
             raise ExerciseError(f"an audit grades {what}, and there is no {path}")
-    grader = _AuditGrader(exercise, tier, seeds or exercise.audit.seeds, backend, backend_name, make_backend)
+    grader = _AuditGrader(exercise, tier, seeds or exercise.audit.seeds, backend, backend_name, make_backend,
+                          keep_gradings)
     reference = _graded_reference(grader, on_row)
     stub = _graded_stub(grader, on_row)
     made = generate_mutants(exercise.reference.read_text(encoding="utf-8")) if generated else []
@@ -157,8 +160,9 @@ class _AuditGrader:
     (`make_backend`), which `close` ends."""
 
     def __init__(self, exercise: Exercise, tier: str, seeds: int, backend: Backend, backend_name: str,
-                 make_backend: Callable[[], Backend] | None) -> None:
+                 make_backend: Callable[[], Backend] | None, keep_gradings: bool = False) -> None:
         self.exercise, self.tier, self.seeds = exercise, tier, seeds
+        self.keep_gradings = keep_gradings
         self.backend, self.backend_name, self.make_backend = backend, backend_name, make_backend
         covered = set(exercise.tiers[tier])
         # The tiers running a suite the audited tier does not: a mutant is graded on each of them too.
@@ -167,23 +171,33 @@ class _AuditGrader:
         self.local = threading.local()
         self.made_backends: list[Backend] = []
 
-    def card(self, data: bytes, tier: str, seed: int | None = None) -> Scorecard:
+    def card(self, data: bytes, tier: str, seed: int | None = None, mutant: bool = False) -> Scorecard:
+        """A grading; a mutant's is read from the kept gradings (grader/audit/gradings.py) when the
+        audit keeps them and this very grading was kept before."""
         if self.make_backend is None:
-            return grade_bytes(data, self.exercise, tier, self.backend, self.backend_name, seed)
-        if not hasattr(self.local, "backend"):
-            self.local.backend = self.make_backend()
-            self.made_backends.append(self.local.backend)
-        return grade_bytes(data, self.exercise, tier, self.local.backend, self.backend_name, seed)
+            backend = self.backend
+        else:
+            if not hasattr(self.local, "backend"):
+                self.local.backend = self.make_backend()
+                self.made_backends.append(self.local.backend)
+            backend = self.local.backend
+
+        def make() -> Scorecard:
+            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed)
+
+        if mutant and self.keep_gradings:
+            return kept_card(make, self.exercise, data, tier, seed, self.backend_name)
+        return make()
 
     def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
         every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
-        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0]), mutant=made)
+        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant), mutant=made)
         if mutant and made is None:
-            row.other_cards = {name: self.card(data, name) for name in self.uncovered}
+            row.other_cards = {name: self.card(data, name, mutant=True) for name in self.uncovered}
         if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
             # Only the random workloads caught it: each other seed must catch it too.
             for seed in every_seed[1:]:
-                row.more_seeds.append(self.card(data, self.tier, seed))
+                row.more_seeds.append(self.card(data, self.tier, seed, True))
                 if row.missed_on:
                     break  # one seed that lets it through is enough to say so
         for card in (*row.cards, *row.other_cards.values()):
@@ -264,15 +278,13 @@ def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) 
 def _diagnosis_warnings(exercise: Exercise) -> list[str]:
     """What keeps the misconception diagnosis from telling a student their mistake: a mutant without its
     hint, a signature file missing or made from other files."""
+    from grader.audit.signatures import signatures_problem
     from grader.diagnosis.hints import mutant_hint
-    from grader.diagnosis.signatures import current_signatures
 
     found = [f"{path.name} has no `Misconception:` hint in its docstring: no submission will be told its mistake"
              for path in exercise.mutants if not mutant_hint(path)]
-    if exercise.mutants and current_signatures(exercise) is None:
-        found.append(f"the mutants' signatures are missing or stale: nothing is diagnosed until "
-                     f"`grader misconceptions {exercise.slug}` writes them again")
-    return found
+    problem = signatures_problem(exercise)
+    return [*found, problem] if problem else found
 
 
 def _judge(row: AuditRow) -> None:

@@ -7,28 +7,22 @@ failures: grader/diagnosis/grouping.py). A tier's signature is the part of it in
 
 The file carries a fingerprint of what the signatures were graded against (exercise.toml's grading
 settings, every suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
-exercise's is stale, and nothing is diagnosed from it until `grader misconceptions SLUG` writes it again.
+exercise's is stale: every grading names it in its log and on the terminal (`stale_signatures`),
+and nothing is diagnosed from it until `grader misconceptions SLUG` writes it again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.core.exercise import Exercise
-from grader.core.fingerprint import files_fingerprint
+from grader.core.fingerprint import feed_exercise, files_fingerprint, graded_by
 from grader.core.scorecard import TestResult
 from grader.diagnosis.grouping import cause_key
-
-# As in grader/core/exercise.py: Python 3.10 has no tomllib, and tomli is the same parser.
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
 
 FILE = "misconceptions.json"
 FORMAT = 1  # the file's own layout; a change of it makes every file stale
@@ -92,45 +86,24 @@ def signatures_path(exercise: Exercise) -> Path:
 
 
 def _inputs(exercise: Exercise) -> list[Path]:
-    return [exercise.folder / "exercise.toml", *(suite.path for suite in exercise.suites.values()),
-            exercise.reference, *exercise.mutants]
-
-
-# The parts of exercise.toml that change no test's outcome: a date, the web page's settings or an
-# audit's declaration leave every signature as it is.
-NOT_GRADING = ("web", "prediction", "similarity", "audit", "title")
-
-
-def _grading_settings(toml: Path) -> bytes:
-    """exercise.toml's settings that can change what a mutant fails, in one canonical form."""
-    try:
-        config = tomllib.loads(toml.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return toml.read_bytes() if toml.is_file() else b""
-    kept = {key: value for key, value in config.items() if key not in NOT_GRADING}
-    return json.dumps(kept, sort_keys=True, default=str).encode()
+    return [exercise.folder / "exercise.toml", *graded_by(exercise), *exercise.mutants]
 
 
 _fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
 
 
 def signatures_fingerprint(exercise: Exercise) -> str:
-    """A digest of what the signatures depend on: exercise.toml's grading settings (not its dates, web
-    page or audit settings), the suites' files, the reference and the mutants (hints included). Read
-    again only when a file's name, size or time changed."""
+    """A digest of what the signatures depend on: the exercise as a grading's fingerprint sees it
+    (grader/core/fingerprint.py's `feed_exercise`: the same settings, suites and reference, so the two
+    never drift) and the mutants, their hints included. Not the code that judges: a new grader release
+    leaves what a mutant fails as it was. Read again only when a file's name, size or time changed."""
     paths = _inputs(exercise)
     stat = files_fingerprint(paths)
     known = _fingerprints.get(str(exercise.folder))
     if known is not None and known[0] == stat:
         return known[1]
     digest = hashlib.sha256(f"misconceptions {FORMAT}\0".encode())
-    digest.update(_grading_settings(paths[0]) + b"\0")
-    for path in paths[1:]:
-        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-        for file in files:
-            if file.is_file() and "__pycache__" not in file.parts and not file.name.endswith(".pyc"):
-                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
-                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    feed_exercise(digest, exercise, list(exercise.mutants))
     _fingerprints[str(exercise.folder)] = (stat, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]
 
@@ -159,3 +132,16 @@ def current_signatures(exercise: Exercise) -> Signatures | None:
         found = None
     _current[str(path)] = (stat, found)
     return found
+
+
+def signatures_problem(exercise: Exercise) -> str:
+    """Why nothing of this exercise can be diagnosed, in words for its author; "" when the file is current
+    or the exercise has no mutants to diagnose with."""
+    if not exercise.mutants:
+        return ""
+    if current_signatures(exercise) is not None:
+        return ""
+    what = "stale (the suites, the reference, exercise.toml or the mutants changed since it was written)" \
+        if signatures_path(exercise).is_file() else "missing"
+    return (f"{signatures_path(exercise)} is {what}: no misconception is diagnosed until "
+            f"`grader misconceptions {exercise.slug}` writes it again")

@@ -13,15 +13,26 @@ The figures are measured (docs/authoring.md#misconception-hints).
 
 from __future__ import annotations
 
+import logging
+
+from grader.audit.signatures import (
+    Signature,
+    Signatures,
+    current_signatures,
+    failure_kind,
+    signatures_problem,
+    test_key,
+)
 from grader.core.exercise import Exercise
 from grader.core.scorecard import Diagnosis, Scorecard
-from grader.diagnosis.signatures import Signature, Signatures, current_signatures, failure_kind, test_key
 
 THRESHOLD = 0.6
 TIE = 0.03
 MOST_HINTS = 3
 SEEDED_WEIGHT = 0.3
 OTHER_WAY = 0.5
+
+log = logging.getLogger("grader.diagnosis")
 
 
 def failures(card: Scorecard) -> dict[str, str]:
@@ -79,7 +90,11 @@ def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
 
 def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:
     """`diagnose` against the exercise's current signatures; none without a current file (which is not
-    even read for a card with nothing to diagnose)."""
+    even read for a card with nothing to diagnose). A missing or stale file is named in the log on every
+    grading, whatever its result: a diagnosis turned off is never silent."""
+    problem = signatures_problem(exercise)
+    if problem:
+        log.warning("%s: %s", exercise.slug, problem)
     if not has_failures(card):
         return []
     signatures = current_signatures(exercise)

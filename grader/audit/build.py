@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.audit.gradings import kept_card
+from grader.audit.signatures import Failure, Signature, Signatures, failure_kind, signatures_fingerprint, test_key
 from grader.core.backend import Backend
 from grader.core.exercise import Exercise
 from grader.core.grading import grade_bytes
@@ -18,7 +20,6 @@ from grader.core.seed_checks import seeded_tests
 from grader.core.seeding import audit_seeds
 from grader.core.suite_tests import list_tests
 from grader.diagnosis.hints import mutant_hint
-from grader.diagnosis.signatures import Failure, Signature, Signatures, failure_kind, signatures_fingerprint, test_key
 
 SEEDS = 3
 
@@ -50,8 +51,18 @@ def signature_of(name: str, hint: str, cards: list[Scorecard]) -> Signature:
     return Signature(name, hint, fails)
 
 
+def _graded(source: bytes, exercise: Exercise, tier: str, backend: Backend, seed: int, keep: bool) -> Scorecard:
+    def make() -> Scorecard:
+        return grade_bytes(source, exercise, tier, backend, seed=seed)
+
+    return kept_card(make, exercise, source, tier, seed, backend.name) if keep else make()
+
+
 def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
-                     on_mutant: Callable[[Path, Signature], None] | None = None) -> Signatures:
+                     on_mutant: Callable[[Path, Signature], None] | None = None,
+                     keep_gradings: bool = False) -> Signatures:
+    """Each mutant graded on `seeds` seeds; with `keep_gradings`, a grading `grader audit` kept (the same
+    mutant, seed, tier, sandbox and exercise) is read instead of graded again (grader/audit/gradings.py)."""
     tier = exercise.top_tier
     fingerprint = signatures_fingerprint(exercise)  # before grading: what was graded
     found = []
@@ -61,7 +72,8 @@ def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
             raise BuildError(f"{path}: its docstring has no `Misconception:` paragraph (the mistake, in a "
                              "student's words, completing \"your program behaves like one that ...\")")
         source = path.read_bytes()
-        cards = [grade_bytes(source, exercise, tier, backend, seed=seed) for seed in audit_seeds(source, exercise, seeds)]
+        cards = [_graded(source, exercise, tier, backend, seed, keep_gradings)
+                 for seed in audit_seeds(source, exercise, seeds)]
         for card in cards:
             if card.status != "graded":
                 raise BuildError(f"{path}: graded as {card.status}: {card.reason}")
