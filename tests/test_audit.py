@@ -195,3 +195,32 @@ def test_the_audit_says_what_keeps_the_diagnosis_from_naming_a_mistake(tmp_path,
     # The copy's mutants are not those its signatures were made from.
     assert any("misconceptions.json is stale" in w and "`grader misconceptions continuous_batching`" in w
                for w in result.warnings)
+
+
+@pytest.mark.unit
+def test_a_mutants_grading_is_kept_once_for_the_audit_and_the_signatures_alike(tmp_path, monkeypatch):
+    """`grader audit` and `grader misconceptions` grade an author's mutant on the same seeds: the second
+    reads what the first kept. An error is never kept, and a change to the suites is a new grading."""
+    from grader.audit.gradings import kept_card
+    from grader.core.exercise import load_exercise
+    from grader.core.scorecard import Scorecard
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    exercise = load_exercise(str(exercise_copy(tmp_path)))
+    made: list[str] = []
+
+    def grading(status):
+        def make():
+            made.append(status)
+            return Scorecard(exercise.slug, "premium", "", status, 1, 2, seed=7)
+        return make
+
+    assert kept_card(grading("error"), exercise, b"bug", "premium", 7, "local").status == "error"
+    assert kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local").status == "graded"
+    again = kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local")
+    assert made == ["error", "graded"] and again.score == 1 and again.seed == 7
+    kept_card(grading("graded"), exercise, b"bug", "premium", 8, "local")  # another seed: graded
+    test_file = sorted(next(iter(exercise.suites.values())).path.glob("test_*.py"))[0]
+    test_file.write_text(test_file.read_text() + "\n# changed\n")
+    kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local")  # another suite: graded again
+    assert made == ["error", "graded", "graded", "graded"]
