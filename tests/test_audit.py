@@ -153,6 +153,9 @@ def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(t
     assert len({seed for text, seed in graded if text == "random_always"}) == 3
 
 
+KEY = "f · comparison · return _1 < 1 → return _1 <= 1 · 14ef4769"  # what `x < 1` → `x <= 1` in f is declared by
+
+
 @pytest.mark.unit
 def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_its_reason(tmp_path, monkeypatch):
     reference = "def f(x):\n    return x < 1\n"
@@ -161,19 +164,59 @@ def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_it
         return set() if text in (reference, "def f(x):\n    return x <= 1\n") else {"test_decodes_run_before_the_prompt"}
 
     weak, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, generated=True)
-    assert [row.mutant.name for row in weak.survivors] == ["f: return x < 1 → return x <= 1"]
+    assert [(row.mutant.name, row.mutant.key) for row in weak.survivors] == [("f: return x < 1 → return x <= 1", KEY)]
     assert not weak.ok and "no test catches this mutant" in weak.survivors[0].problems
-    declared = {"f: return x < 1 → return x <= 1": "x is never 1 here", "f: gone → away": "an old one"}
+    declared = {KEY: "x is never 1 here", "f: gone → away": "an old one"}
     strong, _ = _seeded_audit(tmp_path / "again", monkeypatch, outcome, reference, declared, generated=True)
     assert strong.ok and not strong.survivors
     assert [row.equivalent for row in strong.generated if row.equivalent] == ["x is never 1 here"]
-    assert any("'f: gone → away'" in warning and "no longer gives" in warning for warning in strong.warnings)
+    assert any("'f: gone → away'" in warning and "which no mutant of the reference has now" in warning
+               for warning in strong.warnings)
+
+
+@pytest.mark.unit
+def test_a_stale_declaration_says_which_current_mutant_it_most_likely_means(tmp_path, monkeypatch):
+    """The reference changed around a declared mutant (here: its function renamed): the declaration no
+    longer matches, the mutant is a survivor again, and the warning names the key to declare instead."""
+    reference = "def g(x):\n    return x < 1\n"
+    declared = {KEY: "x is never 1 here"}
+    result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: set() if "<= 1" in text or text == reference
+                              else {"test_decodes_run_before_the_prompt"}, reference, declared, generated=True)
+    assert not result.ok
+    meant = "g · comparison · return _1 < 1 → return _1 <= 1 · "
+    stale = [w for w in result.warnings if KEY in w]
+    assert len(stale) == 1 and f"it most likely means '{meant}" in stale[0] and "(g: return x < 1 → return x <= 1)" in stale[0]
+
+
+@pytest.mark.unit
+def test_a_survivor_prints_its_declaration_ready_to_paste_and_a_declared_one_shows_ignored(tmp_path, monkeypatch):
+    import tomllib
+
+    from rich.console import Console
+
+    from grader.audit.view import print_audit
+
+    reference = "def f(x):\n    return x < 1\n"
+
+    def outcome(text, seed):
+        return set() if text in (reference, "def f(x):\n    return x <= 1\n", "def f(x):\n    return x < 2\n") \
+            else {"test_decodes_run_before_the_prompt"}
+
+    declared = {KEY: "x is never 1 here"}
+    result, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, declared, generated=True)
+    console = Console(record=True, width=200)
+    print_audit(result, console, "scheduler.py")
+    out = console.export_text()
+    assert "ignored: f: return x < 1 → return x <= 1: x is never 1 here" in out
+    pasted = out.split("[audit.equivalent]\n", 1)[1].splitlines()[0].strip()
+    survivor = tomllib.loads(f"[audit.equivalent]\n{pasted}")["audit"]["equivalent"]
+    assert list(survivor) == ["f · constant · return _1 < 1 → return _1 < 2 · 7087cd6e"]
 
 
 @pytest.mark.unit
 def test_a_declared_equivalent_that_a_test_catches_is_pointed_out(tmp_path, monkeypatch):
     reference = "def f(x):\n    return x < 1\n"
-    declared = {"f: return x < 1 → return x <= 1": "wrongly thought equivalent"}
+    declared = {KEY: "wrongly thought equivalent"}
     result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: set() if text == reference else
                               {"test_decodes_run_before_the_prompt"}, reference, declared, generated=True)
     assert result.ok

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.audit.gradings import kept_card
+from grader.audit.identity import likeliest
 from grader.audit.mutate import Mutant, generate_mutants
 from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError
@@ -256,22 +257,28 @@ def _graded_mutants(grader: _AuditGrader, work: list[tuple[str, Path, bytes, Mut
 
 
 def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) -> list[str]:
-    """The generated mutants judged, but those [audit.equivalent] declares; warnings for a declared one
-    a test catches, or one the reference no longer gives."""
+    """The generated mutants judged, but those [audit.equivalent] declares (by key: grader/audit/identity.py);
+    warnings for a declared one a test catches, or one no current mutant has, with the current mutant it
+    most likely means."""
     warnings: list[str] = []
     for row in rows:
         assert row.mutant is not None
         row.description = row.mutant.operator
-        row.equivalent = exercise.audit.equivalent.get(row.mutant.name, "")
+        row.equivalent = exercise.audit.equivalent.get(row.mutant.key, "")
         if row.equivalent and row.caught_by:
-            warnings.append(f"{row.mutant.name!r} is declared equivalent, but {row.caught_by[0]} catches it: "
-                            "remove it from [audit.equivalent]")
+            warnings.append(f"{row.mutant.key!r} ({row.mutant.name}) is declared equivalent, but "
+                            f"{row.caught_by[0]} catches it: remove it from [audit.equivalent]")
         elif not row.equivalent:
             _judge(row)
     if generated:
-        names = {row.mutant.name for row in rows if row.mutant}
-        warnings += [f"[audit.equivalent] names {name!r}, which the reference no longer gives: remove it"
-                     for name in exercise.audit.equivalent if name not in names]
+        keys = {row.mutant.key: row.mutant for row in rows if row.mutant}
+        for key in exercise.audit.equivalent:
+            if key in keys:
+                continue
+            meant = likeliest(key, keys)
+            warnings.append(f"[audit.equivalent] names {key!r}, which no mutant of the reference has now" +
+                            (f": it most likely means {meant!r} ({keys[meant].name}); declare that one instead, "
+                             "if it is equivalent" if meant else ": remove it"))
     return warnings
 
 

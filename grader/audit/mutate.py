@@ -11,8 +11,10 @@ The standard library's `ast` does this in one small module: a maintained mutatio
 its own runner and trampolines, and the harness, not the library, must decide kill or survive (the
 measurements are in docs/benchmarks.md).
 
-A mutant's name says where and what (`Scheduler.schedule: left > 0 → left >= 0`): it is how
-exercise.toml declares a mutant equivalent, so it stays the same when other parts of the file change.
+A mutant's name says where and what (`Scheduler.schedule: left > 0 → left >= 0`), for a reader; its
+key (grader/audit/identity.py) is how exercise.toml declares it equivalent: what it changes, with the
+reference's own names made anonymous, so it stays the same when other parts of the file change and when
+a name is renamed.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from grader.audit.identity import Anonymiser, change_key, context_digest, defined_names, where
 
 # What each operator turns an operator into (one change each: the nearest mistake, not every one).
 COMPARISONS: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -39,10 +44,12 @@ SWAPPED_CALLS = {"min": "max", "max": "min"}
 
 @dataclass(frozen=True)
 class Mutant:
-    name: str  # where and what, stable across unrelated edits: "Scheduler.add: need > k → need >= k"
+    name: str  # where and what, for a reader: "Scheduler.add: need > k → need >= k"
     operator: str  # the kind of change, one of OPERATORS
     line: int  # the first line it changes, in the reference
     source: str  # the whole mutated file
+    key: str = ""  # what [audit.equivalent] names it by: the same across renames and unrelated edits
+    variant: str = ""  # the correct solution it was made from ("": the reference)
 
     def diff(self, reference: str, filename: str) -> str:
         return "".join(difflib.unified_diff(reference.splitlines(keepends=True), self.source.splitlines(keepends=True),
@@ -55,12 +62,17 @@ OPERATORS = ("comparison", "constant", "arithmetic", "boolean", "condition", "st
 
 @dataclass
 class _Site:
-    """One place a change can go: the node, where it hangs in its parent, and the function holding it."""
+    """One place a change can go: the node, where it hangs in its parent, the function holding it, the
+    statement holding it (the node itself for a statement) and that statement's place in the function."""
     node: ast.AST
     parent: ast.AST
     field: str
     index: int | None
     scope: str
+    statement: ast.stmt | None = None
+    path: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    holders: tuple[ast.stmt, ...] = ()  # the statements holding `statement` within its function, outermost first
+    scope_node: ast.AST | None = None  # the function (class, module) it is in
 
 
 @dataclass
@@ -70,23 +82,30 @@ class _Change:
 
 
 def _sites(tree: ast.Module) -> Iterator[_Site]:
-    def walk(node: ast.AST, scope: str) -> Iterator[_Site]:
-        for field, value in ast.iter_fields(node):
-            if field in ("annotation", "returns", "decorator_list", "type_comment"):
+    def walk(node: ast.AST, scope: str, statement: ast.stmt | None, path: tuple[tuple[str, int], ...],
+             holders: tuple[ast.stmt, ...], scope_node: ast.AST) -> Iterator[_Site]:
+        for name, value in ast.iter_fields(node):
+            if name in ("annotation", "returns", "decorator_list", "type_comment"):
                 continue  # annotations and decorators say nothing a test can see
             children = value if isinstance(value, list) else [value]
             for index, child in enumerate(children):
                 if not isinstance(child, ast.AST) or isinstance(child, ast.JoinedStr):
                     continue  # f-strings are messages: a changed message is no mistake
-                inner = scope
+                inner, inner_statement, inner_path, inner_holders = scope, statement, path, holders
+                if isinstance(child, ast.stmt):
+                    inner_statement, inner_path = child, (*path, (name, index))
+                    inner_holders = (*holders, statement) if statement is not None else holders
+                yield _Site(child, node, name, index if isinstance(value, list) else None, scope,
+                            inner_statement, inner_path, inner_holders, scope_node)
+                inner_scope = scope_node
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    inner = f"{scope}.{child.name}" if scope else child.name
-                yield _Site(child, node, field, index if isinstance(value, list) else None, scope)
+                    inner, inner_path, inner_holders = (f"{scope}.{child.name}" if scope else child.name), (), ()
+                    inner_scope, inner_statement = child, None
                 if isinstance(child, ast.Raise):
                     continue  # a raise's message is not behaviour; its type is (the exception operator)
-                yield from walk(child, inner)
+                yield from walk(child, inner, inner_statement, inner_path, inner_holders, inner_scope)
 
-    yield from walk(tree, "")
+    yield from walk(tree, "", None, (), (), tree)
 
 
 def _is_docstring(node: ast.AST) -> bool:
@@ -273,10 +292,10 @@ def _order_matters(first: ast.stmt, second: ast.stmt, modules: frozenset[str]) -
 
 
 def _code(line: str) -> str:
-    """A line as a name shows it: no indent, no trailing comment, spaces collapsed, at most 70 characters."""
+    """A line as a name shows it: no indent, no trailing comment, spaces collapsed (never cut: the whole
+    line is the change a reader sees)."""
     code = line.split("  #", 1)[0] if "  #" in line else line
-    code = " ".join(code.split())
-    return code if len(code) <= 70 else code[:67] + "..."
+    return " ".join(code.split())
 
 
 def _changed_line(source: _Source, node: ast.AST, text: str | None) -> str:
@@ -351,18 +370,34 @@ def _block_text(source: _Source, body: list[ast.stmt], new_body: list[ast.stmt])
     return b"".join(source.lines[:body[0].lineno - 1]).decode() + text + b"".join(source.lines[last:]).decode()
 
 
-def generate_mutants(reference: str) -> list[Mutant]:
-    """Every mutant the operators make of `reference`, in the file's order, each distinct, each parsing."""
+def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
+    """Every mutant the operators make of `reference`, in the file's order, each distinct, each parsing,
+    each with a key no other has (`variant` names the correct solution it was made from)."""
     tree = ast.parse(reference)
     source = _Source(reference)
     original = _shape(tree)
-    found: list[Mutant] = []
+    found: list[tuple[Mutant, tuple[str, str], tuple[tuple[str, int], ...]]] = []
     seen = {original}
-    names: dict[str, int] = {}
+    defined = defined_names(tree)
     modules = frozenset(alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                         for alias in node.names)
 
-    def keep(operator: str, line: int, scope: str, what: str, text: str | None, undo: Callable[[], None]) -> None:
+    numberings: dict[int, dict[str, str]] = {}
+
+    def around(site: _Site, statements: list[ast.stmt]) -> tuple[str, str]:
+        """What holds a change, numbered as its function numbers it (read before the change is put in):
+        the headers of the statements holding it and its own; then the outermost of them whole."""
+        scope = site.scope_node if site.scope_node is not None else tree
+        if id(scope) not in numberings:
+            numberings[id(scope)] = Anonymiser(defined).number_all(scope)
+        names = Anonymiser(defined, numberings[id(scope)])
+        headers = context_digest([names.text(held) for held in (*site.holders, *statements)])
+        outermost = (site.holders or statements)[0]
+        whole = context_digest([names.whole(outermost), *(names.text(s) for s in statements)])
+        return headers, whole
+
+    def keep(operator: str, line: int, scope: str, what: str, text: str | None, undo: Callable[[], None],
+             key: str, context: tuple[str, str], path: tuple[tuple[str, int], ...]) -> None:
         try:
             expected = _shape(tree)
         finally:
@@ -375,11 +410,7 @@ def generate_mutants(reference: str) -> list[Mutant]:
         except SyntaxError:
             return
         seen.add(expected)
-        name = f"{scope or '<module>'}: {what}"
-        names[name] = names.get(name, 0) + 1
-        if names[name] > 1:
-            name += f" (#{names[name]})"
-        found.append(Mutant(name, operator, line, text))
+        found.append((Mutant(f"{scope or '<module>'}: {what}", operator, line, text, key, variant), context, path))
 
     for site in list(_sites(tree)):
         node = site.node
@@ -390,16 +421,23 @@ def generate_mutants(reference: str) -> list[Mutant]:
                 assert isinstance(change.replacement, list)
                 old = body[i]
                 text = _block_text(source, list(body), change.replacement)
+                names = Anonymiser(defined)
+                before: list[ast.AST] = [old]
                 if change.operator == "statement":
-                    what = f"{source.first_line(old)} removed"
+                    what, after = f"{source.first_line(old)} removed", "removed"
                 elif change.operator == "swap":
-                    what = f"{source.first_line(old)} ⇄ {source.first_line(body[i + 1])}"
+                    what, after = f"{source.first_line(old)} ⇄ {source.first_line(body[i + 1])}", "swapped"
+                    before.append(body[i + 1])
                 elif isinstance(old, (ast.Break, ast.Continue)):
-                    what = f"{source.first_line(old)} → {'continue' if isinstance(old, ast.Break) else 'break'}"
+                    after = "continue" if isinstance(old, ast.Break) else "break"
+                    what = f"{source.first_line(old)} → {after}"
                 else:
-                    what = f"return before {source.first_line(old)}"
+                    what, after = f"return before {source.first_line(old)}", "return before it"
+                key = change_key(site.scope, change.operator, [names.text(n) for n in before], after)
+                context = around(site, body[i:i + 2] if change.operator == "swap" else [old])
                 undo = _apply(tree, site, change.replacement)
-                keep(change.operator, old.lineno, site.scope, what, text, undo)
+                keep(change.operator, old.lineno, site.scope, what, text, undo, key, context,
+                     (*site.path[:-1], (site.field, i)))
         if isinstance(node, ast.stmt) and isinstance(site.parent, ast.Module):
             continue  # module level: imports and definitions, nothing a mutant changes as a whole
         changes = [*_expression_changes(node), *_condition_changes(node), *_return_changes(node), *_raise_changes(node)]
@@ -414,9 +452,34 @@ def generate_mutants(reference: str) -> list[Mutant]:
                 if not _parses_as(text, tree, site, change.replacement):  # precedence: say it with brackets
                     text = source.replace(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, f"({new})")
             what = _changed_line(source, node, text)
+            statement = site.statement if site.statement is not None else node
+            names = Anonymiser(defined)
+            said_before = names.text(statement)
+            context = around(site, [statement]) if isinstance(statement, ast.stmt) else ("", "")
             undo = _apply(tree, site, change.replacement)
-            keep(change.operator, node.lineno, site.scope, what, text, undo)
-    return found
+            said_after = names.text(change.replacement if statement is node else statement)
+            key = change_key(site.scope, change.operator, [said_before], said_after)
+            keep(change.operator, node.lineno, site.scope, what, text, undo, key, context, site.path)
+    return _told_apart(found)
+
+
+def _told_apart(found: list[tuple[Mutant, tuple[str, str], tuple[tuple[str, int], ...]]]) -> list[Mutant]:
+    """Keys made unique: mutants alike on their own within a function are told apart by the statements
+    holding them (grader/audit/identity.py), those alike in that too by where their statement is in it;
+    never by the order they were found in."""
+    counts = Counter(mutant.key for mutant, _, _ in found)
+    headed = [(replace(mutant, key=f"{mutant.key} · in {context[0]}") if counts[mutant.key] > 1 else mutant,
+               context[1], path) for mutant, context, path in found]
+    counts = Counter(mutant.key for mutant, _, _ in headed)
+    held = [(replace(mutant, key=f"{mutant.key} · {context}") if counts[mutant.key] > 1 else mutant, path)
+            for mutant, context, path in headed]
+    counts = Counter(mutant.key for mutant, _ in held)
+    told = [replace(mutant, key=f"{mutant.key} · at {where(path)}") if counts[mutant.key] > 1 else mutant
+            for mutant, path in held]
+    again = Counter(mutant.key for mutant in told)
+    if len(again) != len(told):  # the same change twice at one place: the operators made one mutant twice
+        raise AssertionError(f"two generated mutants share a key: {[k for k, n in again.items() if n > 1]}")
+    return told
 
 
 def _rewrite_statement(source: _Source, node: ast.stmt, replacement: ast.AST) -> str | None:

@@ -3,6 +3,7 @@ mutants found (by kind of change), every survivor as a diff to read, and the ver
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from rich.console import Console
@@ -87,9 +88,19 @@ def print_generated(audit: Audit, console: Console, submission_file: str) -> Non
     if seeded_only:
         console.print(Text(f"{seeded_only} generated mutants are caught only by tests that depend on the seed "
                            "(caught on every seed graded)", style="dim"))
+    for row in audit.generated:
+        if row.equivalent and row.mutant is not None:
+            console.print(Text(f"ignored: {row.mutant.name}: {row.equivalent}", style="dim"), soft_wrap=True)
     for row in audit.survivors:
         assert row.mutant is not None
         console.print(Text(f"survivor: {row.mutant.name}", style="red bold"), soft_wrap=True)
         console.print(Text(f"  {row.problems[0]}", style="red"), soft_wrap=True)
         console.print(Syntax(row.mutant.diff(reference, submission_file), "diff", theme="ansi_dark",
                              background_color="default"))
+        console.print(Text("  if no test can tell it from the reference, declare it in exercise.toml:", style="dim"))
+        console.print(Text(f"  [audit.equivalent]\n  {declaration(row.mutant.key)}"), soft_wrap=True)
+
+
+def declaration(key: str) -> str:
+    """A line for exercise.toml's [audit.equivalent], ready to paste: the key, and a reason to write."""
+    return f'{json.dumps(key, ensure_ascii=False)} = "why no test can tell it from the reference"'
