@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from grader.cli import main
-from tests.helpers import EXERCISE, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
 
 
 @pytest.mark.slow
@@ -26,6 +26,21 @@ def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants_and_every_ge
     # The mutants made from the reference: well over a hundred, every one caught but those declared equivalent.
     killed, made = out.split(" generated mutants caught on every seed")[0].rsplit(" ", 1)[1].split("/")
     assert killed == made and int(made) >= 100 and "survivor:" not in out
+
+
+def test_a_mutant_caught_only_by_a_random_workload_or_only_on_a_kind_seed_is_no_catch(capsys):
+    """The third exercise (tests/lucky_course): its named tests catch neither realistic bug; its random
+    workload catches one on every seed and the other only on the seeds that draw a long enough list.
+    The audit says how each was caught, and the suite is not strong."""
+    dedupe = PROJECT / "tests" / "lucky_course" / "exercises" / "dedupe"
+    assert main(["audit", str(dedupe), "--sandbox", "local", "--no-generated"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "mutant 02_reads_only_the_start: caught by luck: only some seeds catch this mutant" in out
+    assert ("mutant 01_only_neighbours: caught only by a generated workload (test_random_lists_match_the_reference), "
+            "on every seed graded: no named test catches it") in out
+    assert "CAUGHT BY LUCK" in out and "random workload only" in out
+    assert "the suite is WEAK" in out and ("0/2 mutants caught by a named test on every seed (1 by random workloads "
+                                           "only, 1 caught by luck)") in out
 
 
 def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
@@ -130,7 +145,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
 
 
 @pytest.mark.unit
-def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(tmp_path, monkeypatch):
+def test_a_mutant_only_the_random_workloads_catch_is_graded_on_every_seed_and_is_no_named_catch(tmp_path, monkeypatch):
     firsts: dict[str, int] = {}
 
     def outcome(text, seed):
@@ -143,8 +158,14 @@ def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(t
 
     result, graded = _seeded_audit(tmp_path, monkeypatch, outcome)
     problems = {row.path.stem: row.problems for row in result.mutants}
-    assert problems["rule"] == [] and problems["random_always"] == []
-    assert problems["random_once"] and problems["random_once"][0].startswith("only some seeds catch this mutant")
+    assert problems["rule"] == []
+    # Caught on every seed, but by a random workload alone: no named test stands for the mistake.
+    assert problems["random_always"] == ["caught only by a generated workload (test_random_workloads_match_the_"
+                                         "reference[mixed]), on every seed graded: no named test catches it; a "
+                                         "named scenario should"]
+    assert problems["random_once"] and problems["random_once"][0].startswith("caught by luck: only some seeds catch")
+    assert {row.path.stem: row.how_caught for row in result.mutants} == {
+        "rule": "named", "random_always": "workload", "random_once": "luck"}
     assert not result.ok
     count = {text: sum(1 for t, _ in graded if t == text) for text in ("rule", "random_always", "random_once")}
     # A test that does not take the seed catches on every seed: graded once. The random workloads' catch is
@@ -191,7 +212,6 @@ def test_a_stale_declaration_says_which_current_mutant_it_most_likely_means(tmp_
 @pytest.mark.unit
 def test_a_survivor_prints_its_declaration_ready_to_paste_and_a_declared_one_shows_ignored(tmp_path, monkeypatch):
     import tomllib
-
     from rich.console import Console
 
     from grader.audit.view import print_audit

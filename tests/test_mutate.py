@@ -135,9 +135,8 @@ def test_the_name_stays_when_another_part_of_the_file_changes():
 def renamed(source: str, names: dict[str, str]) -> str:
     """`source` with each name of `names` renamed wherever it stands as a name (never inside a string)."""
     import io
-    import tokenize
-
     import re
+    import tokenize
 
     def in_fstring(text: str) -> str:  # Python 3.11 reads an f-string as one token: its fields by hand
         return re.sub(r"\{([^{}]*)\}", lambda field: "{" + re.sub(

@@ -49,6 +49,7 @@ class AuditRow:
     more_seeds: list[Scorecard] = field(default_factory=list)  # the same tier, on the audit's other seeds
     mutant: Mutant | None = None  # a generated mutant's change
     equivalent: str = ""  # why exercise.toml says no test can catch it
+    seeded: frozenset[str] = frozenset()  # the tests (base names) whose workloads are drawn from the seed
 
     @property
     def caught_by(self) -> list[str]:
@@ -58,6 +59,20 @@ class AuditRow:
     def caught_by_suites(self, suites: tuple[str, ...], tier: str) -> list[str]:
         card = self.other_cards.get(tier, self.card)
         return [t.name for t in card.tests if t.status != "passed" and t.suite in suites]
+
+    @property
+    def named_catchers(self) -> list[str]:
+        """The tests that catch it and do the same on every seed: a named scenario, not a lucky draw."""
+        return [name for name in self.caught_by if _base(name) not in self.seeded]
+
+    @property
+    def how_caught(self) -> str:
+        """`named` (a test that does the same on every seed catches it), `workload` (only the random
+        workloads, on every seed graded), `luck` (on some seeds only), `missed` (on none)."""
+        missed = self.missed_on
+        if missed:
+            return "missed" if len(missed) == len(self.cards) else "luck"
+        return "named" if self.named_catchers else "workload"
 
     @property
     def cards(self) -> list[Scorecard]:
@@ -192,7 +207,8 @@ class _AuditGrader:
 
     def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
         every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
-        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant), mutant=made)
+        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant), mutant=made,
+                       seeded=frozenset(self.seeded))
         if mutant and made is None:
             row.other_cards = {name: self.card(data, name, mutant=True) for name in self.uncovered}
         if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
@@ -295,11 +311,17 @@ def _diagnosis_warnings(exercise: Exercise) -> list[str]:
 
 
 def _judge(row: AuditRow) -> None:
+    """A mutant is caught when a named test (one that does the same on every seed) catches it, on every
+    seed: a random workload that catches it on every seed graded is a catch no scenario stands for, one
+    that catches it on some seeds only is luck."""
     if any(card.status != "graded" for card in row.cards):
         return  # said already: graded with an error
-    missed = row.missed_on
-    if missed and len(missed) == len(row.cards):
+    how = row.how_caught
+    if how == "missed":
         row.problems.append("no test catches this mutant")
-    elif missed:
-        row.problems.append(f"only some seeds catch this mutant: none of the tests fails on seed {missed[0]}; "
-                            "a test that does not depend on the seed should catch it")
+    elif how == "luck":
+        row.problems.append(f"caught by luck: only some seeds catch this mutant (none of the tests fails on seed "
+                            f"{row.missed_on[0]}); a test that does not depend on the seed should catch it")
+    elif how == "workload":
+        row.problems.append(f"caught only by a generated workload ({', '.join(row.caught_by)}), on every seed "
+                            "graded: no named test catches it; a named scenario should")

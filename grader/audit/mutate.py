@@ -24,7 +24,7 @@ import copy
 import difflib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from grader.audit.identity import Anonymiser, change_key, context_digest, defined_names, where
 
@@ -70,7 +70,7 @@ class _Site:
     index: int | None
     scope: str
     statement: ast.stmt | None = None
-    path: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    path: tuple[tuple[str, int], ...] = ()
     holders: tuple[ast.stmt, ...] = ()  # the statements holding `statement` within its function, outermost first
     scope_node: ast.AST | None = None  # the function (class, module) it is in
 

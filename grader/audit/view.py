@@ -13,16 +13,21 @@ from rich.text import Text
 
 from grader.audit.audit import Audit
 
+HOW = {"named": "a named test", "workload": "random workload only", "luck": "CAUGHT BY LUCK", "missed": "missed"}
+
 
 def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
     tests = [t.name for t in audit.reference.card.tests]
     table = Table(title="which tests catch which mutant (x = the test fails)", header_style="bold")
     table.add_column("submission")
     table.add_column("score")
-    table.add_column("caught by")
+    table.add_column("how")
+    table.add_column("caught by (random: a workload drawn from the seed)")
     for row in audit.mutants:
-        caught = row.caught_by
+        caught = [name if name in row.named_catchers else f"{name} (random)" for name in row.caught_by]
+        how = row.how_caught
         table.add_row(Text(f"{row.path.stem}\n{row.description}"), f"{row.card.score}/{row.card.max_score}",
+                      Text(HOW[how], style="" if how == "named" else "red bold"),
                       Text(", ".join(caught) if caught else "NOTHING", style="" if caught else "red bold"))
     console.print(table)
     # One compact line of marks per test, so the matrix fits a terminal whatever the number of mutants.
@@ -52,7 +57,11 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
         verdict = "the exercise cannot be graded"
     else:
         verdict = "the suite is strong" if audit.ok else "the suite is WEAK"
-    own = sum(1 for row in audit.mutants if row.caught_by)
+    own = sum(1 for row in audit.mutants if row.how_caught == "named")
+    hows = Counter(row.how_caught for row in audit.mutants)
+    not_named = ", ".join(f"{hows[how]} {words}" for how, words in (("workload", "by random workloads only"),
+                                                                     ("luck", "caught by luck"), ("missed", "missed"))
+                          if hows[how])
     made = ""
     if audit.generated:
         killed = sum(1 for row in audit.generated if not row.problems and not row.equivalent)
@@ -60,8 +69,8 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
         made = (f", {killed}/{len(audit.generated) - equivalent} generated mutants caught on every seed "
                 f"({equivalent} declared equivalent)")
     console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
-                       f"stub {audit.stub.card.score}, {own}/{len(audit.mutants)} mutants caught "
-                       f"on the {audit.tier} tier{made}", style="green bold" if audit.ok else "red bold"))
+                       f"stub {audit.stub.card.score}, {own}/{len(audit.mutants)} mutants caught by a named test "
+                       f"on every seed" + (f" ({not_named})" if not_named else "") + f" on the {audit.tier} tier{made}", style="green bold" if audit.ok else "red bold"))
 
 
 def print_generated(audit: Audit, console: Console, submission_file: str) -> None:
@@ -84,10 +93,6 @@ def print_generated(audit: Audit, console: Console, submission_file: str) -> Non
         kinds.add_row(kind, str(made[kind]), str(outcome[kind, "caught"]), str(outcome[kind, "equivalent"]),
                       Text(str(survived), style="red bold" if survived else ""))
     console.print(kinds)
-    seeded_only = sum(1 for row in audit.generated if row.more_seeds and not row.problems)
-    if seeded_only:
-        console.print(Text(f"{seeded_only} generated mutants are caught only by tests that depend on the seed "
-                           "(caught on every seed graded)", style="dim"))
     for row in audit.generated:
         if row.equivalent and row.mutant is not None:
             console.print(Text(f"ignored: {row.mutant.name}: {row.equivalent}", style="dim"), soft_wrap=True)
