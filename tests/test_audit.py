@@ -24,7 +24,7 @@ def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants_and_every_ge
     assert premium == f"{total} of {total}"
     assert 0 < int(free.split(" of ")[0]) < int(total)
     # The mutants made from the reference: well over a hundred, every one caught but those declared equivalent.
-    killed, made = out.split(" generated mutants caught on every seed")[0].rsplit(" ", 1)[1].split("/")
+    killed, made = out.split(" generated mutants (from the reference and 1 correct variant) caught on every seed")[0].rsplit(" ", 1)[1].split("/")
     assert killed == made and int(made) >= 100 and "survivor:" not in out
 
 
@@ -70,6 +70,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
     copy.stub.write_text("stub")
     mutants = copy.reference.parent / "mutants"
     shutil.rmtree(mutants)
+    shutil.rmtree(copy.reference.parent / "variants")  # a file's text is what it fails, here: no variant
     mutants.mkdir()
     for name, bug in (("m1", "visible"), ("m2", "hidden"), ("m3", "other")):
         (mutants / f"{name}.py").write_text(bug)
@@ -124,6 +125,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     copy.stub.write_text("stub")
     mutants = copy.reference.parent / "mutants"
     shutil.rmtree(mutants)
+    shutil.rmtree(copy.reference.parent / "variants")  # a file's text is what it fails, here: no variant
     mutants.mkdir()
     for name in ("rule", "random_always", "random_once"):
         (mutants / f"{name}.py").write_text(name)
@@ -191,7 +193,7 @@ def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_it
     strong, _ = _seeded_audit(tmp_path / "again", monkeypatch, outcome, reference, declared, generated=True)
     assert strong.ok and not strong.survivors
     assert [row.equivalent for row in strong.generated if row.equivalent] == ["x is never 1 here"]
-    assert any("'f: gone → away'" in warning and "which no mutant of the reference has now" in warning
+    assert any("'f: gone → away'" in warning and "which no mutant of the reference or its variants has now" in warning
                for warning in strong.warnings)
 
 
@@ -287,3 +289,23 @@ def test_a_mutants_grading_is_kept_once_for_the_audit_and_the_signatures_alike(t
     test_file.write_text(test_file.read_text() + "\n# changed\n")
     kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local")  # another suite: graded again
     assert made == ["error", "graded", "graded", "graded"]
+
+
+@pytest.mark.unit
+def test_mutants_are_made_from_every_correct_variant_and_say_which():
+    """solutions/<slug>/variants/: a correct solution in another style (a set of live ids beside the
+    queues) has mistakes of its own; its code that is the reference's makes no mutant twice."""
+    from grader.audit.audit import _made_mutants
+    from grader.audit.mutate import generate_mutants
+    from grader.core.exercise import load_exercise
+
+    exercise = load_exercise(EXERCISE)
+    assert [path.stem for path in exercise.variants] == ["live_ids"]
+    made = _made_mutants({"": exercise.reference, "live_ids": exercise.variants[0]})
+    own = [m for m in made if m.variant == "live_ids"]
+    assert len(made) - len(own) == len(generate_mutants(REFERENCE.read_text()))
+    assert own and all(m.key.startswith("live_ids · ") and m.name.startswith("live_ids · ") for m in own)
+    assert "live_ids · Scheduler.complete: self._live.discard(req.rid) removed" in {m.name for m in own}
+    assert all("_live" in m.name for m in own)  # only the variant's own code
+    declared = set(load_exercise(EXERCISE).audit.equivalent)
+    assert any(key.startswith("live_ids · ") for key in declared)

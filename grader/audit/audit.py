@@ -102,12 +102,13 @@ class Audit:
     tiers: list[TierFigure] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # of the suites as written (their seeds): not strong
     warnings: list[str] = field(default_factory=list)  # said, for the author to judge
-    generated: list[AuditRow] = field(default_factory=list)  # made from the reference by grader.audit.mutate
+    generated: list[AuditRow] = field(default_factory=list)  # made from the reference (and variants) by grader.audit.mutate
     seeds: int = 1
+    variants: list[AuditRow] = field(default_factory=list)  # correct solutions in other styles: full marks too
 
     @property
     def rows(self) -> list[AuditRow]:
-        return [self.reference, self.stub, *self.mutants, *self.generated]
+        return [self.reference, *self.variants, self.stub, *self.mutants, *self.generated]
 
     @property
     def survivors(self) -> list[AuditRow]:
@@ -148,13 +149,15 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     grader = _AuditGrader(exercise, tier, seeds or exercise.audit.seeds, backend, backend_name, make_backend,
                           keep_gradings)
     reference = _graded_reference(grader, on_row)
+    variants = [_graded_reference(grader, on_row, path) for path in exercise.variants]
     stub = _graded_stub(grader, on_row)
-    made = generate_mutants(exercise.reference.read_text(encoding="utf-8")) if generated else []
+    origins = {"": exercise.reference, **{path.stem: path for path in exercise.variants}}
+    made = _made_mutants(origins) if generated else []
     if on_start:
         on_start(len(exercise.mutants) + len(made))
     work: list[tuple[str, Path, bytes, Mutant | None]] = [
         (f"mutant {path.stem}", path, path.read_bytes(), None) for path in exercise.mutants]
-    work += [(mutant.name, exercise.reference, mutant.source.encode(), mutant) for mutant in made]
+    work += [(mutant.name, origins[mutant.variant], mutant.source.encode(), mutant) for mutant in made]
     ordered = _graded_mutants(grader, work, jobs, on_row)
     mutants = ordered[:len(exercise.mutants)]
     for row in mutants:
@@ -168,7 +171,23 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
                for name, suites in exercise.tiers.items()]
     found = check_seeds(exercise)
     return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
-                 generated_rows, grader.seeds)
+                 generated_rows, grader.seeds, variants)
+
+
+def _made_mutants(origins: dict[str, Path]) -> list[Mutant]:
+    """The mutants made from the reference (origin "") and from each correct variant. A variant's code
+    that is the reference's own makes the reference's mutants again, the same change to the same code
+    (the same key, names anonymous): only the variant's own code adds mutants."""
+    made: list[Mutant] = []
+    seen: set[str] = set()
+    for name, path in origins.items():
+        for mutant in generate_mutants(path.read_text(encoding="utf-8"), name):
+            said = mutant.key.removeprefix(f"{name} · ") if name else mutant.key
+            if said not in seen:
+                made.append(mutant)
+            if not name:
+                seen.add(said)
+    return made
 
 
 class _AuditGrader:
@@ -227,14 +246,17 @@ class _AuditGrader:
             made_backend.close()
 
 
-def _graded_reference(grader: _AuditGrader, on_row: Callable[[AuditRow], None] | None) -> AuditRow:
-    """The reference's row: it must get full marks."""
-    reference = grader.row("reference", grader.exercise.reference, grader.exercise.reference.read_bytes())
+def _graded_reference(grader: _AuditGrader, on_row: Callable[[AuditRow], None] | None,
+                      variant: Path | None = None) -> AuditRow:
+    """The reference's row, or a correct variant's: it must get full marks."""
+    path = variant or grader.exercise.reference
+    what = f"variant {path.stem}" if variant else "reference"
+    reference = grader.row(what, path, path.read_bytes())
     if on_row:
         on_row(reference)
     if reference.card.score != reference.card.max_score or not reference.card.tests:
         failing = [t.name for t in reference.card.tests if t.status != "passed"]
-        reference.problems.append(f"the reference must get full marks; it fails: {', '.join(failing) or 'everything'}")
+        reference.problems.append(f"the {what} must get full marks; it fails: {', '.join(failing) or 'everything'}")
     return reference
 
 
@@ -292,7 +314,7 @@ def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) 
             if key in keys:
                 continue
             meant = likeliest(key, keys)
-            warnings.append(f"[audit.equivalent] names {key!r}, which no mutant of the reference has now" +
+            warnings.append(f"[audit.equivalent] names {key!r}, which no mutant of the reference or its variants has now" +
                             (f": it most likely means {meant!r} ({keys[meant].name}); declare that one instead, "
                              "if it is equivalent" if meant else ": remove it"))
     return warnings

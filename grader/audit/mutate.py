@@ -410,7 +410,9 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
         except SyntaxError:
             return
         seen.add(expected)
-        found.append((Mutant(f"{scope or '<module>'}: {what}", operator, line, text, key, variant), context, path))
+        origin = f"{variant} · " if variant else ""  # a variant's mutants are its own: no key of the reference's
+        found.append((Mutant(f"{origin}{scope or '<module>'}: {what}", operator, line, text, origin + key, variant),
+                      context, path))
 
     for site in list(_sites(tree)):
         node = site.node

@@ -43,7 +43,7 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
     console.print(matrix)
     if audit.generated:
         print_generated(audit, console, submission_file)
-    for row in (audit.reference, audit.stub, *audit.mutants):
+    for row in (audit.reference, *audit.variants, audit.stub, *audit.mutants):
         for problem in row.problems:
             console.print(Text(f"{row.label}: {problem}", style="red bold"))
     for refusal in audit.refusals:
@@ -66,8 +66,10 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
     if audit.generated:
         killed = sum(1 for row in audit.generated if not row.problems and not row.equivalent)
         equivalent = sum(1 for row in audit.generated if row.equivalent)
-        made = (f", {killed}/{len(audit.generated) - equivalent} generated mutants caught on every seed "
-                f"({equivalent} declared equivalent)")
+        origins = f"the reference and {len(audit.variants)} correct variant{'s' if len(audit.variants) != 1 else ''}" \
+            if audit.variants else "the reference"
+        made = (f", {killed}/{len(audit.generated) - equivalent} generated mutants (from {origins}) caught on every "
+                f"seed ({equivalent} declared equivalent)")
     console.print(Text(f"{verdict}: reference {audit.reference.card.score}/{audit.reference.card.max_score}, "
                        f"stub {audit.stub.card.score}, {own}/{len(audit.mutants)} mutants caught by a named test "
                        f"on every seed" + (f" ({not_named})" if not_named else "") + f" on the {audit.tier} tier{made}", style="green bold" if audit.ok else "red bold"))
@@ -76,21 +78,20 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
 def print_generated(audit: Audit, console: Console, submission_file: str) -> None:
     """The generated mutants by kind of change, then each survivor: its name (what [audit.equivalent]
     takes), what let it through, and its diff against the reference."""
-    reference = audit.reference.path.read_text(encoding="utf-8")
-    kinds = Table(title=f"mutants made from the reference, each graded on up to {audit.seeds} seeds",
-                  header_style="bold")
-    for column in ("change", "made", "caught", "equivalent", "survived"):
-        kinds.add_column(column, justify="left" if column == "change" else "right")
-    made: Counter[str] = Counter()
-    outcome: Counter[tuple[str, str]] = Counter()
+    kinds = Table(title=f"mutants made from the reference and each correct variant, each graded on up to "
+                        f"{audit.seeds} seeds", header_style="bold")
+    for column in ("from", "change", "made", "caught", "equivalent", "survived"):
+        kinds.add_column(column, justify="left" if column in ("from", "change") else "right")
+    made: Counter[tuple[str, str]] = Counter()
+    outcome: Counter[tuple[str, str, str]] = Counter()
     for row in audit.generated:
         assert row.mutant is not None
-        kind = row.mutant.operator
+        kind = (row.mutant.variant or "reference", row.mutant.operator)
         made[kind] += 1
-        outcome[kind, "equivalent" if row.equivalent else "survived" if row.problems else "caught"] += 1
-    for kind in sorted(made, key=lambda k: -made[k]):
-        survived = outcome[kind, "survived"]
-        kinds.add_row(kind, str(made[kind]), str(outcome[kind, "caught"]), str(outcome[kind, "equivalent"]),
+        outcome[(*kind, "equivalent" if row.equivalent else "survived" if row.problems else "caught")] += 1
+    for kind in sorted(made, key=lambda k: (k[0] != "reference", k[0], -made[k])):
+        survived = outcome[(*kind, "survived")]
+        kinds.add_row(*kind, str(made[kind]), str(outcome[(*kind, "caught")]), str(outcome[(*kind, "equivalent")]),
                       Text(str(survived), style="red bold" if survived else ""))
     console.print(kinds)
     for row in audit.generated:
@@ -100,12 +101,14 @@ def print_generated(audit: Audit, console: Console, submission_file: str) -> Non
         assert row.mutant is not None
         console.print(Text(f"survivor: {row.mutant.name}", style="red bold"), soft_wrap=True)
         console.print(Text(f"  {row.problems[0]}", style="red"), soft_wrap=True)
-        console.print(Syntax(row.mutant.diff(reference, submission_file), "diff", theme="ansi_dark",
+        origin = row.path.read_text(encoding="utf-8")  # the reference, or the variant it was made from
+        console.print(Syntax(row.mutant.diff(origin, submission_file), "diff", theme="ansi_dark",
                              background_color="default"))
-        console.print(Text("  if no test can tell it from the reference, declare it in exercise.toml:", style="dim"))
+        console.print(Text(f"  if no test can tell it from the {'variant ' + row.mutant.variant if row.mutant.variant else 'reference'}, declare it in "
+                           "exercise.toml:", style="dim"))
         console.print(Text(f"  [audit.equivalent]\n  {declaration(row.mutant.key)}"), soft_wrap=True)
 
 
 def declaration(key: str) -> str:
     """A line for exercise.toml's [audit.equivalent], ready to paste: the key, and a reason to write."""
-    return f'{json.dumps(key, ensure_ascii=False)} = "why no test can tell it from the reference"'
+    return f'{json.dumps(key, ensure_ascii=False)} = "why no test can tell it from the solution it was made from"'
