@@ -169,6 +169,11 @@ def test_a_rename_in_the_reference_changes_no_mutants_key_and_no_declarations_ma
     assert [m.key for m in before] == [m.key for m in after]
     assert [m.name for m in before] != [m.name for m in after]  # what a reader sees does follow the rename
     declared = set(exercise.audit.equivalent)
+    for variant in exercise.variants:  # a variant's mutants, renamed alike
+        text = variant.read_text()
+        assert [m.key for m in generate_mutants(text, variant.stem)] == \
+            [m.key for m in generate_mutants(renamed(text, RENAMES[slug]), variant.stem)]
+        after += generate_mutants(renamed(text, RENAMES[slug]), variant.stem)
     assert declared and declared <= {m.key for m in after}
 
 

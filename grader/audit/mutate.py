@@ -25,6 +25,7 @@ import difflib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from grader.audit.identity import Anonymiser, change_key, context_digest, defined_names, where
 
@@ -73,6 +74,7 @@ class _Site:
     path: tuple[tuple[str, int], ...] = ()
     holders: tuple[ast.stmt, ...] = ()  # the statements holding `statement` within its function, outermost first
     scope_node: ast.AST | None = None  # the function (class, module) it is in
+    scope_path: tuple[tuple[str, int | None], ...] = ()  # how to reach it from the module: (field, index)...
 
 
 @dataclass
@@ -83,7 +85,8 @@ class _Change:
 
 def _sites(tree: ast.Module) -> Iterator[_Site]:
     def walk(node: ast.AST, scope: str, statement: ast.stmt | None, path: tuple[tuple[str, int], ...],
-             holders: tuple[ast.stmt, ...], scope_node: ast.AST) -> Iterator[_Site]:
+             holders: tuple[ast.stmt, ...], scope_node: ast.AST, trail: tuple[tuple[str, int | None], ...],
+             scope_path: tuple[tuple[str, int | None], ...]) -> Iterator[_Site]:
         for name, value in ast.iter_fields(node):
             if name in ("annotation", "returns", "decorator_list", "type_comment"):
                 continue  # annotations and decorators say nothing a test can see
@@ -96,16 +99,18 @@ def _sites(tree: ast.Module) -> Iterator[_Site]:
                     inner_statement, inner_path = child, (*path, (name, index))
                     inner_holders = (*holders, statement) if statement is not None else holders
                 yield _Site(child, node, name, index if isinstance(value, list) else None, scope,
-                            inner_statement, inner_path, inner_holders, scope_node)
-                inner_scope = scope_node
+                            inner_statement, inner_path, inner_holders, scope_node, scope_path)
+                child_trail = (*trail, (name, index if isinstance(value, list) else None))
+                inner_scope, inner_scope_path = scope_node, scope_path
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     inner, inner_path, inner_holders = (f"{scope}.{child.name}" if scope else child.name), (), ()
-                    inner_scope, inner_statement = child, None
+                    inner_scope, inner_statement, inner_scope_path = child, None, child_trail
                 if isinstance(child, ast.Raise):
                     continue  # a raise's message is not behaviour; its type is (the exception operator)
-                yield from walk(child, inner, inner_statement, inner_path, inner_holders, inner_scope)
+                yield from walk(child, inner, inner_statement, inner_path, inner_holders, inner_scope, child_trail,
+                                inner_scope_path)
 
-    yield from walk(tree, "", None, (), (), tree)
+    yield from walk(tree, "", None, (), (), tree, (), ())
 
 
 def _is_docstring(node: ast.AST) -> bool:
@@ -341,6 +346,45 @@ def _shape(tree: ast.AST) -> str:
     return ast.dump(tree, annotate_fields=False)
 
 
+def _follow(tree: ast.AST, path: tuple[tuple[str, int | None], ...]) -> ast.AST | None:
+    """The node `path` leads to from `tree` (a function or class, from its module), None where there is none."""
+    node: Any = tree
+    for name, index in path:
+        node = getattr(node, name, None)
+        if index is not None:
+            node = node[index] if isinstance(node, list) and index < len(node) else None
+        if not isinstance(node, ast.AST):
+            return None
+    found: ast.AST = node
+    return found
+
+
+def _scope_shape(tree: ast.AST, site: _Site) -> tuple[tuple[tuple[str, int | None], ...], str]:
+    """The shape of the function (class, module) a change is in, and where it is: a change touches
+    nothing outside it, so comparing it alone costs the function's size, not the file's."""
+    scope = _follow(tree, site.scope_path)
+    return site.scope_path, _shape(scope) if scope is not None else ""
+
+
+def _parsed_scope(text: str, site: _Site, lines: int) -> tuple[tuple[tuple[str, int | None], ...], str]:
+    """`_scope_shape` of a mutant's text, parsing only the lines of the function the change is in (the
+    file around it is the reference's own): what keeps making mutants linear in the file's size.
+    `lines` is the reference's count of lines; a change may add or remove some, inside the function."""
+    scope = site.scope_node
+    if not site.scope_path or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+            or scope.end_lineno is None:
+        return _scope_shape(ast.parse(text), site)
+    first = min([scope.lineno, *(d.lineno for d in scope.decorator_list)])
+    mutated = text.splitlines(keepends=True)
+    region = "".join(mutated[first - 1:scope.end_lineno + len(mutated) - lines])
+    wrapped = f"if 1:\n{region}" if scope.col_offset else region  # an indented block parses inside an `if`
+    body = ast.parse(wrapped).body
+    node = body[0].body[0] if scope.col_offset and isinstance(body[0], ast.If) and body[0].body else body[0]
+    if len(body) != 1:
+        return site.scope_path, ""
+    return site.scope_path, _shape(node)
+
+
 def _apply(tree: ast.Module, site: _Site, replacement: ast.AST | list[ast.stmt]) -> Callable[[], None]:
     """Put the change into the tree in place; the returned function takes it out again."""
     if isinstance(replacement, list):
@@ -375,9 +419,8 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
     each with a key no other has (`variant` names the correct solution it was made from)."""
     tree = ast.parse(reference)
     source = _Source(reference)
-    original = _shape(tree)
     found: list[tuple[Mutant, tuple[str, str], tuple[tuple[str, int], ...]]] = []
-    seen = {original}
+    seen: set[tuple[tuple[tuple[str, int | None], ...], str]] = set()  # each scope's shapes, its original's first
     defined = defined_names(tree)
     modules = frozenset(alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                         for alias in node.names)
@@ -396,26 +439,36 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
         whole = context_digest([names.whole(outermost), *(names.text(s) for s in statements)])
         return headers, whole
 
-    def keep(operator: str, line: int, scope: str, what: str, text: str | None, undo: Callable[[], None],
+    originals: set[tuple[tuple[str, int | None], ...]] = set()
+
+    def unchanged(site: _Site) -> None:
+        """The scope's original shape among those seen (read before any change of it is put in)."""
+        if site.scope_path not in originals:
+            originals.add(site.scope_path)
+            seen.add(_scope_shape(tree, site))
+
+    def keep(operator: str, line: int, site: _Site, what: str, text: str | None, undo: Callable[[], None],
              key: str, context: tuple[str, str], path: tuple[tuple[str, int], ...]) -> None:
         try:
-            expected = _shape(tree)
+            expected = _scope_shape(tree, site)
         finally:
             undo()
         if text is None or expected in seen:
             return
         try:
-            if _shape(ast.parse(text)) != expected:
+            if _parsed_scope(text, site, len(source.lines)) != expected:
                 return
         except SyntaxError:
             return
         seen.add(expected)
+        scope = site.scope
         origin = f"{variant} · " if variant else ""  # a variant's mutants are its own: no key of the reference's
         found.append((Mutant(f"{origin}{scope or '<module>'}: {what}", operator, line, text, origin + key, variant),
                       context, path))
 
     for site in list(_sites(tree)):
         node = site.node
+        unchanged(site)
         if isinstance(node, ast.stmt) and site.index is not None and site.index == 0:
             body = getattr(site.parent, site.field)
             function = isinstance(site.parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and site.field == "body"
@@ -438,7 +491,7 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
                 key = change_key(site.scope, change.operator, [names.text(n) for n in before], after)
                 context = around(site, body[i:i + 2] if change.operator == "swap" else [old])
                 undo = _apply(tree, site, change.replacement)
-                keep(change.operator, old.lineno, site.scope, what, text, undo, key, context,
+                keep(change.operator, old.lineno, site, what, text, undo, key, context,
                      (*site.path[:-1], (site.field, i)))
         if isinstance(node, ast.stmt) and isinstance(site.parent, ast.Module):
             continue  # module level: imports and definitions, nothing a mutant changes as a whole
@@ -451,7 +504,7 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
                 assert isinstance(node, ast.expr) and node.end_lineno is not None and node.end_col_offset is not None
                 new = ast.unparse(change.replacement)
                 text = source.replace(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, new)
-                if not _parses_as(text, tree, site, change.replacement):  # precedence: say it with brackets
+                if not _parses_as(text, tree, site, change.replacement, len(source.lines)):  # precedence: say it with brackets
                     text = source.replace(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, f"({new})")
             what = _changed_line(source, node, text)
             statement = site.statement if site.statement is not None else node
@@ -461,7 +514,7 @@ def generate_mutants(reference: str, variant: str = "") -> list[Mutant]:
             undo = _apply(tree, site, change.replacement)
             said_after = names.text(change.replacement if statement is node else statement)
             key = change_key(site.scope, change.operator, [said_before], said_after)
-            keep(change.operator, node.lineno, site.scope, what, text, undo, key, context, site.path)
+            keep(change.operator, node.lineno, site, what, text, undo, key, context, site.path)
     return _told_apart(found)
 
 
@@ -503,13 +556,13 @@ def _rewrite_statement(source: _Source, node: ast.stmt, replacement: ast.AST) ->
     return source.replace(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, ast.unparse(replacement))
 
 
-def _parses_as(text: str, tree: ast.Module, site: _Site, replacement: ast.AST) -> bool:
+def _parses_as(text: str, tree: ast.Module, site: _Site, replacement: ast.AST, lines: int) -> bool:
     undo = _apply(tree, site, replacement)
     try:
-        expected = _shape(tree)
+        expected = _scope_shape(tree, site)
     finally:
         undo()
     try:
-        return _shape(ast.parse(text)) == expected
+        return _parsed_scope(text, site, lines) == expected
     except SyntaxError:
         return False
