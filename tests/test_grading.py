@@ -18,7 +18,7 @@ from grader.core.scorecard import RUN_STATUSES, Diagnosis, Scorecard, TestResult
 from grader.core.suite_tests import list_tests
 from grader.harness.contract import RESULTS_MARKER, Results, TestRecord, results_line
 from grader.sandbox.local import run_local
-from tests.helpers import EXERCISE, REFERENCE, STUB
+from tests.helpers import EXERCISE, REFERENCE, STUB, mutant_file
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_a_harness_that_dies_leaves_its_traceback_in_the_log(exercise, caplog):
     assert "RuntimeError: the lane could not start" in logged and "exit status 1" in logged
 
 
-MUTANT = Path(REFERENCE).parent / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 
 
 def test_cli_submit_tells_a_mutant_its_likely_misconception(tmp_path, capsys):
@@ -255,7 +255,7 @@ def test_a_submission_that_rewrites_its_own_file_cannot_change_what_later_tests_
     ("26_one_admission_per_step", "the plan begins with 2 one-token entries (2 entries in all)"),
 ])
 def test_the_visible_tests_say_what_the_submission_did(exercise, mutant, expected):
-    source = Path(__file__).resolve().parent.parent / "solutions" / EXERCISE / "mutants" / f"{mutant}.py"
+    source = mutant_file(mutant)
     card = grade_bytes(source.read_bytes(), exercise, "free", run_local, "local")
     assert any(expected in t.message for t in card.tests), [t.message for t in card.tests]
 

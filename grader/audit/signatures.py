@@ -86,7 +86,7 @@ def signatures_path(exercise: Exercise) -> Path:
 
 
 def _inputs(exercise: Exercise) -> list[Path]:
-    return [exercise.folder / "exercise.toml", *graded_by(exercise), *exercise.mutants]
+    return [exercise.folder / "exercise.toml", *graded_by(exercise), *exercise.mutant_sources]
 
 
 _fingerprints: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
@@ -103,7 +103,7 @@ def signatures_fingerprint(exercise: Exercise) -> str:
     if known is not None and known[0] == stat:
         return known[1]
     digest = hashlib.sha256(f"misconceptions {FORMAT}\0".encode())
-    feed_exercise(digest, exercise, list(exercise.mutants))
+    feed_exercise(digest, exercise, exercise.mutant_sources)  # as kept: the changes, not the files they make
     _fingerprints[str(exercise.folder)] = (stat, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]
 
@@ -137,7 +137,7 @@ def current_signatures(exercise: Exercise) -> Signatures | None:
 def signatures_problem(exercise: Exercise) -> str:
     """Why nothing of this exercise can be diagnosed, in words for its author; "" when the file is current
     or the exercise has no mutants to diagnose with."""
-    if not exercise.mutants:
+    if not exercise.mutant_sources:
         return ""
     if current_signatures(exercise) is not None:
         return ""

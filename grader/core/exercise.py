@@ -101,7 +101,19 @@ class Exercise:
 
     @property
     def mutants(self) -> list[Path]:
-        return sorted((self.root / "solutions" / self.slug / "mutants").glob("*.py"))
+        """The author's mutants as files, in name order: each whole file as it is, each change
+        (`NN_name.diff`) as the file it makes of the reference (grader/core/mutant_files.py)."""
+        from grader.core.mutant_files import mutant_paths
+
+        return mutant_paths(self.root / "solutions" / self.slug / "mutants", self.reference)
+
+    @property
+    def mutant_sources(self) -> list[Path]:
+        """The files of solutions/<slug>/mutants/ as the author keeps them: whole files and changes."""
+        from grader.core.mutant_files import CHANGE_SUFFIX
+
+        folder = self.root / "solutions" / self.slug / "mutants"
+        return sorted(path for path in folder.glob("*") if path.suffix in (".py", CHANGE_SUFFIX))
 
     @property
     def variants(self) -> list[Path]:
