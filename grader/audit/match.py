@@ -5,9 +5,10 @@ comes from a test the student's tier did not run). For each mutant, a weighted J
 the two sets of failing tests: a test both fail counts fully when it failed the same way (the same
 status and masked first message line as one of the mutant's failures) and `OTHER_WAY` when it failed
 otherwise; a random workload's test (its seed decides what it reaches) weighs `SEEDED_WEIGHT` and
-counts as much as the share of seeds the mutant failed it on. The closest mutant is the diagnosis
-when its similarity is at least `THRESHOLD`, with any other mutant that comes as close (`TIE`) and
-says something else; more than `MOST_HINTS` such hints say nothing useful, and none is given.
+counts as much as the share of seeds the mutant failed it on. Only mutants that part ways from the
+reference where the card does are candidates (its first failing test failed the same way). The
+closest is the diagnosis when its similarity is at least `THRESHOLD`, and alone: another that comes as
+close (`TIE`), says something else and fails otherwise makes two likely causes, and none is given.
 The figures are measured (docs/authoring.md#misconception-hints).
 """
 
@@ -28,7 +29,6 @@ from grader.core.scorecard import Diagnosis, Scorecard
 
 THRESHOLD = 0.6
 TIE = 0.03
-MOST_HINTS = 3
 SEEDED_WEIGHT = 0.3
 OTHER_WAY = 0.5
 
@@ -70,22 +70,35 @@ def has_failures(card: Scorecard) -> bool:
     return card.status == "graded" and card.score < card.max_score and any(t.status != "passed" for t in card.tests)
 
 
+def parts_ways_alike(card: Scorecard, signature: Signature) -> bool:
+    """Whether the mutant parts ways from the reference where the card does: the card's first failing
+    test (in the order the run met them) is one the mutant fails too, and the same way (the same status
+    and masked first line, which for a scenario names the first call that differed)."""
+    first = next((t for t in card.tests if t.status != "passed"), None)
+    if first is None:
+        return False
+    expected = signature.fails.get(test_key(first.suite, first.name))
+    return expected is not None and failure_kind(first) in expected.kinds
+
+
 def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
-    """The misconceptions the card's failures look like, the closest first; none for a run that is not
-    `graded`, has full marks or fails like no mutant."""
+    """The one misconception the card's failures look like, or none: none for a run that is not
+    `graded`, has full marks or fails like no mutant, and none where mutants that say different things
+    come as close (`TIE`) unless they fail exactly alike. A mutant counts only where it parts ways from
+    the reference as the card does (`parts_ways_alike`): alike sets of failing tests reached by another
+    first difference are another mistake."""
     if not has_failures(card) or signatures.exercise != card.exercise:
         return []
-    scored = ranked(card, signatures)
+    scored = [(value, signature) for value, signature in ranked(card, signatures)
+              if parts_ways_alike(card, signature)]
     if not scored or scored[0][0] < THRESHOLD:
         return []
-    best = scored[0][0]
-    found: list[Diagnosis] = []
-    for value, signature in scored:
-        if value < max(THRESHOLD, best - TIE):
-            break
-        if all(d.hint != signature.hint for d in found):
-            found.append(Diagnosis(signature.mutant, signature.hint, round(value, 3)))
-    return found if len(found) <= MOST_HINTS else []
+    best, closest = scored[0]
+    rivals = [signature for value, signature in scored[1:] if value >= best - TIE
+              and signature.hint != closest.hint and set(signature.fails) != set(closest.fails)]
+    if rivals:
+        return []  # two causes equally likely: naming either would be a guess
+    return [Diagnosis(closest.mutant, closest.hint, round(best, 3))]
 
 
 def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:
