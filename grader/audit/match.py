@@ -7,8 +7,9 @@ status and masked first message line as one of the mutant's failures) and `OTHER
 otherwise; a random workload's test (its seed decides what it reaches) weighs `SEEDED_WEIGHT` and
 counts as much as the share of seeds the mutant failed it on. Only mutants that part ways from the
 reference where the card does are candidates (its first failing test failed the same way). The
-closest is the diagnosis when its similarity is at least `THRESHOLD`, and alone: another that comes as
-close (`TIE`), says something else and fails otherwise makes two likely causes, and none is given.
+closest is the diagnosis when its similarity is at least `THRESHOLD`, with any other mutant that
+comes as close (`TIE`) and says something else; more than `MOST_HINTS` such hints say nothing
+useful, and none is given.
 The figures are measured (docs/authoring.md#misconception-hints).
 """
 
@@ -31,6 +32,7 @@ THRESHOLD = 0.6
 TIE = 0.03
 SEEDED_WEIGHT = 0.3
 OTHER_WAY = 0.5
+MOST_HINTS = 3
 
 log = logging.getLogger("grader.diagnosis")
 
@@ -70,35 +72,40 @@ def has_failures(card: Scorecard) -> bool:
     return card.status == "graded" and card.score < card.max_score and any(t.status != "passed" for t in card.tests)
 
 
-def parts_ways_alike(card: Scorecard, signature: Signature) -> bool:
+def parts_ways_alike(card: Scorecard, signature: Signature, seeded: set[str]) -> bool:
     """Whether the mutant parts ways from the reference where the card does: the card's first failing
-    test (in the order the run met them) is one the mutant fails too, and the same way (the same status
-    and masked first line, which for a scenario names the first call that differed)."""
-    first = next((t for t in card.tests if t.status != "passed"), None)
-    if first is None:
+    named test (in the order the run met them) is one the mutant fails too, and the same way (the same
+    status and masked first line, which for a scenario names the first call that differed). A random
+    workload's first difference changes with the seed: where only those fail, the mutant must fail the
+    first of them, whatever its message."""
+    failing = [t for t in card.tests if t.status != "passed"]
+    named = [t for t in failing if test_key(t.suite, t.name) not in seeded]
+    if not failing:
         return False
+    first = (named or failing)[0]
     expected = signature.fails.get(test_key(first.suite, first.name))
-    return expected is not None and failure_kind(first) in expected.kinds
+    return expected is not None and (not named or failure_kind(first) in expected.kinds)
 
 
 def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
-    """The one misconception the card's failures look like, or none: none for a run that is not
-    `graded`, has full marks or fails like no mutant, and none where mutants that say different things
-    come as close (`TIE`) unless they fail exactly alike. A mutant counts only where it parts ways from
-    the reference as the card does (`parts_ways_alike`): alike sets of failing tests reached by another
+    """The misconceptions the card's failures look like, the closest first; none for a run that is not
+    `graded`, has full marks or fails like no mutant. A mutant counts only where it parts ways from the
+    reference as the card does (`parts_ways_alike`): alike sets of failing tests reached by another
     first difference are another mistake."""
     if not has_failures(card) or signatures.exercise != card.exercise:
         return []
     scored = [(value, signature) for value, signature in ranked(card, signatures)
-              if parts_ways_alike(card, signature)]
+              if parts_ways_alike(card, signature, set(signatures.seeded))]
     if not scored or scored[0][0] < THRESHOLD:
         return []
-    best, closest = scored[0]
-    rivals = [signature for value, signature in scored[1:] if value >= best - TIE
-              and signature.hint != closest.hint and set(signature.fails) != set(closest.fails)]
-    if rivals:
-        return []  # two causes equally likely: naming either would be a guess
-    return [Diagnosis(closest.mutant, closest.hint, round(best, 3))]
+    best = scored[0][0]
+    found: list[Diagnosis] = []
+    for value, signature in scored:
+        if value < max(THRESHOLD, best - TIE):
+            break
+        if all(d.hint != signature.hint for d in found):
+            found.append(Diagnosis(signature.mutant, signature.hint, round(value, 3)))
+    return found if len(found) <= MOST_HINTS else []
 
 
 def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:

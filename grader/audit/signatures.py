@@ -103,7 +103,11 @@ def signatures_fingerprint(exercise: Exercise) -> str:
     if known is not None and known[0] == stat:
         return known[1]
     digest = hashlib.sha256(f"misconceptions {FORMAT}\0".encode())
-    feed_exercise(digest, exercise, exercise.mutant_sources)  # as kept: the changes, not the files they make
+    feed_exercise(digest, exercise)
+    folder = exercise.reference.parent.relative_to(exercise.root).as_posix() \
+        if exercise.reference.parent.is_relative_to(exercise.root) else exercise.slug
+    for mutant in exercise.mutants:  # each as the file it is, whether kept whole or as its change
+        digest.update(f"{folder}/mutants/{mutant.stem}.py".encode() + b"\0" + mutant.read_bytes() + b"\0")
     _fingerprints[str(exercise.folder)] = (stat, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]
 
