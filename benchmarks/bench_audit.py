@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The audit case: one whole audit in a fresh Python, printing what it graded (the figures' count).
 AUDIT = """
 import json, sys
-from grader.course.audit import run_audit
+from grader.audit.audit import run_audit
 from grader.core.exercise import load_exercise
 from grader.sandbox.choose import choose_backend
 exercise = load_exercise(sys.argv[1])
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     if not cgroups_writable():
         raise SystemExit("this benchmark makes a cgroup per case: run it as root on a writable /sys/fs/cgroup")
-    from grader.course.mutate import generate_mutants
+    from grader.audit.mutate import generate_mutants
 
     exercise = load_exercise(args.exercise, args.project.resolve())
     made = generate_mutants(exercise.reference.read_text(encoding="utf-8"))

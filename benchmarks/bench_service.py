@@ -57,9 +57,10 @@ def project_copy(folder: Path) -> Path:
 
 
 def sources() -> Iterator[str]:
-    solutions = ROOT / "solutions" / EXERCISE
-    return itertools.cycle([p.read_text() for p in [solutions / "scheduler.py", *sorted((solutions / "mutants").glob("*.py")),
-                                                    ROOT / "exercises" / EXERCISE / "scheduler.py"]])
+    from grader.core.exercise import load_exercise
+
+    exercise = load_exercise(EXERCISE, ROOT)
+    return itertools.cycle([p.read_text() for p in [exercise.reference, *exercise.mutants, exercise.stub]])
 
 
 def run_load(server: Server, students: int, submissions: int, tier: str, wait_s: float) -> dict:

@@ -26,6 +26,16 @@ STUB = PROJECT / "exercises" / EXERCISE / "scheduler.py"
 ATTACKS = PROJECT / "tests" / "attacks"
 
 
+def mutant_file(name: str, slug: str = EXERCISE) -> Path:
+    """An author's mutant of an exercise as a file: solutions/<slug>/mutants/ keeps each as the change it
+    makes (grader/core/mutant_files.py), made into the file it gives of the reference."""
+    from grader.core.exercise import load_exercise
+
+    found = [path for path in load_exercise(slug, PROJECT).mutants if path.stem == name]
+    assert found, f"no mutant {name} of {slug}"
+    return found[0]
+
+
 @contextlib.contextmanager
 def confinement_for(source: str, limits: Limits | None = None) -> Iterator[tuple[Confinement, Callable[..., WorkerClient]]]:
     """A worker's confinement with `source` loaded as module `student`, confined as the grader would

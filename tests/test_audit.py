@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from grader.cli import main
-from tests.helpers import EXERCISE, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
 
 
 @pytest.mark.slow
@@ -24,8 +24,23 @@ def test_the_exercise_passes_its_audit_with_fifteen_or_more_mutants_and_every_ge
     assert premium == f"{total} of {total}"
     assert 0 < int(free.split(" of ")[0]) < int(total)
     # The mutants made from the reference: well over a hundred, every one caught but those declared equivalent.
-    killed, made = out.split(" generated mutants caught on every seed")[0].rsplit(" ", 1)[1].split("/")
+    killed, made = out.split(" generated mutants (from the reference and 1 correct variant) caught on every seed")[0].rsplit(" ", 1)[1].split("/")
     assert killed == made and int(made) >= 100 and "survivor:" not in out
+
+
+def test_a_mutant_caught_only_by_a_random_workload_or_only_on_a_kind_seed_is_no_catch(capsys):
+    """The third exercise (tests/lucky_course): its named tests catch neither realistic bug; its random
+    workload catches one on every seed and the other only on the seeds that draw a long enough list.
+    The audit says how each was caught, and the suite is not strong."""
+    dedupe = PROJECT / "tests" / "lucky_course" / "exercises" / "dedupe"
+    assert main(["audit", str(dedupe), "--sandbox", "local", "--no-generated"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "mutant 02_reads_only_the_start: caught by luck: only some seeds catch this mutant" in out
+    assert ("mutant 01_only_neighbours: caught only by a generated workload (test_random_lists_match_the_reference), "
+            "on every seed graded: no named test catches it") in out
+    assert "CAUGHT BY LUCK" in out and "random workload only" in out
+    assert "the suite is WEAK" in out and ("0/2 mutants caught by a named test on every seed (1 by random workloads "
+                                           "only, 1 caught by luck)") in out
 
 
 def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
@@ -45,7 +60,7 @@ def test_a_mutant_that_no_test_catches_makes_the_audit_fail(tmp_path, capsys):
 def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, monkeypatch):
     """No tier name is assumed: the top tier runs the most suites, and a tier it does not cover is
     graded on its own. Grading is stood in for: a file's text names the suite whose test it fails."""
-    import grader.course.audit as audit
+    import grader.audit.audit as audit
     from grader.core.exercise import load_exercise
     from grader.core.scorecard import Scorecard, TestResult
 
@@ -55,6 +70,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
     copy.stub.write_text("stub")
     mutants = copy.reference.parent / "mutants"
     shutil.rmtree(mutants)
+    shutil.rmtree(copy.reference.parent / "variants")  # a file's text is what it fails, here: no variant
     mutants.mkdir()
     for name, bug in (("m1", "visible"), ("m2", "hidden"), ("m3", "other")):
         (mutants / f"{name}.py").write_text(bug)
@@ -98,7 +114,7 @@ def test_an_exercise_that_cannot_be_graded_gets_no_verdict_on_its_suite(tmp_path
 
 def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=None, generated=False):
     """An audit with grading stood in for: `outcome(text, seed)` names the tests a file fails on a seed."""
-    import grader.course.audit as audit
+    import grader.audit.audit as audit
     from grader.core.exercise import AuditSettings, load_exercise
     from grader.core.scorecard import Scorecard, TestResult
 
@@ -109,6 +125,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     copy.stub.write_text("stub")
     mutants = copy.reference.parent / "mutants"
     shutil.rmtree(mutants)
+    shutil.rmtree(copy.reference.parent / "variants")  # a file's text is what it fails, here: no variant
     mutants.mkdir()
     for name in ("rule", "random_always", "random_once"):
         (mutants / f"{name}.py").write_text(name)
@@ -130,7 +147,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
 
 
 @pytest.mark.unit
-def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(tmp_path, monkeypatch):
+def test_a_mutant_only_the_random_workloads_catch_is_graded_on_every_seed_and_is_no_named_catch(tmp_path, monkeypatch):
     firsts: dict[str, int] = {}
 
     def outcome(text, seed):
@@ -143,14 +160,23 @@ def test_a_mutant_only_the_random_workloads_catch_must_be_caught_on_every_seed(t
 
     result, graded = _seeded_audit(tmp_path, monkeypatch, outcome)
     problems = {row.path.stem: row.problems for row in result.mutants}
-    assert problems["rule"] == [] and problems["random_always"] == []
-    assert problems["random_once"] and problems["random_once"][0].startswith("only some seeds catch this mutant")
+    assert problems["rule"] == []
+    # Caught on every seed, but by a random workload alone: no named test stands for the mistake.
+    assert problems["random_always"] == ["caught only by a generated workload (test_random_workloads_match_the_"
+                                         "reference[mixed]), on every seed graded: no named test catches it; a "
+                                         "named scenario should"]
+    assert problems["random_once"] and problems["random_once"][0].startswith("caught by luck: only some seeds catch")
+    assert {row.path.stem: row.how_caught for row in result.mutants} == {
+        "rule": "named", "random_always": "workload", "random_once": "luck"}
     assert not result.ok
     count = {text: sum(1 for t, _ in graded if t == text) for text in ("rule", "random_always", "random_once")}
     # A test that does not take the seed catches on every seed: graded once. The random workloads' catch is
     # checked on each of the three seeds, and the audit stops at the first seed that lets it through.
     assert count == {"rule": 1, "random_always": 3, "random_once": 2}
     assert len({seed for text, seed in graded if text == "random_always"}) == 3
+
+
+KEY = "f · comparison · return _1 < 1 → return _1 <= 1 · 14ef4769"  # what `x < 1` → `x <= 1` in f is declared by
 
 
 @pytest.mark.unit
@@ -161,19 +187,58 @@ def test_a_generated_survivor_fails_the_audit_unless_declared_equivalent_with_it
         return set() if text in (reference, "def f(x):\n    return x <= 1\n") else {"test_decodes_run_before_the_prompt"}
 
     weak, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, generated=True)
-    assert [row.mutant.name for row in weak.survivors] == ["f: return x < 1 → return x <= 1"]
+    assert [(row.mutant.name, row.mutant.key) for row in weak.survivors] == [("f: return x < 1 → return x <= 1", KEY)]
     assert not weak.ok and "no test catches this mutant" in weak.survivors[0].problems
-    declared = {"f: return x < 1 → return x <= 1": "x is never 1 here", "f: gone → away": "an old one"}
+    declared = {KEY: "x is never 1 here", "f: gone → away": "an old one"}
     strong, _ = _seeded_audit(tmp_path / "again", monkeypatch, outcome, reference, declared, generated=True)
     assert strong.ok and not strong.survivors
     assert [row.equivalent for row in strong.generated if row.equivalent] == ["x is never 1 here"]
-    assert any("'f: gone → away'" in warning and "no longer gives" in warning for warning in strong.warnings)
+    assert any("'f: gone → away'" in warning and "which no mutant of the reference or its variants has now" in warning
+               for warning in strong.warnings)
+
+
+@pytest.mark.unit
+def test_a_stale_declaration_says_which_current_mutant_it_most_likely_means(tmp_path, monkeypatch):
+    """The reference changed around a declared mutant (here: its function renamed): the declaration no
+    longer matches, the mutant is a survivor again, and the warning names the key to declare instead."""
+    reference = "def g(x):\n    return x < 1\n"
+    declared = {KEY: "x is never 1 here"}
+    result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: set() if "<= 1" in text or text == reference
+                              else {"test_decodes_run_before_the_prompt"}, reference, declared, generated=True)
+    assert not result.ok
+    meant = "g · comparison · return _1 < 1 → return _1 <= 1 · "
+    stale = [w for w in result.warnings if KEY in w]
+    assert len(stale) == 1 and f"it most likely means '{meant}" in stale[0] and "(g: return x < 1 → return x <= 1)" in stale[0]
+
+
+@pytest.mark.unit
+def test_a_survivor_prints_its_declaration_ready_to_paste_and_a_declared_one_shows_ignored(tmp_path, monkeypatch):
+    import tomllib
+    from rich.console import Console
+
+    from grader.audit.view import print_audit
+
+    reference = "def f(x):\n    return x < 1\n"
+
+    def outcome(text, seed):
+        return set() if text in (reference, "def f(x):\n    return x <= 1\n", "def f(x):\n    return x < 2\n") \
+            else {"test_decodes_run_before_the_prompt"}
+
+    declared = {KEY: "x is never 1 here"}
+    result, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, declared, generated=True)
+    console = Console(record=True, width=200)
+    print_audit(result, console, "scheduler.py")
+    out = console.export_text()
+    assert "ignored: f: return x < 1 → return x <= 1: x is never 1 here" in out
+    pasted = out.split("[audit.equivalent]\n", 1)[1].splitlines()[0].strip()
+    survivor = tomllib.loads(f"[audit.equivalent]\n{pasted}")["audit"]["equivalent"]
+    assert list(survivor) == ["f · constant · return _1 < 1 → return _1 < 2 · 7087cd6e"]
 
 
 @pytest.mark.unit
 def test_a_declared_equivalent_that_a_test_catches_is_pointed_out(tmp_path, monkeypatch):
     reference = "def f(x):\n    return x < 1\n"
-    declared = {"f: return x < 1 → return x <= 1": "wrongly thought equivalent"}
+    declared = {KEY: "wrongly thought equivalent"}
     result, _ = _seeded_audit(tmp_path, monkeypatch, lambda text, seed: set() if text == reference else
                               {"test_decodes_run_before_the_prompt"}, reference, declared, generated=True)
     assert result.ok
@@ -193,4 +258,54 @@ def test_the_audit_says_what_keeps_the_diagnosis_from_naming_a_mistake(tmp_path,
     assert "rule.py has no `Misconception:` hint in its docstring: no submission will be told its mistake" \
         in result.warnings
     # The copy's mutants are not those its signatures were made from.
-    assert any("signatures are missing or stale" in w and "grader misconceptions" in w for w in result.warnings)
+    assert any("misconceptions.json is stale" in w and "`grader misconceptions continuous_batching`" in w
+               for w in result.warnings)
+
+
+@pytest.mark.unit
+def test_a_mutants_grading_is_kept_once_for_the_audit_and_the_signatures_alike(tmp_path, monkeypatch):
+    """`grader audit` and `grader misconceptions` grade an author's mutant on the same seeds: the second
+    reads what the first kept. An error is never kept, and a change to the suites is a new grading."""
+    from grader.audit.gradings import kept_card
+    from grader.core.exercise import load_exercise
+    from grader.core.scorecard import Scorecard
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    exercise = load_exercise(str(exercise_copy(tmp_path)))
+    made: list[str] = []
+
+    def grading(status):
+        def make():
+            made.append(status)
+            return Scorecard(exercise.slug, "premium", "", status, 1, 2, seed=7)
+        return make
+
+    assert kept_card(grading("error"), exercise, b"bug", "premium", 7, "local").status == "error"
+    assert kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local").status == "graded"
+    again = kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local")
+    assert made == ["error", "graded"] and again.score == 1 and again.seed == 7
+    kept_card(grading("graded"), exercise, b"bug", "premium", 8, "local")  # another seed: graded
+    test_file = sorted(next(iter(exercise.suites.values())).path.glob("test_*.py"))[0]
+    test_file.write_text(test_file.read_text() + "\n# changed\n")
+    kept_card(grading("graded"), exercise, b"bug", "premium", 7, "local")  # another suite: graded again
+    assert made == ["error", "graded", "graded", "graded"]
+
+
+@pytest.mark.unit
+def test_mutants_are_made_from_every_correct_variant_and_say_which():
+    """solutions/<slug>/variants/: a correct solution in another style (a set of live ids beside the
+    queues) has mistakes of its own; its code that is the reference's makes no mutant twice."""
+    from grader.audit.audit import _made_mutants
+    from grader.audit.mutate import generate_mutants
+    from grader.core.exercise import load_exercise
+
+    exercise = load_exercise(EXERCISE)
+    assert [path.stem for path in exercise.variants] == ["live_ids"]
+    made = _made_mutants({"": exercise.reference, "live_ids": exercise.variants[0]})
+    own = [m for m in made if m.variant == "live_ids"]
+    assert len(made) - len(own) == len(generate_mutants(REFERENCE.read_text()))
+    assert own and all(m.key.startswith("live_ids · ") and m.name.startswith("live_ids · ") for m in own)
+    assert "live_ids · Scheduler.complete: self._live.discard(req.rid) removed" in {m.name for m in own}
+    assert all("_live" in m.name for m in own)  # only the variant's own code
+    declared = set(load_exercise(EXERCISE).audit.equivalent)
+    assert any(key.startswith("live_ids · ") for key in declared)

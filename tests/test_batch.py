@@ -20,9 +20,9 @@ from grader.course.batch import discover, run_batch
 from grader.course.gradebook import pick
 from grader.course.store import SCHEMA_VERSION, Store, StoreError
 from grader.sandbox.local import run_local
-from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB, exercise_copy, mutant_file
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 
 
 def whole_points() -> str:

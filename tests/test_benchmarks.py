@@ -260,3 +260,16 @@ def test_the_side_by_side_benchmark_grades_one_submission_at_a_time_from_each_ch
                       done.stdout)
     assert found and all(float(value) > 0 for value in found.groups()), done.stdout
     assert re.search(r"([\d.]+) of the CPU \(.*\), ([\d.]+) of the wall time", done.stdout), done.stdout
+
+
+def test_the_mutation_benchmark_prints_mutants_a_second_beside_the_recorded_figure():
+    """Both figures, now and 0.11.0's, for each size; the mutants double with the lines."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_mutate", "--rounds", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if re.match(r"\s+\d+\s+\d+ \|", line)]
+    assert len(rows) == 3, done.stdout
+    mutants = [int(row[1]) for row in rows]
+    assert mutants == [mutants[0], 2 * mutants[0], 4 * mutants[0]] and mutants[0] > 100
+    assert all(float(row[3]) > 0 and float(row[6]) > 0 for row in rows), done.stdout  # now | recorded
+    assert "0.11.0 (recorded)" in done.stdout and "x the CPU for 4x the lines" in done.stdout

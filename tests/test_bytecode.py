@@ -17,9 +17,9 @@ from grader.harness.contract import BYTECODE_FILE
 from grader.sandbox import bytecode, layout
 from grader.sandbox.bytecode import PLACEHOLDER, compiled, made, pycache_file, pycache_path, suites_bytecode
 from grader.sandbox.local import LocalBackend
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, REFERENCE, exercise_copy, mutant_file
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 
 # A conftest.py, which pytest imports before the test files beside it: whether the test file below was
 # compiled before pytest met it (by the host), or is still to be compiled (by pytest, as it imports it).

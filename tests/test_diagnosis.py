@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.cli import main
-from grader.core.exercise import Exercise, load_exercise
-from grader.core.scorecard import Diagnosis, Scorecard
-from grader.core.scorecard import TestResult as Result
-from grader.core.suite_tests import list_tests
-from grader.diagnosis.counts import misconception_counts
-from grader.diagnosis.hints import hint_of, mutant_hint
-from grader.diagnosis.match import THRESHOLD, diagnose, diagnose_graded
-from grader.diagnosis.signatures import (
+from grader.audit.match import THRESHOLD, diagnose, diagnose_graded
+from grader.audit.signatures import (
     Failure,
     Signature,
     Signatures,
@@ -27,6 +20,13 @@ from grader.diagnosis.signatures import (
     signatures_fingerprint,
     signatures_path,
 )
+from grader.cli import main
+from grader.core.exercise import Exercise, load_exercise
+from grader.core.scorecard import Diagnosis, Scorecard
+from grader.core.scorecard import TestResult as Result
+from grader.core.suite_tests import list_tests
+from grader.diagnosis.counts import misconception_counts
+from grader.diagnosis.hints import hint_of, mutant_hint
 from grader.diagnosis.words import card_diagnosis, diagnosis_sentence
 from tests.helpers import EXERCISE, PROJECT
 
@@ -94,6 +94,39 @@ def test_a_due_date_or_an_audit_declaration_leaves_the_file_current_and_a_limit_
     assert current_signatures(load_exercise(str(exercise.folder))) is None  # a limit can change what fails
 
 
+def test_the_signatures_and_a_gradings_fingerprint_count_the_same_settings(tmp_path):
+    """One computation: the default tier and a suite's label (how results are shown) change neither the
+    exercise's fingerprint nor the signatures', where the signatures once counted both."""
+    from grader.core.fingerprint import exercise_fingerprint
+
+    exercise = plain_copy(tmp_path)
+    toml = exercise.folder / "exercise.toml"
+    before = (exercise_fingerprint(exercise), signatures_fingerprint(exercise))
+    toml.write_text(toml.read_text().replace('default_tier = "premium"', 'default_tier = "free"')
+                    .replace('label = "Visible tests"', 'label = "Open tests"'))
+    changed = load_exercise(str(exercise.folder))
+    assert changed.default_tier == "free"
+    assert (exercise_fingerprint(changed), signatures_fingerprint(changed)) == before
+    assert current_signatures(changed) is not None
+
+
+def test_a_stale_file_is_named_on_every_grading(tmp_path, caplog):
+    """A stale file turns the diagnosis off: every grading says so in its log, full marks or not."""
+    exercise = plain_copy(tmp_path)
+    passing = card_failing({}, exercise=exercise.slug)
+    with caplog.at_level("WARNING", logger="grader.diagnosis"):
+        assert diagnose_graded(passing, exercise) == []
+    assert not caplog.records  # current: nothing to say
+    suite = next(iter(exercise.suites.values())).path
+    test_file = sorted(suite.glob("test_*.py"))[0]
+    test_file.write_text(test_file.read_text() + "\n# changed\n")
+    for _ in range(2):
+        with caplog.at_level("WARNING", logger="grader.diagnosis"):
+            assert diagnose_graded(passing, exercise) == []
+    stale = [r.getMessage() for r in caplog.records if "misconceptions.json is stale" in r.getMessage()]
+    assert len(stale) == 2 and f"grader misconceptions {exercise.slug}" in stale[0]
+
+
 def plain_copy(folder: Path) -> Exercise:
     """The exercise's files copied as they are (its signature file stays current)."""
     for top in ("exercises", "hidden_tests", "solutions"):
@@ -147,6 +180,13 @@ def test_mutants_that_fail_alike_are_all_named():
     assert [d.mutant for d in found] == ["02_never", "03_also_never"]
     assert diagnosis_sentence(found) == ("Your program behaves like one that never gives back its reservation, "
                                          "or one that gives back its reservation a step late.")
+
+
+def test_a_mutant_counts_only_where_it_parts_ways_as_the_program_does():
+    """The same tests failing, but the program's first failure is not the mutant's: another mistake."""
+    first_differs = card_failing({"visible::a": "a crash", "hidden::b": "a token came late",
+                                  "hidden::c": "a token came late"})
+    assert diagnose(first_differs, SIGNATURES) == []
 
 
 def test_the_same_tests_failing_another_way_count_for_less():

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.audit.match import diagnose_graded
+from grader.audit.signatures import current_signatures
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
-from grader.diagnosis.match import diagnose_graded
-from grader.diagnosis.signatures import current_signatures
 from grader.sandbox.local import run_local
 from tests.helpers import PROJECT
 

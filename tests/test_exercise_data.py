@@ -335,3 +335,25 @@ def test_an_asserts_own_message_comes_with_the_values_compared_where_details_are
     assert assertion_message(bare, False, "spread() is max - min") == "a check of this test failed: spread() is max - min"
     assert assertion_message(bare, False) == "a check of this test failed"
     assert assertion_message(AssertionError("the plan is empty"), True) == "the plan is empty"
+
+
+@pytest.mark.unit
+def test_an_authors_mutant_is_kept_as_the_change_it_makes_and_follows_the_reference():
+    """solutions/<slug>/mutants/*.diff: a few lines each, where 85 whole files were; the file each makes
+    is the mutant, and an edit of the reference elsewhere changes no change."""
+    from grader.core.mutant_files import ChangeError, apply_change, make_change
+
+    for slug in ("continuous_batching", "paged_kv_cache"):
+        exercise = load_exercise(slug, PROJECT)
+        changes = sorted((exercise.reference.parent / "mutants").glob("*.diff"))
+        assert changes and not list((exercise.reference.parent / "mutants").glob("*.py"))
+        assert [p.stem for p in exercise.mutants] == [p.stem for p in changes]
+        assert sum(len(p.read_text().splitlines()) for p in changes) < 40 * len(changes)
+    reference = "'''Doc.'''\n\n\ndef f(x):\n    if x > 0:\n        return 1\n    return 0\n\n\ndef g():\n    return 2\n"
+    mutant = reference.replace("if x > 0:", "if x >= 0:")
+    change = make_change(reference, mutant, "f.py")
+    assert "-    if x > 0:\n+    if x >= 0:\n" in change and apply_change(reference, change) == mutant
+    moved = "import os\n\n\n" + reference.replace("return 2", "return 3")  # edited above and below it
+    assert apply_change(moved, change) == moved.replace("if x > 0:", "if x >= 0:")
+    with pytest.raises(ChangeError, match="hunk 1"):
+        apply_change(reference.replace("if x > 0:", "if x > 1:"), change, "m.diff")

@@ -24,13 +24,13 @@ from grader.core.scorecard import TestResult as Result
 from grader.harness.feedback import Feedback
 from grader.report.exports import EXPORTS, export, gradescope, junit, prairielearn, suite_visibility
 from tests import golden
-from tests.helpers import EXERCISE, PROJECT
+from tests.helpers import EXERCISE, mutant_file
 from tests.test_exercise_data import FOLDER as COURSE_EXERCISE
 from tests.test_exercise_data import course_copy
 
 pytestmark = pytest.mark.unit
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 JUNIT_XSD = Path(__file__).parent / "schemas" / "junit-10.xsd"
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",

@@ -63,3 +63,15 @@ def test_a_command_that_needs_an_extra_names_it(argv, extra, tmp_path):
     assert done.returncode != 0
     assert f"pip install 'grader[{extra}]'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_similarity_on_a_class_folder_needs_no_extra(tmp_path):
+    """`grader similarity FOLDER` reads files, not a store: it runs on the core install, and writes its
+    owner-only report, where it once imported SQLAlchemy through the store."""
+    folder = PROJECT / "tests" / "similarity_class"
+    done = grader_without_extras("similarity", str(folder), "--exercise", EXERCISE, "--json", "report.json",
+                                 "--out", "pages", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["pairs"] and (tmp_path / "pages").is_dir()
+    assert "grader[" not in done.stdout + done.stderr

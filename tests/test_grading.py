@@ -18,7 +18,7 @@ from grader.core.scorecard import RUN_STATUSES, Diagnosis, Scorecard, TestResult
 from grader.core.suite_tests import list_tests
 from grader.harness.contract import RESULTS_MARKER, Results, TestRecord, results_line
 from grader.sandbox.local import run_local
-from tests.helpers import EXERCISE, REFERENCE, STUB
+from tests.helpers import EXERCISE, REFERENCE, STUB, mutant_file
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,20 @@ def test_a_run_without_results_or_with_a_test_missing_is_an_error(exercise):
     assert card.status == "error" and "could not be read" in card.reason
 
 
-MUTANT = Path(REFERENCE).parent / "mutants" / "03_skip_blocked_head.py"
+@pytest.mark.unit
+def test_a_harness_that_dies_leaves_its_traceback_in_the_log(exercise, caplog):
+    """The card says the harness ended; the log keeps why (once discarded with the rest of its output)."""
+    died = (b"Traceback (most recent call last):\n  File \"plugin.py\", line 3, in <module>\n"
+            b"RuntimeError: the lane could not start\n")
+    card = Scorecard(exercise=EXERCISE, tier="premium", submission_sha256="", status="graded", score=0, max_score=0)
+    with caplog.at_level("ERROR", logger="grader.grading"):
+        judge(card, RawRun(died, 1, False, 1.0), exercise, "premium", "n")
+    assert card.status == "error" and "exit status 1" in card.reason and "RuntimeError" not in card.reason
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "RuntimeError: the lane could not start" in logged and "exit status 1" in logged
+
+
+MUTANT = mutant_file("03_skip_blocked_head")
 
 
 def test_cli_submit_tells_a_mutant_its_likely_misconception(tmp_path, capsys):
@@ -242,7 +255,7 @@ def test_a_submission_that_rewrites_its_own_file_cannot_change_what_later_tests_
     ("26_one_admission_per_step", "the plan begins with 2 one-token entries (2 entries in all)"),
 ])
 def test_the_visible_tests_say_what_the_submission_did(exercise, mutant, expected):
-    source = Path(__file__).resolve().parent.parent / "solutions" / EXERCISE / "mutants" / f"{mutant}.py"
+    source = mutant_file(mutant)
     card = grade_bytes(source.read_bytes(), exercise, "free", run_local, "local")
     assert any(expected in t.message for t in card.tests), [t.message for t in card.tests]
 

@@ -12,11 +12,11 @@ import pytest
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
 from grader.sandbox.local import TESTS_PER_LANE, LocalBackend
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I, exercise_copy, mutant_file
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lanes need a worker account each: root only")
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 CRASH_IN_ONE_CASE = PROJECT / "tests" / "solutions" / "crash_in_one_case.py"
 
 

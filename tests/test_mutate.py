@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from grader.course.mutate import OPERATORS, generate_mutants
+from grader.audit.mutate import OPERATORS, generate_mutants
 from tests.helpers import REFERENCE
 
 SAMPLE = textwrap.dedent('''\
@@ -59,7 +59,7 @@ def test_each_mutant_parses_differs_from_the_reference_and_differs_from_every_ot
         shapes = {ast.dump(ast.parse(m.source)) for m in mutants}
         assert ast.dump(ast.parse(source)) not in shapes
         assert len(shapes) == len(mutants)
-        assert len({m.name for m in mutants}) == len(mutants)  # a name picks out one mutant
+        assert len({m.key for m in mutants}) == len(mutants)  # a key picks out one mutant
 
 
 @pytest.mark.unit
@@ -86,7 +86,7 @@ def test_a_mutant_keeps_the_references_text_around_its_one_change():
      "owner in self.held if not self.held[owner]", "return tuple("),
 ])
 def test_the_mistakes_students_make_are_among_the_mutants(name, expected):
-    """(A long line is cut in a name: the names here are the start of the mutant's name.)"""
+    """(The names here are the start of the mutant's name.)"""
     found = [m for m in generate_mutants(SAMPLE) if m.name.startswith(name.removesuffix("..."))]
     assert len(found) == 1, [m.name for m in generate_mutants(SAMPLE)]
     assert expected in found[0].source
@@ -130,3 +130,68 @@ def test_the_name_stays_when_another_part_of_the_file_changes():
                             "    def owners(self)")
     after = {m.name for m in generate_mutants(edited)}
     assert before <= after
+
+
+def renamed(source: str, names: dict[str, str]) -> str:
+    """`source` with each name of `names` renamed wherever it stands as a name (never inside a string)."""
+    import io
+    import re
+    import tokenize
+
+    def in_fstring(text: str) -> str:  # Python 3.11 reads an f-string as one token: its fields by hand
+        return re.sub(r"\{([^{}]*)\}", lambda field: "{" + re.sub(
+            r"\b\w+\b", lambda word: names.get(word.group(), word.group()), field.group(1)) + "}", text)
+
+    tokens = [(kind, names.get(text, text) if kind == tokenize.NAME else
+               in_fstring(text) if kind == tokenize.STRING and text[:1] in "fF" else text)
+              for kind, text, *_ in tokenize.generate_tokens(io.StringIO(source).readline)]
+    return tokenize.untokenize(tokens)
+
+
+RENAMES = {
+    "continuous_batching": {"running": "_active", "reserved": "_held_tokens", "left": "budget_left", "req": "the_req"},
+    "paged_kv_cache": {"_tables": "_entries", "_free": "_spare_blocks", "seq_id": "sid"},
+}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("slug", sorted(RENAMES))
+def test_a_rename_in_the_reference_changes_no_mutants_key_and_no_declarations_match(slug):
+    """Renaming `self._tables` to `self._entries` (and a local, and an argument) is no edit of any mutant:
+    every key stays, so every [audit.equivalent] declaration still picks out the mutant it meant."""
+    from grader.core.exercise import load_exercise
+
+    exercise = load_exercise(slug)
+    source = exercise.reference.read_text()
+    changed = renamed(source, RENAMES[slug])
+    assert changed != source and all(f"{new}" in changed for new in RENAMES[slug].values())
+    before, after = generate_mutants(source), generate_mutants(changed)
+    assert [m.key for m in before] == [m.key for m in after]
+    assert [m.name for m in before] != [m.name for m in after]  # what a reader sees does follow the rename
+    declared = set(exercise.audit.equivalent)
+    for variant in exercise.variants:  # a variant's mutants, renamed alike
+        text = variant.read_text()
+        assert [m.key for m in generate_mutants(text, variant.stem)] == \
+            [m.key for m in generate_mutants(renamed(text, RENAMES[slug]), variant.stem)]
+        after += generate_mutants(renamed(text, RENAMES[slug]), variant.stem)
+    assert declared and declared <= {m.key for m in after}
+
+
+@pytest.mark.unit
+def test_an_edit_elsewhere_changes_no_mutants_key():
+    """A method added, a statement added to another method: every key of the mutants they do not touch stays."""
+    source = REFERENCE.read_text()
+    edited = source.replace("    def complete(", "    def idle(self) -> bool:\n        return not self.running\n\n"
+                            "    def complete(", 1)
+    assert edited != source
+    before = {m.key for m in generate_mutants(source)}
+    after = {m.key for m in generate_mutants(edited)}
+    assert before <= after and any(key.startswith("Scheduler.idle ·") for key in after - before)
+
+
+@pytest.mark.unit
+def test_no_key_is_cut_and_mutants_alike_in_one_function_are_told_apart_by_what_holds_them():
+    mutants = generate_mutants(REFERENCE.read_text())
+    removed = [m for m in mutants if m.name == "Scheduler.schedule: if left == 0: removed"]
+    assert len(removed) == 2 and len({m.key for m in removed}) == 2
+    assert not any("(#" in m.key or "..." in m.key or " · at " in m.key for m in mutants)

@@ -6,20 +6,19 @@ from typing import Any
 
 import pytest
 
+from grader.audit.match import diagnose_graded
 from grader.cli import main
 from grader.confined import protocol
 from grader.confined.limits import Limits
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
-from grader.diagnosis.match import diagnose_graded
 from grader.harness.client import Scenario
 from grader.sandbox.local import run_local
-from tests.helpers import PROJECT, load_module, worker_for
+from tests.helpers import PROJECT, load_module, mutant_file, worker_for
 
 SLUG = "paged_kv_cache"
 REFERENCE = PROJECT / "solutions" / SLUG / "block_manager.py"
 STUB = PROJECT / "exercises" / SLUG / "block_manager.py"
-MUTANTS = PROJECT / "solutions" / SLUG / "mutants"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +70,7 @@ def test_exceptions_of_several_kinds_are_each_of_them(exercise):
 
 
 def test_a_wrong_copy_on_write_shows_the_block_tables_step_by_step(exercise):
-    mutant = PROJECT / "solutions" / SLUG / "mutants" / "07_no_copy_on_write.py"
+    mutant = mutant_file("07_no_copy_on_write", SLUG)
     card = grade_bytes(mutant.read_bytes(), exercise, "premium", run_local, "local")
     test = next(t for t in card.tests if t.name == "test_copy_on_write_leaves_the_parent_untouched")
     assert test.status == "failed"
@@ -94,7 +93,7 @@ def test_the_exercise_passes_its_audit(capsys):
 
 
 def test_an_exception_of_another_kind_is_named_once(exercise):
-    mutant = PROJECT / "solutions" / SLUG / "mutants" / "17_append_out_of_blocks_is_index_error.py"
+    mutant = mutant_file("17_append_out_of_blocks_is_index_error", SLUG)
     card = grade_bytes(mutant.read_bytes(), exercise, exercise.top_tier, run_local, "local")
     messages = [t.message for t in card.tests if "IndexError" in t.message]
     assert messages and all("yours raises IndexError: index out of range" in m for m in messages), messages
@@ -148,8 +147,8 @@ def counted(helpers, monkeypatch) -> tuple[list[Any], list[Any]]:
     return sent, replays
 
 
-@pytest.mark.parametrize("source", [REFERENCE, MUTANTS / "17_append_out_of_blocks_is_index_error.py",
-                                    MUTANTS / "16_shared_blocks_counted_as_needed.py"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("source", [REFERENCE, mutant_file("17_append_out_of_blocks_is_index_error", SLUG),
+                                    mutant_file("16_shared_blocks_counted_as_needed", SLUG)], ids=lambda p: p.stem)
 def test_a_sequence_of_calls_is_replayed_in_one_message_and_one_more_per_exception(helpers, reference, counted, source):
     """The random tests made each call, and each of the up to 55 reads of the state after it, as a
     proxy round trip of its own (3 sequences of 70 calls: about 10,000 messages a test, 10-52 s under

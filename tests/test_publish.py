@@ -17,9 +17,9 @@ from grader.course.publish import publish
 from grader.course.store import Store
 from tests import golden
 from tests.browser import Page, problems, requests, screenshot
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import EXERCISE, REFERENCE, STUB, mutant_file
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / "grader-site-screenshots"))
 
 

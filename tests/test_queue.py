@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, wait_until
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, mutant_file, wait_until
 from tests.processes import Started
 from tests.servers import fresh_database
 from tests.service import Server, child_env, grader_command, import_roster, signed_in
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 LEASE_S = "6"
 STUDENTS = 8
 NO_WORKER = "No `grader worker` is listening on the queue."

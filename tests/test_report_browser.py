@@ -22,9 +22,9 @@ from grader.core.scorecard import Scorecard
 from grader.report import render_html, report_view
 from grader.sandbox.local import run_local
 from tests.browser import Page, expect, problems, requests, screenshot
-from tests.helpers import EXERCISE, PROJECT
+from tests.helpers import EXERCISE, mutant_file
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / "grader-report-screenshots"))
 PHONE = (390, 844)
 

@@ -33,11 +33,11 @@ from grader.report import (
     trace_rows,
 )
 from tests import golden
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, mutant_file
 
 pytestmark = pytest.mark.unit
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 EVIL = ("<script>alert(1)</script> {{ 7*7 }} {% raw %} [click](http://evil.example/x) "
         "![img](http://evil.example/i.png) ``` www.evil.example <img src=x onerror=alert(2)>")
 NOT_IMPLEMENTED = 'raise NotImplementedError("schedule() is not implemented yet")'

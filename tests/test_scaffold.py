@@ -7,11 +7,11 @@ import stat
 import pytest
 import tomllib
 
+from grader.audit.audit import run_audit
 from grader.cli import main
 from grader.confined.limits import Limits
 from grader.core.exercise import TOP_LEVEL_KEYS, load_exercise
 from grader.core.seed_checks import check_seeds
-from grader.course.audit import run_audit
 from grader.sandbox.local import LocalBackend
 
 

@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
+from grader.audit.audit import Audit, AuditRow
 from grader.cli import main
 from grader.core.exercise import load_exercise
 from grader.core.scorecard import Scorecard
 from grader.core.seed_checks import check_seeds
-from grader.course.audit import Audit, AuditRow
 from tests.helpers import EXERCISE, exercise_copy
 
 pytestmark = pytest.mark.unit

@@ -13,10 +13,10 @@ from grader.core.grading import grade_bytes, new_run
 from grader.core.seeding import KEY_FILE, derive_seed, seed_for_source
 from grader.sandbox.layout import run_input
 from grader.sandbox.local import run_local
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, REFERENCE, exercise_copy, mutant_file
 
 # Fails the crowd workload (more than 64 decodes) and nothing in the visible suite.
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "29_at_most_64_decodes.py"
+MUTANT = mutant_file("29_at_most_64_decodes")
 
 
 @pytest.fixture(scope="module")

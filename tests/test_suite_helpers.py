@@ -10,10 +10,9 @@ import pytest
 
 from grader.confined.limits import Limits
 from grader.harness.client import Scenario
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, load_module, worker_for
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, load_module, mutant_file, worker_for
 
 HIDDEN = PROJECT / "hidden_tests" / EXERCISE
-MUTANTS = PROJECT / "solutions" / EXERCISE / "mutants"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +53,7 @@ def _failing(helpers: Any, reference: Any, ns: Names, profile: str, count: int, 
 @pytest.mark.parametrize("mutant, profile", [("04_no_kv_check", "tight_kv"), ("03_skip_blocked_head", "mixed"),
                                              ("13_first_token_late", "tiny_budget")])
 def test_the_shrunk_workload_is_smaller_still_fails_and_fails_no_later(helpers, reference, mutant, profile):
-    source = (MUTANTS / f"{mutant}.py").read_text()
+    source = mutant_file(mutant).read_text()
     with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
         ns = Names(client)
         for sc, d in _failing(helpers, reference, ns, profile, count=4):
@@ -71,7 +70,7 @@ def test_a_failure_that_needs_no_large_numbers_is_shown_with_the_least_ones(help
     """A scheduler that never schedules fails whatever the sizes: the report shows one request of one
     prompt token and one output token, added at step 1, in the smallest settings that hold it, rather
     than numbers halved as far as the shrinker's bound of replays allowed."""
-    source = (MUTANTS / "30_does_nothing.py").read_text()
+    source = mutant_file("30_does_nothing").read_text()
     with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
         ns = Names(client)
         for sc, d in _failing(helpers, reference, ns, "mixed", count=2):
@@ -93,7 +92,7 @@ def test_each_step_reads_the_live_requests_and_the_end_reads_everyone(helpers, r
     assert sum(len(rs.after) for rs in ref) < len(sc.reqs) * len(ref)  # not everyone at every step
     with worker_for(REFERENCE.read_text(), Limits(call_timeout_s=10, import_timeout_s=5)) as client:
         helpers.run_submission(Names(client), sc, ref)
-    source = (MUTANTS / "31_changes_a_request_that_left.py").read_text()
+    source = mutant_file("31_changes_a_request_that_left").read_text()
     with worker_for(source, Limits(call_timeout_s=10, import_timeout_s=5)) as client:
         with pytest.raises(helpers.Divergence) as caught:
             helpers.run_submission(Names(client), sc, ref)

@@ -11,9 +11,9 @@ from grader.confined.forking import stat_fields
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
 from grader.sandbox.local import LocalBackend
-from tests.helpers import ATTACKS, EXERCISE, PROJECT, REFERENCE, STUB, WHO_AM_I
+from tests.helpers import ATTACKS, EXERCISE, REFERENCE, STUB, WHO_AM_I, mutant_file
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 # Hostile submissions that leave the most behind: processes, frozen processes, moved folders, files.
 HOSTILE = ["kill_everything", "stop_everything", "fork_bomb", "symlink_race", "escape_process_group",
            "spinning_thread", "disk_fill", "patch_pytest"]

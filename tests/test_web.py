@@ -15,10 +15,10 @@ import pytest
 
 from grader.course.store import Store
 from grader.service import accounts
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy, mutant_file
 from tests.service import import_roster, local_server, press_sign_in, signed_in, wait_graded
 
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 ROSTER = ("id,name,tier\nalice,Alice,free\nbob,Bob,premium\ncarol,Carol,free\ndave,Dave,free\nerin,Erin,free\n"
           "frank,Frank,free\ngrace,Grace,free\nheidi,Heidi,free\n")
 PAGE = f"/exercises/{EXERCISE}"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.browser import Page, expect, problems, requests, screenshot
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy, mutant_file
 from tests.service import csrf_of, import_roster, local_server, signed_in
 from tests.service import wait_graded as wait_graded_over_http
 
 pytestmark = pytest.mark.slow
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 SHOTS = Path(os.environ.get("GRADER_SCREENSHOTS", Path(tempfile.gettempdir()) / "grader-service-screenshots"))
 WIDTHS = {"desktop": (1280, 900, False), "phone": (390, 844, True)}
 

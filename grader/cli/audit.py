@@ -44,9 +44,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def command_audit(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from grader.audit.audit import run_audit
+    from grader.audit.view import print_audit
     from grader.core.exercise import load_exercise
-    from grader.course.audit import run_audit
-    from grader.course.audit_view import print_audit
     from grader.sandbox.choose import choose_backend
 
     exercise = load_exercise(args.exercise)
@@ -57,7 +57,7 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
                   console=console, transient=True) as progress:
         task = progress.add_task("grading", total=None)
         audit = run_audit(exercise, backend, backend.name, seeds=args.seeds, generated=not args.no_generated,
-                          jobs=args.jobs, on_start=lambda count: progress.update(task, total=count),
+                          jobs=args.jobs, keep_gradings=True, on_start=lambda count: progress.update(task, total=count),
                           make_backend=lambda: choose_backend(args.sandbox, unsafe_local=args.unsafe_local, warm=True),
                           on_row=lambda row: progress.advance(task) if row.label not in ("reference", "stub") else None)
     print_audit(audit, console, exercise.submission_file)
@@ -67,9 +67,9 @@ def command_audit(args: argparse.Namespace, console: Console) -> int:
 def command_misconceptions(args: argparse.Namespace, console: Console) -> int:
     from rich.text import Text
 
+    from grader.audit.build import BuildError, build_signatures
+    from grader.audit.signatures import current_signatures, signatures_path
     from grader.core.exercise import load_exercise
-    from grader.diagnosis.build import BuildError, build_signatures
-    from grader.diagnosis.signatures import current_signatures, signatures_path
     from grader.errors import GradingError
 
     exercise = load_exercise(args.exercise)
@@ -84,7 +84,7 @@ def command_misconceptions(args: argparse.Namespace, console: Console) -> int:
     console.print(f"grading {len(exercise.mutants)} mutants of {exercise.slug} on {args.seeds} seeds each")
     try:
         found = build_signatures(exercise, backend, args.seeds, on_mutant=lambda mutant, signature: console.print(
-            Text(f"  {mutant.stem}: fails {len(signature.fails)} tests", style="dim")))
+            Text(f"  {mutant.stem}: fails {len(signature.fails)} tests", style="dim")), keep_gradings=True)
     except BuildError as exc:
         raise GradingError(str(exc)) from None
     finally:

@@ -80,8 +80,8 @@ def command_grade(args: argparse.Namespace, console: Console) -> int:
 
 def grade_data(data: bytes, exercise: Exercise, args: argparse.Namespace, console: Console,
                waiting: WaitingHarness | None) -> Scorecard:
+    from grader.audit.match import diagnose_graded
     from grader.core.grading import grade_bytes
-    from grader.diagnosis.match import diagnose_graded
 
     note_graded_as(args.submission, exercise.submission_file, console)
     return grade_bytes(data, exercise, args.tier, sandbox_for(args, console, waiting), diagnose=diagnose_graded)

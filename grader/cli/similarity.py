@@ -71,7 +71,7 @@ def command_similarity(args: argparse.Namespace, console: Console) -> int:
         if args.json == STDOUT:
             sys.stdout.write(text)
         else:
-            from grader.db.engine import write_private
+            from grader.private_files import write_private
             write_private(Path(args.json), text)
     if args.out:
         index = write_folder(report, Path(args.out), "" if args.folder else args.policy, bool(key))

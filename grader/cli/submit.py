@@ -59,11 +59,11 @@ def store_report(store_path: Path, student: str, exercise: str, submission_id: i
 def command_submit(args: argparse.Namespace, console: Console) -> int:
     from rich.text import Text
 
+    from grader.audit.match import diagnose_graded
     from grader.cli.terminal import print_summary
     from grader.core.exercise import load_exercise
     from grader.core.grading import grade_bytes
     from grader.course.store import validate_student_id
-    from grader.diagnosis.match import diagnose_graded
 
     student = validate_student_id(args.student)
     exercise = load_exercise(args.exercise)

@@ -2,7 +2,7 @@
 
 The statement, the stub and the file names are fixed, so adding an exercise never touches grader code:
     exercises/<slug>/         README.md, exercise.toml, the stub
-    solutions/<slug>/         the reference (same file name as the submission) and mutants/
+    solutions/<slug>/         the reference (same file name as the submission), mutants/ and variants/
 Everything else is the exercise's own data in exercise.toml: its suites (each a folder of pytest
 files, relative to the project folder, with the label a student sees, its points, whether it may
 use the reference, whether its failure details are shown and when Gradescope shows its results), its
@@ -101,7 +101,25 @@ class Exercise:
 
     @property
     def mutants(self) -> list[Path]:
-        return sorted((self.root / "solutions" / self.slug / "mutants").glob("*.py"))
+        """The author's mutants as files, in name order: each whole file as it is, each change
+        (`NN_name.diff`) as the file it makes of the reference (grader/core/mutant_files.py)."""
+        from grader.core.mutant_files import mutant_paths
+
+        return mutant_paths(self.root / "solutions" / self.slug / "mutants", self.reference)
+
+    @property
+    def mutant_sources(self) -> list[Path]:
+        """The files of solutions/<slug>/mutants/ as the author keeps them: whole files and changes."""
+        from grader.core.mutant_files import CHANGE_SUFFIX
+
+        folder = self.root / "solutions" / self.slug / "mutants"
+        return sorted(path for path in folder.glob("*") if path.suffix in (".py", CHANGE_SUFFIX))
+
+    @property
+    def variants(self) -> list[Path]:
+        """Correct solutions in other styles than the reference's (solutions/<slug>/variants/*.py): the
+        audit grades each (full marks, as the reference) and makes mutants of it too."""
+        return sorted((self.root / "solutions" / self.slug / "variants").glob("*.py"))
 
     def tier(self, name: str | None) -> str:
         """The tier called `name`, or the default tier for None; an unknown tier is an ExerciseError."""

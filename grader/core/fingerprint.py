@@ -11,6 +11,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from grader.core.exercise import EXERCISE_TOML, SUITE, Exercise
 from grader.core.toml_specs import keys_of
@@ -75,25 +76,36 @@ def grading_settings(toml: Path) -> bytes:
     return json.dumps(kept, sort_keys=True, default=str).encode()
 
 
+def feed_exercise(digest: Any, exercise: Exercise, also: list[Path] | None = None) -> None:
+    """Feed `digest` what a grading of the exercise depends on besides the code that judges: exercise.toml's
+    grading settings (`grading_settings`: never its dates or its page's text), every suite's files and the
+    reference, then the files of `also`. The one computation behind `exercise_fingerprint` and the
+    misconception signatures' (grader/audit/signatures.py), so the two never disagree on what counts."""
+    digest.update(b"exercise.toml\0" + grading_settings(exercise.folder / "exercise.toml") + b"\0")
+    for path in [*graded_by(exercise), *(also or [])]:
+        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for file in files:
+            if file.is_file() and "__pycache__" not in file.parts and not file.name.endswith(".pyc"):
+                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
+                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+
+
+def graded_by(exercise: Exercise) -> list[Path]:
+    """The files a grading reads besides the submission and exercise.toml: the suites and the reference."""
+    return [*(suite.path for suite in exercise.suites.values()), exercise.reference]
+
+
 def exercise_fingerprint(exercise: Exercise) -> str:
     """A digest of everything a grading of this exercise depends on besides the submission: the code that
-    judges (`judging_code_digest`), exercise.toml's grading settings (`grading_settings`: never its dates
-    or its page's text), every suite's files and the reference. A result with another fingerprint was
-    graded against another suite or by another grader (`batch` grades such results again, the service's
-    dashboard offers a regrade). Read again only when a file's name, size or time changed."""
+    judges (`judging_code_digest`) and the exercise's files (`feed_exercise`). A result with another
+    fingerprint was graded against another suite or by another grader (`batch` grades such results again,
+    the service's dashboard offers a regrade). Read again only when a file's name, size or time changed."""
     toml = exercise.folder / "exercise.toml"
-    graded_by = [*(suite.path for suite in exercise.suites.values()), exercise.reference]
-    stat = files_fingerprint([toml, *graded_by])
+    stat = files_fingerprint([toml, *graded_by(exercise)])
     known = _fingerprints.get(str(toml))
     if known is not None and known[0] == stat:
         return known[1]
     digest = hashlib.sha256(f"{judging_code_digest()}\0".encode())
-    digest.update(b"exercise.toml\0" + grading_settings(toml) + b"\0")
-    for path in graded_by:
-        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-        for file in files:
-            if file.is_file() and "__pycache__" not in file.parts:
-                name = file.relative_to(exercise.root) if file.is_relative_to(exercise.root) else file
-                digest.update(name.as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    feed_exercise(digest, exercise)
     _fingerprints[str(toml)] = (stat, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]

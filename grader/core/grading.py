@@ -7,6 +7,7 @@ with a test missing is an `error` scorecard with the reason, never a pass.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -31,7 +32,11 @@ def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
     return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
 
 
-# The misconceptions a judged card's failures look like (grader.diagnosis.match.diagnose_graded): the
+log = logging.getLogger("grader.grading")
+HARNESS_TAIL_CHARS = 8000  # of what a harness that ended without results printed last: its traceback
+
+
+# The misconceptions a judged card's failures look like (grader.audit.match.diagnose_graded): the
 # grading that is read by a person passes it in; an audit or the making of the signatures has no use for it.
 Diagnose = Callable[[Scorecard, Exercise], list[Diagnosis]]
 
@@ -104,6 +109,7 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     card.isolation = raw.isolation
     printed = results_from_output(raw.output)
     if printed is None:
+        _log_harness_end(raw, exercise, tier)
         if raw.timed_out:
             return error(f"{TIMED_OUT}: its harness stopped answering and was stopped after {exercise.limits.hard_stop_s:g} s")
         return error("the grading harness ended without results" + (f": {raw.detail}" if raw.detail else
@@ -126,6 +132,16 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     card.tests = tests
     card.score = sum(t.score for t in tests)
     card.max_score = sum(t.max_score for t in tests)
+
+
+def _log_harness_end(raw: RawRun, exercise: Exercise, tier: str) -> None:
+    """A harness that ended without results: what it printed last (its traceback, on its own trusted
+    side) goes to the grading's log, where whoever runs the grader can see why; the card says only that
+    it ended. Cut to its last HARNESS_TAIL_CHARS, made valid text: it is read, never acted on."""
+    tail = raw.output.decode("utf-8", errors="replace")[-HARNESS_TAIL_CHARS:].strip()
+    log.error("%s (%s tier): the grading harness ended without results (exit status %s%s)%s", exercise.slug, tier,
+              raw.exit_status, ", timed out" if raw.timed_out else "",
+              f"; it printed last:\n{valid_text(tail, HARNESS_TAIL_CHARS)}" if tail else "; it printed nothing")
 
 
 def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:

@@ -82,7 +82,7 @@ class LockedTest:
 class Diagnosis:
     """A misconception the submission's failures look like: a hand-written mutant's hint, in a
     student's words ("your program behaves like one that <hint>"), and how alike the two runs' failures
-    are (0..1; grader/diagnosis/match.py)."""
+    are (0..1; grader/audit/match.py)."""
 
     mutant: str  # the mutant's file name without .py: what the instructor's counts are keyed by
     hint: str

@@ -15,17 +15,21 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from grader.audit.match import diagnose_graded
 from grader.core.backend import Backend
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import exercise_fingerprint
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, stopped_at_time_limit, utc_now
 from grader.core.validate import read_capped
-from grader.course.store import Store, validate_student_id
-from grader.diagnosis.match import diagnose_graded
+from grader.course.student_ids import validate_student_id
 from grader.errors import StoreError
 from grader.text import valid_text
+
+if TYPE_CHECKING:
+    from grader.course.store import Store
 
 
 @dataclass

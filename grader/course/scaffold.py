@@ -9,6 +9,7 @@ at a time rather than guessing at the layout. Every key exercise.toml knows is w
 from __future__ import annotations
 
 import builtins
+import json
 import keyword
 import secrets
 import string
@@ -101,13 +102,13 @@ premium = ["visible", "hidden"]
 
 # `grader audit` grades every mutant (those in solutions/{slug}/mutants/ and those it makes from the
 # reference) on this many seeds. A mutant it makes that behaves exactly as the reference does, which no
-# test can catch, is declared below by the name the audit prints, with the reason.
+# test can catch, is declared below by the key the audit prints (here: `>` made `>=` in {function}),
+# with the reason.
 [audit]
 seeds = 3
 
 [audit.equivalent]
-"{function}: out.append(value if not out or value > out[-1] else out[-1]) → out.append(value if not out or \
-value >= out[-1] else out[-1])" = "a value equal to the largest so far is appended either way: the same number"
+{equivalent} = "a value equal to the largest so far is appended either way: the same number"
 '''
 
 STATEMENT = '''\
@@ -224,16 +225,29 @@ def files_of(slug: str, module: str) -> dict[str, str]:
     def fill(template: str) -> str:
         return string.Template(template).substitute(names)
 
+    reference = fill(REFERENCE)
     return {
-        f"exercises/{slug}/exercise.toml": EXERCISE_TOML.format(module=module, **names),
+        f"exercises/{slug}/exercise.toml": EXERCISE_TOML.format(module=module, **names,
+                                                                equivalent=_equivalent_key(reference)),
         f"exercises/{slug}/README.md": fill(STATEMENT),
         f"exercises/{slug}/{module}.py": fill(STUB),
         f"exercises/{slug}/tests/test_{name}_visible.py": fill(VISIBLE),
         f"hidden_tests/{slug}/test_{name}_hidden.py": fill(HIDDEN),
         f"hidden_tests/{slug}/seed.key": secrets.token_hex(32) + "\n",
-        f"solutions/{slug}/{module}.py": fill(REFERENCE),
+        f"solutions/{slug}/{module}.py": reference,
         f"solutions/{slug}/mutants/01_compares_with_the_previous_value.py": fill(MUTANT),
     }
+
+
+def _equivalent_key(reference: str) -> str:
+    """The key of the one mutant the skeleton's reference gives that no test can catch (`>` made `>=`
+    where the largest so far is kept: an equal value is appended either way), quoted for TOML."""
+    from grader.audit.mutate import generate_mutants
+
+    found = [m.key for m in generate_mutants(reference) if m.operator == "comparison" and "value >= out[-1]" in m.name]
+    if len(found) != 1:  # the skeleton's own reference: a change of it must say which mutant is meant
+        raise ExerciseError(f"the skeleton's reference gives {len(found)} mutants `>=` where it keeps the largest")
+    return json.dumps(found[0], ensure_ascii=False)
 
 
 def new_exercise(slug: str, project: Path, module: str = "solution") -> list[Path]:

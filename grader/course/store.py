@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,14 +26,14 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from grader.core.scorecard import Scorecard
 from grader.core.scorecard import utc_now as now
+from grader.course.student_ids import STUDENT_ID, validate_student_id
 from grader.db import schema
 from grader.db.engine import is_url, make_engine, sqlite_path
 from grader.errors import StoreError
 
+__all__ = ["STUDENT_ID", "validate_student_id"]  # where the course's other modules look for them
+
 DEFAULT_DB = "grader.db"
-# Letters and digits of any script (`zoë`, `李雷`), '.', '_', '@' and '-', starting with a letter or digit:
-# a file name and a page name on every system, with no control character, space or path separator.
-STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
 MIGRATIONS_FOLDER = Path(__file__).resolve().parents[1] / "db" / "migrations"
 # The newest migration's number (not how many there are: migrations made on branches side by side are
 # numbered apart and chained when they meet, so the numbers may skip).
@@ -52,16 +50,6 @@ class TooSoon(Exception):
     def __init__(self, ready: datetime) -> None:
         super().__init__(f"the next submission is possible at {ready.isoformat(timespec='seconds')}")
         self.ready = ready
-
-
-def validate_student_id(student: str) -> str:
-    """`student` as the store keeps it (NFC: `zoë` typed on one system and listed by another's file
-    system are one id), or StoreError saying what a student id may hold."""
-    normal = unicodedata.normalize("NFC", student)
-    if not STUDENT_ID.fullmatch(normal) or ".." in normal:
-        raise StoreError(f"invalid student id {student!r}: use 1-64 letters (of any alphabet), digits, '.', '_', "
-                         "'@' or '-', starting with a letter or digit")
-    return normal
 
 
 def default_db_path(explicit: str | None = None) -> Path:

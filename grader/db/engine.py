@@ -7,7 +7,6 @@ up front (`BEGIN IMMEDIATE`) so two writers never deadlock half-way. The file is
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -17,9 +16,10 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from grader.errors import StoreError
+from grader.private_files import PRIVATE_FILE, PRIVATE_FOLDER, create_private_file, make_private_folder, write_private
 
-PRIVATE_FILE = 0o600
-PRIVATE_FOLDER = 0o700
+__all__ = ["PRIVATE_FILE", "PRIVATE_FOLDER", "create_private_file", "make_private_folder", "write_private"]
+
 
 
 def is_url(location: str | Path) -> bool:
@@ -35,35 +35,6 @@ def sqlite_path(location: str | Path) -> Path | None:
     except ArgumentError:
         raise StoreError(f"{location}: not a database URL (sqlite:///PATH or postgresql://USER@HOST/NAME)") from None
     return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
-
-
-def create_private_file(path: Path) -> None:
-    """Create `path` with mode 0600 unless it exists (an existing file keeps the mode its owner gave it)."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    except FileExistsError:
-        pass
-
-
-def make_private_folder(path: Path) -> Path:
-    """Create `path` (and missing parents) owner-only; an existing folder is left as it is."""
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=PRIVATE_FOLDER)
-        except FileExistsError:
-            continue
-        folder.chmod(PRIVATE_FOLDER)  # mkdir's mode is cut by the umask; say it exactly
-    return path
-
-
-def write_private(path: Path, text: str) -> Path:
-    """Write a file that only its owner may read (a stored report, a gradebook)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    os.fchmod(descriptor, PRIVATE_FILE)  # a file that was there already keeps its mode otherwise
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(text)
-    return path
 
 
 def make_engine(location: str | Path) -> Engine:

@@ -25,13 +25,13 @@ from typing import Any
 from sqlalchemy import and_, func, select, update
 
 import grader
+from grader.audit.match import diagnose_graded
 from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError, load_exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard, utc_now
 from grader.course.store import Refused, Store
 from grader.db import schema
-from grader.diagnosis.match import diagnose_graded
 
 log = logging.getLogger("grader.jobs")
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.core.exercise import Exercise
 from grader.course.batch import discover
-from grader.course.gradebook import pick
-from grader.course.store import Store
 from grader.errors import StoreError
 from grader.similarity.compare import Document
+
+if TYPE_CHECKING:
+    from grader.course.store import Store
 
 Labeller = Callable[[str], str]
 
@@ -26,6 +28,8 @@ def _text(data: bytes) -> str:
 def from_store(store: Store, exercise: str, policy: str = "latest", kind: str = "student",
                label: Labeller = str) -> list[Document]:
     """The submission of each student that counts under `policy`, as the gradebook counts it."""
+    from grader.course.gradebook import pick  # with the store: the service extra
+
     chosen = pick(store.submissions(exercise), policy)
     documents = []
     for (student, _), sub in sorted(chosen.items()):
@@ -59,6 +63,8 @@ def earlier(source: str, exercise: Exercise, policy: str) -> list[Document]:
     if "://" not in source and path.is_dir():
         found = from_folder(path, exercise, "earlier", label)
     elif "://" in source or path.is_file():
+        from grader.course.store import Store  # the service extra: only an earlier term's store needs it
+
         with Store(source) as store:
             found = from_store(store, exercise.slug, policy, "earlier", label)
     else:

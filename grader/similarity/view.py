@@ -96,7 +96,7 @@ def render_pair(report: Report, rank: int, index_href: str) -> str:
 
 def write_folder(report: Report, out: Path, policy: str = "", pseudonymous: bool = False) -> Path:
     """index.html and pairs/<rank>.html, owner-only: the report names students and shows their code."""
-    from grader.db.engine import make_private_folder, write_private
+    from grader.private_files import make_private_folder, write_private
 
     make_private_folder(out / "pairs")
     write_private(out / "index.html", render_index(report, "pairs/{rank}.html", policy, pseudonymous=pseudonymous))

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.scorecard import Scorecard
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB
+from tests.helpers import EXERCISE, REFERENCE, STUB, mutant_file
 
 GOLDEN = Path(__file__).resolve().parent
-MUTANT = PROJECT / "solutions" / EXERCISE / "mutants" / "03_skip_blocked_head.py"
+MUTANT = mutant_file("03_skip_blocked_head")
 LOOP = 'raise NotImplementedError("schedule() is not implemented yet")'
 # What changes from one grading to the next, or with the machine and the release, not with the result.
 VARYING = ("graded_at", "duration_s", "grader_version", "exercise_fingerprint", "isolation")
@@ -77,9 +77,9 @@ def load(name: str) -> Scorecard:
 
 def grade(name: str, folder: Path) -> Scorecard:
     """Grade case `name` afresh in the local sandbox (`folder`: room for an exercise with other limits)."""
+    from grader.audit.match import diagnose_graded
     from grader.core.exercise import load_exercise
     from grader.core.grading import grade_bytes
-    from grader.diagnosis.match import diagnose_graded
     from grader.sandbox.local import run_local
     from tests.helpers import exercise_copy
 
