@@ -29,7 +29,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 from grader.core.scorecard import Scorecard
 from grader.core.scorecard import utc_now as now
 from grader.db import schema
-from grader.db.engine import is_url, make_engine, sqlite_path
+from grader.db.engine import is_url, make_engine, migration_lock, sqlite_path
 from grader.errors import StoreError
 
 DEFAULT_DB = "grader.db"
@@ -167,7 +167,7 @@ class Store:
 
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_FOLDER))
-        with self.engine.connect() as connection:
+        with self.engine.connect() as connection, migration_lock(connection):
             legacy = 0
             if self.is_sqlite:
                 legacy = int(connection.exec_driver_sql("PRAGMA user_version").scalar() or 0)
