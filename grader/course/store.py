@@ -62,6 +62,13 @@ def validate_student_id(student: str) -> str:
     return normal
 
 
+def store_files_path(location: str | Path) -> Path:
+    """Where files that belong with a store go (stored reports, the spool): beside an SQLite file (its path),
+    in the current folder for a database server."""
+    file = sqlite_path(location)
+    return file if file is not None else Path.cwd() / "grader-store"
+
+
 def default_db_path(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get("GRADER_DB") or DEFAULT_DB)
 
@@ -109,11 +116,8 @@ def newest_scorecards() -> Subquery:
 class Store:
     def __init__(self, location: str | Path) -> None:
         self.location = str(location)
-        file = sqlite_path(location)
-        # `path` is where files that belong with the store go (stored reports): beside an SQLite file,
-        # in the current folder for a database server.
-        self.path = file if file is not None else Path.cwd() / "grader-store"
-        self.is_sqlite = file is not None
+        self.path = store_files_path(self.location)
+        self.is_sqlite = sqlite_path(location) is not None
         try:
             self.engine = make_engine(location)
             self.migrate()
