@@ -9,7 +9,7 @@ if [ "${1:-}" = postgres ]; then
     if [ ! -s "$data/PG_VERSION" ]; then
         printf '%s\n' "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD is not set}" > /tmp/pwfile
         chown postgres /tmp/pwfile
-        su postgres -s /bin/sh -c "initdb -D '$data' -U '${POSTGRES_USER:-postgres}' --pwfile=/tmp/pwfile -A scram-sha-256 -E UTF8" >/dev/null
+        su postgres -s /bin/sh -c "initdb -D '$data' -U '${POSTGRES_USER:-postgres}' --pwfile=/tmp/pwfile --auth-local=trust --auth-host=scram-sha-256 -E UTF8" >/dev/null
         rm -f /tmp/pwfile
         echo "host all all all scram-sha-256" >> "$data/pg_hba.conf"
         su postgres -s /bin/sh -c "postgres -D '$data' -c listen_addresses='' -k /var/run/postgresql" &
