@@ -117,3 +117,14 @@ def test_a_backup_of_postgres_restored_into_a_fresh_database_is_the_same_course(
     restore_backup(archive, target, new_files)
     check_restored(old, target, files, new_files)
     old.close()
+
+
+@pytest.mark.unit
+def test_grader_db_may_name_a_database_url_as_the_stacks_containers_set_it(monkeypatch, tmp_path):
+    from grader.cli.common import store_location
+
+    monkeypatch.setenv("GRADER_DB", "postgresql://grader:secret@postgres:5432/grader")
+    assert store_location(None) == "postgresql://grader:secret@postgres:5432/grader"
+    assert store_location(str(tmp_path / "given.db")) == str(tmp_path / "given.db")  # --db wins
+    monkeypatch.setenv("GRADER_DB", str(tmp_path / "class.db"))
+    assert store_location(None) == str(tmp_path / "class.db")

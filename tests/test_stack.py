@@ -20,7 +20,7 @@ import pytest
 from tests.service import csrf_of, press_sign_in, wait_graded
 from tests.stack import PROJECT, STUDENT_LINK, Stack, compose_command, prepare_images, stack
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 EXERCISE = "continuous_batching"
 REFERENCE = PROJECT / "solutions" / EXERCISE / "scheduler.py"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 SPOOL_HELP = "the spool folder given to `grader serve --spool` (default: serve's default for this store)"
 EXAMPLES = {
     "backup": ["grader backup --db postgresql://grader@db/grader --spool /var/lib/grader/spool "
-               "--out /backups/course-$(date +%F).tar.gz",
+               "--out /backups/course-2026-12-07.tar.gz",
                "grader backup --db class.db"],
     "restore": ["grader restore /backups/course-2026-12-07.tar.gz --db postgresql://grader@db/grader "
                 "--spool /var/lib/grader/spool",
