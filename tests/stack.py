@@ -66,6 +66,8 @@ def prepare_images() -> dict[str, str]:
     WHEELS.mkdir(exist_ok=True)
     run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(WHEELS), f"{PROJECT}[service,lti,docker]"])
     run([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELS), *WHEELS_FOR_THE_BASE])
+    for own in WHEELS.glob("grader-*.whl"):  # the image builds grader from its source; this wheel would only
+        own.unlink()                          # change the build's context each time it is made
     services = "grader-services:" + base.split(":")[1]
     if run(["docker", "image", "ls", "-q", services]).stdout.strip() == "":
         run(["docker", "build", "-q", "-f", str(PROJECT / "deploy" / "services.Dockerfile"), "--build-arg",

@@ -9,6 +9,7 @@ them, except under CI=true, where .ci/run installs them and it must run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,9 @@ def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(t
         first.up()
         first.wait_ready()
         instructor, csrf = signed_in(first, first.instructor_link())
+        # Results held until the instructor releases them (the exercise shows them at once by default).
+        first.exec_web("python3", "-c", "import os; from grader.course.store import Store; Store(os.environ["
+                       f"'GRADER_DB']).set_exercise_terms('{EXERCISE}', {{'release': 'on_release'}}, 'instructor')")
         roster = instructor.post("/instructor/roster", data={"csrf": csrf, "csv": "id,tier\nada,premium\n"})
         assert roster.status_code == 200, roster.text[:500]
         links = {student: re.sub(r"^https?://[^/]+", "", link) for student, link in STUDENT_LINK.findall(roster.text)}
@@ -69,7 +73,8 @@ def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(t
         assert re.search(r"/submissions/\d+$", str(submitted.url)), submitted.text[:500]
         graded = wait_graded(student, submitted.url.path, wait_s=600)
         assert "graded" in graded.extensions["states"]
-        assert "docker" in first.compose("logs", "--no-color", "worker").stdout  # graded by a worker's sandbox
+        worker_log = first.compose("logs", "--no-color", "worker").stdout
+        assert re.search(r"graded submission=\d+ outcome=graded score=(\d+)/\1 ", worker_log), worker_log
         released = instructor.post(f"/instructor/exercises/{EXERCISE}/release", data={"csrf": csrf},
                                    follow_redirects=False)
         assert released.status_code == 303, released.text[:500]
@@ -83,6 +88,10 @@ def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(t
                        check=True, capture_output=True, timeout=120)
         assert stat.S_IMODE(archive.stat().st_mode) == 0o600
         before = first.tables()
+        card = json.loads(first.exec_web("python3", "-c", "import os; from grader.course.store import Store; "
+                                         "print(Store(os.environ['GRADER_DB']).scorecard(1).to_json())"))
+        # Graded in the Docker sandbox, a container of its own, through the engine's socket.
+        assert (card["backend"], card["isolation"], card["score"]) == ("docker", "container", card["max_score"])
 
     with stack("restored", tmp_path, images) as second:
         second.up()
