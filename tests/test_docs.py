@@ -92,28 +92,31 @@ def test_the_site_home_is_the_readme_guide():
     assert home == site_home(README), "docs/index.md is not the README's guide: run python -m tests.test_docs"
     assert "README" not in home.replace("README.md`", "")  # only the exercise's statement, by its path
 
-# The two commands of the README's quick start, byte for byte: a fresh machine's first grading, and the
-# whole test suite, which `.ci/run` runs in stages.
+# The two commands of the README's quick start, byte for byte: a fresh machine's first grading (into a
+# virtual environment: PEP 668), and the tests, the unit tier first, which `.ci/run` runs in stages.
 GRADE_COMMAND = """\
-{ command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap python3; }; } \\
+sudo=$([ "$(id -u)" = 0 ] || echo sudo); $sudo apt-get update -qq && $sudo apt-get install -y -qq bubblewrap python3-venv \\
+  && python3 -m venv .venv && . .venv/bin/activate \\
   && pip install -e . && grader grade solutions/continuous_batching/scheduler.py --exercise continuous_batching
 """
-TEST_COMMAND = "pip install -e '.[test]' && python -m pytest"
+TEST_COMMAND = ". .venv/bin/activate && pip install -e '.[test]' && python -m pytest -m unit && python -m pytest"
 
 
 @pytest.mark.unit
 def test_the_readme_keeps_the_two_commands_ci_runs():
     assert GRADE_COMMAND in README
     lines = README.splitlines()
-    test_line = lines[lines.index("# run the whole test suite") + 1]
+    test_line = lines[lines.index("# the tests: the quick tier first (about a minute, nothing started), then the whole suite") + 1]
     assert test_line == TEST_COMMAND
-    # .ci/run runs the README's test command in stages: the same install (quietly), then the unit tests,
-    # the rest of the fast tests and the slow ones, which together are the whole suite.
+    # .ci/run runs the README's test command in stages, in the same virtual environment: the same install
+    # (quietly), then the unit tests, the rest of the fast tests and the slow ones (together the whole suite).
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
-    install, pytest = TEST_COMMAND.split(" && ")
+    activate, install, unit, whole = TEST_COMMAND.split(" && ")
+    assert "python3 -m venv .venv" in "\n".join(ci) and activate in ci
     assert install.replace("pip install", "pip install -q") in ci
-    stages = [line for line in ci if line.startswith(pytest)]
-    assert [stage[len(pytest):].split(" -n ")[0].strip().removeprefix("-m ") for stage in stages] == [
+    assert unit in ci
+    stages = [line for line in ci if line.startswith(whole)]
+    assert [stage[len(whole):].split(" -n ")[0].strip().removeprefix("-m ") for stage in stages] == [
         "unit", '"not slow and not unit"', "slow"], stages
 
 

@@ -24,6 +24,7 @@ from types import ModuleType
 
 from grader.cli import (
     audit,
+    backup,
     batch,
     grade,
     image,
@@ -55,7 +56,7 @@ __all__ = ["BELOW", "EXAMPLES", "build_parser", "main", "subcommands", "threshol
 
 # The commands' modules, in the order `grader --help` lists their commands.
 COMMANDS: tuple[ModuleType, ...] = (grade, reports, submit, batch, publish, similarity, image, serve, roster, lti,
-                                    package, new, audit)
+                                    backup, package, new, audit)
 
 #: Real command lines for each command's --help, by the command's words after `grader`.
 EXAMPLES: dict[str, list[str]] = {words: lines for module in COMMANDS for words, lines in module.EXAMPLES.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,10 +211,11 @@ def print_written(written: list[tuple[str, str]], console: Console) -> None:
 
 
 def store_location(explicit: str | None) -> str:
-    """A database URL as given, else the SQLite path of --db / $GRADER_DB / ./grader.db."""
+    """A database URL as given (--db, else $GRADER_DB), else the SQLite path of --db / $GRADER_DB / ./grader.db."""
     from grader.course.store import default_db_path
 
-    return explicit if explicit and "://" in explicit else str(default_db_path(explicit))
+    given = explicit or os.environ.get("GRADER_DB")
+    return given if given and "://" in given else str(default_db_path(explicit))
 
 
 def open_store(args: argparse.Namespace) -> Store:

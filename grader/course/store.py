@@ -28,7 +28,7 @@ from grader.core.scorecard import Scorecard
 from grader.core.scorecard import utc_now as now
 from grader.course.student_ids import STUDENT_ID, validate_student_id
 from grader.db import schema
-from grader.db.engine import is_url, make_engine, sqlite_path
+from grader.db.engine import is_url, make_engine, migration_lock, sqlite_path
 from grader.errors import StoreError
 
 __all__ = ["STUDENT_ID", "validate_student_id"]  # where the course's other modules look for them
@@ -50,6 +50,13 @@ class TooSoon(Exception):
     def __init__(self, ready: datetime) -> None:
         super().__init__(f"the next submission is possible at {ready.isoformat(timespec='seconds')}")
         self.ready = ready
+
+
+def store_files_path(location: str | Path) -> Path:
+    """Where files that belong with a store go (stored reports, the spool): beside an SQLite file (its path),
+    in the current folder for a database server."""
+    file = sqlite_path(location)
+    return file if file is not None else Path.cwd() / "grader-store"
 
 
 def default_db_path(explicit: str | None = None) -> Path:
@@ -101,11 +108,8 @@ def newest_scorecards() -> Subquery:
 class Store:
     def __init__(self, location: str | Path) -> None:
         self.location = str(location)
-        file = sqlite_path(location)
-        # `path` is where files that belong with the store go (stored reports): beside an SQLite file,
-        # in the current folder for a database server.
-        self.path = file if file is not None else Path.cwd() / "grader-store"
-        self.is_sqlite = file is not None
+        self.path = store_files_path(self.location)
+        self.is_sqlite = sqlite_path(location) is not None
         try:
             self.engine = make_engine(location)
             self.migrate()
@@ -159,7 +163,7 @@ class Store:
 
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_FOLDER))
-        with self.engine.connect() as connection:
+        with self.engine.connect() as connection, migration_lock(connection):
             legacy = 0
             if self.is_sqlite:
                 legacy = int(connection.exec_driver_sql("PRAGMA user_version").scalar() or 0)

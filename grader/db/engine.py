@@ -7,7 +7,9 @@ up front (`BEGIN IMMEDIATE`) so two writers never deadlock half-way. The file is
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -20,6 +22,8 @@ from grader.private_files import PRIVATE_FILE, PRIVATE_FOLDER, create_private_fi
 
 __all__ = ["PRIVATE_FILE", "PRIVATE_FOLDER", "create_private_file", "make_private_folder", "write_private"]
 
+# The PostgreSQL advisory lock that one process at a time holds while it looks at and upgrades the schema.
+MIGRATION_LOCK = 424242
 
 
 def is_url(location: str | Path) -> bool:
@@ -64,3 +68,30 @@ def make_engine(location: str | Path) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+@contextlib.contextmanager
+def migration_lock(connection: Connection) -> Iterator[None]:
+    """Hold the store's migration lock (PostgreSQL; SQLite's write lock serialises it already) while the
+    schema is read and upgraded, so that a web server and its workers started together on an empty
+    database migrate it once, one after the other.
+
+    The lock is PostgreSQL's session-level advisory lock: it is released the moment `pg_advisory_unlock`
+    runs, not at commit. So the upgrade's last transaction is ended (committed, or rolled back on an error)
+    before the lock is given up; otherwise the next process reads the schema before the tables the first
+    one made are committed, and its own CREATE TABLE fails ("relation alembic_version already exists").
+    """
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    connection.exec_driver_sql(f"SELECT pg_advisory_lock({MIGRATION_LOCK})")
+    connection.commit()
+    try:
+        yield
+        connection.commit()
+    except BaseException:
+        connection.rollback()
+        raise
+    finally:
+        connection.exec_driver_sql(f"SELECT pg_advisory_unlock({MIGRATION_LOCK})")
+        connection.commit()

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from grader.course.store import Store
-from grader.db.engine import PRIVATE_FILE, make_private_folder
+from grader.course.store import Store, store_files_path
+from grader.db.engine import PRIVATE_FILE, make_private_folder, sqlite_path
 from grader.service import jobs
 
 log = logging.getLogger("grader.spool")
@@ -214,9 +214,15 @@ def fsync_folder(folder: Path) -> None:
 def default_folder(store: Store) -> Path:
     """Where a serve process keeps its spool unless told: beside an SQLite file (`class.db.spool`), or
     in the folder of the store's files for a database server."""
-    if store.is_sqlite:
-        return store.path.with_name(store.path.name + ".spool")
-    return store.path / "spool"
+    return default_folder_of(store.location)
+
+
+def default_folder_of(location: str) -> Path:
+    """default_folder for the store at `location`, without opening it."""
+    path = store_files_path(location)
+    if sqlite_path(location) is not None:
+        return path.with_name(path.name + ".spool")
+    return path / "spool"
 
 
 class Drainer:
