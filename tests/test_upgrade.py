@@ -62,7 +62,7 @@ def test_a_store_of_an_earlier_release_is_upgraded_to_the_newest_schema_with_not
         assert sorted({s.student for s in submissions}) == sorted(STUDENTS)
         alice = next(s for s in submissions if s.student == "alice")
         assert alice.card is not None and alice.card.score == 9 and [c.score for c in store.scorecards(alice.id)] == [3, 9]
-        assert store.adjustments()[alice.id].points == 0.5
+        assert store.adjustments()[("alice", EXERCISE)].points == 0.5
         assert any(s.state == "queued" for s in store.submissions(EXERCISE, student="bob"))
         assert store.setting("session_key") and store.setting("lti_private_key").startswith("-----BEGIN PRIVATE KEY")
         from grader.lti.platforms import platforms
