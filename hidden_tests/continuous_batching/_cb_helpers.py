@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -386,6 +387,8 @@ STATE_RULES = {
                    "its reservation (prompt_len + max_new) at once"),
     "complete()": ("a request that has emitted max_new tokens leaves running and its reservation "
                    "(prompt_len + max_new) is released at once; waiting does not change"),
+    "a refused add()": ("a refused request changes nothing: waiting, running and reserved stay as they were, "
+                        "and so does every request, the one already holding that id too"),
 }
 
 
@@ -959,6 +962,7 @@ class Session:
         self.ref_plan: Any = None
         self.left_at: dict[int, int] = {}
         self.released: list[tuple[int, int]] = []
+        self.reused: set[int] = set()  # ids added again after their first request finished
 
     def new(self, rid: int, prompt_len: int, max_new: int) -> Any:
         """A request of the submission, not added yet (`add`, or `refused` then `ref_add`, adds it)."""
@@ -981,7 +985,8 @@ class Session:
             self.ref_reqs[rid] = self.reference["Req"](rid, prompt_len, max_new)
             self.ref.add(self.ref_reqs[rid])
             self.specs[rid] = R(rid, prompt_len, max_new)
-            self.left_at.pop(rid, None)
+            if self.left_at.pop(rid, None) is not None:
+                self.reused.add(rid)
 
     def refused(self, r: Any) -> bool:
         """Whether the submission's add() refuses `r` (made with `new`) with ValueError; the replay
@@ -990,12 +995,33 @@ class Session:
         try:
             self.sched.add(r)
         except ValueError:
+            self._judge_refusal()
             return True
         self.replay[-1] = self.replay[-1].split("   #")[0] + "   # accepted"
         return False
 
+    def _judge_refusal(self) -> None:
+        """After a refused add(), with the reference: the state and every live request's counts are as
+        they were (a refused request changes nothing)."""
+        if self.ref is None:
+            return
+        step = len(self.plans)
+        where = f"after step {step}" if step else "before the first step"
+        if problem := _state_problem(self._state(), self._ref_state(), "a refused add()"):
+            self.fail(f"{where}: {problem}")
+        want = self._ref_counts()
+        for rid, have in self._counts().items():
+            if have != want[rid]:
+                self.fail(f"{where}: a refused add() changed r{rid} from prefilled={want[rid][0]}, "
+                          f"generated={want[rid][1]} to prefilled={have[0]}, generated={have[1]}: "
+                          f"{STATE_RULES['a refused add()']}")
+
     def fail(self, message: str) -> None:
         """Fail with `message` (its first line says what broke) and the replay of the calls so far."""
+        named = [rid for rid in sorted(self.reused) if re.search(rf"\br{rid}\b", message)]
+        if named:
+            message += (f" (r{named[0]} is a new request that took the id of one that had finished: nothing "
+                        f"kept for the old r{named[0]} counts for it)")
         pytest.fail(f"{message}.\nReplay, from a fresh scheduler:\n  " + "\n  ".join(self.replay), pytrace=False)
 
     def _state(self) -> State | str:

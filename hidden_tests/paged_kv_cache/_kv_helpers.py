@@ -60,25 +60,41 @@ class State:
 
 REPLAY_LINES = 12  # a longer replay goes into the feedback only
 
-OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks (a RuntimeError)",
-                 "ValueError": "raises ValueError", "KeyError": "raises KeyError"}
+OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks",
+                 "ValueError": "raises ValueError", "KeyError": "raises KeyError",
+                 "RuntimeError": "raises a RuntimeError that is not an OutOfBlocks"}
 
 
-OUTCOME_TYPES = {"ValueError": ValueError, "KeyError": KeyError, "OutOfBlocks": RuntimeError}
+OUTCOME_TYPES = {"ValueError": ValueError, "KeyError": KeyError}
+
+
+def _lineage(exc: BaseException) -> list[str]:
+    """The names of the classes an exception is an instance of: the worker reports them for an exception
+    of the submission (its `remote`), an exception raised here has its own."""
+    remote = getattr(exc, "remote", None)
+    if remote is not None:
+        return list(remote.lineage)
+    return [klass.__name__ for klass in type(exc).__mro__]
 
 
 def _outcome(exc: BaseException | None, expected: str | None = None) -> str:
     """What a call did, as a word; an exception of several kinds (a KeyError that is also a
-    ValueError) is the `expected` one when it is that kind too."""
+    ValueError) is the `expected` one when it is that kind too. OutOfBlocks is the stub's class or a
+    subclass of it (known by its name in the exception's classes), never any RuntimeError."""
     if exc is None:
         return "ok"
+    lineage = _lineage(exc)
+    if expected == "OutOfBlocks" and "OutOfBlocks" in lineage:
+        return expected
     if expected in OUTCOME_TYPES and isinstance(exc, OUTCOME_TYPES[expected]):
         return expected
     for kind in (ValueError, KeyError):
         if isinstance(exc, kind):
             return kind.__name__
-    if isinstance(exc, RuntimeError):
+    if "OutOfBlocks" in lineage:
         return "OutOfBlocks"
+    if isinstance(exc, RuntimeError):
+        return "RuntimeError"
     name, text = type(exc).__name__, str(exc)
     return text if text.startswith(f"{name}:") else f"{name}: {text}"  # a remote one names its type already
 
@@ -162,38 +178,82 @@ def _live_after(live: list[int], call: Call, outcome: str) -> list[int]:
     return live
 
 
-def first_difference(want: State, got: State) -> str | None:
-    """The first thing that differs, as the end of a sentence, or None."""
+def first_difference(want: State, got: State, before: State | None = None) -> str | None:
+    """The first thing that differs, as the end of a sentence, or None. `before`: the submission's state
+    after the previous call (None before the first), which matched the reference's: a refused call is
+    said to have changed the state only where the submission's reads differ from those before it."""
     if want.outcome != got.outcome:
         have = OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")
-        return f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
-    detail = _state_difference(want, got)
-    if detail is None or want.outcome == "ok":
+        sentence = f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
+        if want.outcome == "OutOfBlocks" and got.outcome == "RuntimeError":
+            sentence += " (raise the stub's OutOfBlocks, or a subclass of it)"
+        return sentence
+    found = _state_difference(want, got)
+    if found is None:
+        return None
+    what, detail = found
+    if want.outcome == "ok":
         return detail
-    # The reference's state did not change (a refused call changes nothing), and the submission's was
-    # the same before the call (else an earlier step had differed): what differs is what the call changed.
-    return (f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, as it should, but a call that raises "
-            f"must change nothing (rules 6 and 7), and yours changed the state: "
-            f"{detail.replace(' should be ', ' should still be ', 1)}")
+    raised = f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, as it should"
+    if what is not None and before is not None and _value(before, what) is not _MISSING \
+            and _value(before, what) != _value(got, what):
+        # The reference's state did not change (a refused call changes nothing), and the submission's
+        # read of the same thing before the call matched it: the call changed it.
+        return (f"{raised}, but a call that raises must change nothing (rules 6 and 7), and yours changed "
+                f"{what[0]}: {detail.replace(' should be ', ' should still be ', 1)} "
+                f"(before the call, yours {_shown_value(_value(before, what))})")
+    return f"{raised}; {detail}"
 
 
-def _state_difference(want: State, got: State) -> str | None:
+_MISSING = object()
+
+
+def _value(state: State, what: tuple[str, str, Any]) -> Any:
+    """A read of a state, as `_state_difference` names it; _MISSING when the state has no such read."""
+    _, field_name, key = what
+    if field_name == "free":
+        return state.free
+    if field_name == "tables":
+        return state.tables.get(key, _MISSING)
+    values = getattr(state, field_name)
+    return values[key] if key < len(values) else _MISSING
+
+
+def _shown_value(value: Any) -> str:
+    """What a read gave, in a sentence that reads right whatever it was: "returns 3", "raises KeyError",
+    "returns a str, not an int"."""
+    if isinstance(value, str):
+        return value if value.startswith("raises ") else f"returns {value}"
+    return f"returns {value}"
+
+
+NEVER_USED = " (a block no sequence holds, never used or freed, has reference count 0 and holds [])"
+
+
+def _state_difference(want: State, got: State) -> tuple[tuple[str, str, Any] | None, str] | None:
+    """The first read that differs: which (the reader's call, the state's field, its key) and a sentence."""
     for seq, table in want.tables.items():
         if got.tables.get(seq) != table:
-            return f"block_table({seq}) should be {table}, yours is {(got.tables.get(seq))}"
+            return ((f"block_table({seq})", "tables", seq),
+                    f"block_table({seq}) should be {table}, yours {_shown_value(got.tables.get(seq))}")
     for seq, outcome in want.gone.items():
         if got.gone.get(seq) != outcome:
             have = OUTCOME_WORDS.get(got.gone.get(seq, ""), f"raises {got.gone.get(seq)}")
-            return (f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
-                    f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
+            return (None, f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
+                          f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
     if want.free != got.free:
-        return f"num_free_blocks() should be {want.free}, yours is {(got.free)}"
+        return (("num_free_blocks()", "free", None),
+                f"num_free_blocks() should be {want.free}, yours {_shown_value(got.free)}")
     for block, (w, g) in enumerate(zip(want.refs, got.refs)):
         if w != g:
-            return f"ref_count({block}) should be {w}, yours is {(g)}"
+            note = NEVER_USED if w == 0 else ""
+            return ((f"ref_count({block})", "refs", block),
+                    f"ref_count({block}) should be {w}, yours {_shown_value(g)}{note}")
     for block, (w, g) in enumerate(zip(want.tokens, got.tokens)):
         if w != g:
-            return f"block_tokens({block}) should be {w}, yours is {(g)}"
+            note = NEVER_USED if w == [] and (not want.refs or want.refs[block] == 0) else ""
+            return ((f"block_tokens({block})", "tokens", block),
+                    f"block_tokens({block}) should be {w}, yours {_shown_value(g)}{note}")
     return None
 
 
@@ -379,7 +439,7 @@ def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State
     got: list[State] = []
     for ops, expected in zip(steps, want):
         got.append(_observed(replay, ops, expected))
-        problem = first_difference(expected, got[-1])
+        problem = first_difference(expected, got[-1], got[-2] if len(got) > 1 else None)
         if problem:
             return want[:len(got)], got, problem, replay
     return want, got, None, replay
@@ -388,27 +448,33 @@ def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State
 def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> Replay:
     """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
     the failure shows the fewest calls (of those made) that still make the submission differ. The
-    submission's side, when all matched (its `manager` is in the scenario's last state)."""
+    submission's side, when all matched (its `manager` is in the scenario's last state).
+
+    When the test made other managers before this one, the failing calls are made once more on a new
+    manager: a failure that comes back the same does not depend on them (it is shrunk and replayed
+    alone), one that does not is evidence that the managers share state, and is said so."""
     earlier = list(made_so_far(ns))
     want, got, problem, replay = _run(ns, reference, sc)
     if problem is None:
         return replay
-    if shrink and not earlier:  # shrinking makes managers of its own: only a first manager is shrunk
-        shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+    shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+    shared = bool(earlier) and _run(ns, reference, shown)[2] != problem
+    if shrink and not shared:
         small = _shrink(ns, reference, shown)
         if small != shown and (again := _run(ns, reference, small))[2] is not None:
             about += f" (shrunk from {len(shown.calls)} calls)"
             sc, (want, got, problem, _) = small, again
     _report(feedback, sc, want, got)
     step, context = len(got), f"While checking {about}: " if about else ""
-    before = earlier_code(earlier) if earlier else ""
-    lines = step + (len(before.splitlines()) if before else 0)
-    if before:
-        # Alone, these calls may behave: the program had made other managers before this one, and a
-        # manager may share state with another (a class attribute). The replay makes them first.
+    if shared:
+        before = earlier_code(earlier)
+        lines = step + len(before.splitlines())
+        # The same calls on a new manager did not fail the same way: what this manager did depends on
+        # the managers made before it. The replay makes them first.
         feedback.text("the managers this test made before, to replay first", before)
-        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and "
-                 "your managers may share state (a class attribute, say): ")
+        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and the "
+                 "same calls on a new manager did not fail the same way: your managers share state (a class "
+                 "attribute, a default argument, a module variable): ")
         replay_text = (f"{first}replay them first:\n{before}\n{sc.code(upto=step)}" if lines <= REPLAY_LINES else
                        f"{first}the calls to replay, theirs first, are in the feedback.")
     else:
