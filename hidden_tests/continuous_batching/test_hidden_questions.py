@@ -256,3 +256,26 @@ def test_a_finished_id_used_again_starts_a_new_request(ns, reference):
     _run_to_the_end(s)
     s.add(3, 5, 1)  # a third r3, whose whole prompt fits in one step
     _run_to_the_end(s)
+
+
+def test_schedule_returns_a_new_list_every_step(ns):
+    """The engine keeps every step's plan: the list schedule() returned in one step still holds that step's
+    plan after the next schedule() and complete() (a new list each step, not one list cleared and refilled)."""
+    run = ns.scenario()
+    sched = run.new("Scheduler", 8, 4, 100)
+    reqs = [(rid, run.new("Req", rid, p, m)) for rid, p, m in ((0, 1, 3), (1, 10, 1))]
+    for _, r in reqs:
+        run.call(sched, "add", r)
+    plans = []
+    for _ in range(3):
+        plan = run.call(sched, "schedule")
+        run.call(sched, "complete", plan)
+        plans.append(plan)
+    kept = run.call(plans[0], "__mul__", 1)  # the first step's list, read after the third step
+    seen = run.run()
+    ids = {id(seen[r]): rid for rid, r in reqs}
+    first = [(0, 1), (1, 7)]
+    now = plain_plan(seen[kept], ids, 1)
+    expect_that(now == first, f"schedule() returned {fmt_plan(first)} in step 1, and after two more steps that "
+                              f"same list holds {fmt_plan(now)}: schedule() must return a new list at every call "
+                              f"(the engine keeps the plan of every step), not one list it clears and fills again")
