@@ -6,8 +6,8 @@ import pytest
 
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
-from grader.diagnosis.grouping import cause_key, coverage, failure_groups
 from grader.report import render_html, render_markdown, report_view
+from grader.report.grouping import cause_key, coverage, failure_groups
 
 pytestmark = pytest.mark.unit
 

@@ -99,6 +99,26 @@ def fmt_ids(ids: list[int]) -> str:
     return "[" + ", ".join(items) + "]"
 
 
+ITERATORS = ("iterator", "generator", "map", "filter", "zip", "reversed", "enumerate")
+
+
+def kind_of(value: Any) -> str:
+    """The name of a value's type, in the student's terms: an object of the submission (held here as a
+    proxy) by its own class's name, as its repr begins, never the proxy's."""
+    name = type(value).__name__
+    if name == "RemoteObject":
+        name = repr(value).split("(", 1)[0] or name
+    return name
+
+
+def kind_said(value: Any) -> str:
+    """"a list_iterator (an iterator, which can be read only once)": a value's type, and what it is."""
+    name = kind_of(value)
+    if any(word in name for word in ITERATORS):
+        return f"a {name} (an iterator, which can be read only once: return a list, list(...))"
+    return f"a {name}"
+
+
 # ----------------------------------------------------------------------------------------- reference
 
 @dataclass
@@ -341,7 +361,7 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
                                 f"but {what}", expected, got)
 
     if not isinstance(raw, (list, tuple)):
-        raise bad(f"it returned a {type(raw).__name__}")
+        raise bad(f"it returned {kind_said(raw)}")
     try:  # the usual plan, a list of (request, int) tuples, in one pass; anything else is looked at below
         plan = [(ids[id(req)], n) for req, n in raw]
         if all(type(entry) is tuple for entry in raw) and all(type(n) is int for _, n in plan):
@@ -377,7 +397,7 @@ def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> li
     if isinstance(raw, (list, tuple, set, frozenset, collections.deque)) and all(_is_int(x) for x in raw):
         return sorted(raw)
     raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
-                           f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
+                           f"returned {kind_said(raw)}", expected, got)
 
 
 # What each call does to the documented attributes, said when one of them is wrong after it.
@@ -412,14 +432,14 @@ def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
     for name in ("waiting", "running"):
         raw = found.get(name)
         if not isinstance(raw, (list, tuple, collections.deque)):
-            return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
+            return f"{name} must be a sequence of requests (a deque or a list), but it is {kind_said(raw)}"
         try:
             lists.append(list(map(ids.__getitem__, map(id, raw))))
         except KeyError:
             return f"{name} holds something else than the Req objects passed to add()"
     reserved = found.get("reserved")
     if not isinstance(reserved, int) or isinstance(reserved, bool):
-        return f"reserved must be an int, but it is a {type(reserved).__name__}"
+        return f"reserved must be an int, but it is {kind_said(reserved)}"
     return lists[0], lists[1], reserved
 
 

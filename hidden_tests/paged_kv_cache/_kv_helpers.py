@@ -122,7 +122,7 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
 
 def _raised(exc: BaseException) -> str:
     """What a read raised, as a few words; a KeyError of the submission's own class is a KeyError."""
-    return "raises KeyError" if isinstance(exc, KeyError) else f"raises {type(exc).__name__}"
+    return "raises KeyError" if isinstance(exc, KeyError) else f"raises {_lineage(exc)[0]}"
 
 
 def _named(call: Call) -> list[int]:
@@ -133,10 +133,30 @@ def _named(call: Call) -> list[int]:
 def _plain(value: Any, kind: str) -> Any:
     """What a read returned, as plain data: an int, a list of ints, or a sentence saying what it is."""
     if kind == "int":
-        return value if type(value) is int else f"a {type(value).__name__}, not an int"
+        return value if type(value) is int else f"{kind_said(value)}, not an int"
     if isinstance(value, (list, tuple)) and all(type(x) is int for x in value):
         return list(value)
-    return f"a {type(value).__name__}, not a list of ints"
+    return f"{kind_said(value)}, not a list of ints"
+
+
+ITERATORS = ("iterator", "generator", "map", "filter", "zip", "reversed", "enumerate")
+
+
+def kind_of(value: Any) -> str:
+    """The name of a value's type, in the student's terms: an object of the submission (held here as a
+    proxy) by its own class's name, as its repr begins, never the proxy's."""
+    name = type(value).__name__
+    if name == "RemoteObject":
+        name = repr(value).split("(", 1)[0] or name
+    return name
+
+
+def kind_said(value: Any) -> str:
+    """"a list_iterator (an iterator, which can be read only once)": a value's type, and what it is."""
+    name = kind_of(value)
+    if any(word in name for word in ITERATORS):
+        return f"a {name} (an iterator, which can be read only once: return a list, list(...))"
+    return f"a {name}"
 
 
 def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True,
@@ -202,7 +222,7 @@ def first_difference(want: State, got: State, before: State | None = None) -> st
         return (f"{raised}, but a call that raises must change nothing (rules 6 and 7), and yours changed "
                 f"{what[0]}: {detail.replace(' should be ', ' should still be ', 1)} "
                 f"(before the call, yours {_shown_value(_value(before, what))})")
-    return f"{raised}; {detail}"
+    return detail  # the call did as it should; what differs was already so, or no earlier read shows it
 
 
 _MISSING = object()
@@ -257,10 +277,6 @@ def _state_difference(want: State, got: State) -> tuple[tuple[str, str, Any] | N
     return None
 
 
-def _tables_cell(state: State) -> str:
-    return " · ".join(f"s{seq}: {table}" for seq, table in state.tables.items()) or "(none)"
-
-
 def _call_cell(call: Call, want: State, got: State) -> str:
     """The call, and what it raised when it raised (on either side)."""
     raised = {side: OUTCOME_WORDS.get(state.outcome, f"raises {state.outcome}")
@@ -276,15 +292,38 @@ def _trace_step(state: State) -> list[tuple[str, int]]:
     return [(f"s{seq}", len(table) if isinstance(table, list) else 0) for seq, table in state.tables.items()]
 
 
+def _differing_reads(want: State, got: State) -> list[list[Any]]:
+    """What differs after one call, read by read: [what was read, the reference's answer, yours]; the reads
+    that agree are left out."""
+    rows: list[list[Any]] = []
+    if want.outcome != got.outcome:
+        rows.append(["what the call did", OUTCOME_WORDS.get(want.outcome, want.outcome),
+                     OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")])
+    for seq, table in want.tables.items():
+        if got.tables.get(seq) != table:
+            rows.append([f"block_table({seq})", str(table), str(got.tables.get(seq))])
+    for seq, outcome in want.gone.items():
+        if got.gone.get(seq) != outcome:
+            rows.append([f"sequence {seq} exists", "no", "yes"])
+    if want.free != got.free:
+        rows.append(["num_free_blocks()", str(want.free), str(got.free)])
+    for name, wants, gots in (("ref_count", want.refs, got.refs), ("block_tokens", want.tokens, got.tokens)):
+        rows += [[f"{name}({block})", str(w), str(g)]
+                 for block, (w, g) in enumerate(zip(wants, gots)) if w != g]
+    return rows
+
+
 def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) -> None:
-    rows = [[i + 1, _call_cell(call, w, g), _tables_cell(w), _tables_cell(g), f"{w.free} / {g.free}"]
-            for i, (call, w, g) in enumerate(zip(sc.calls, want, got))]
-    feedback.table("block tables step by step",
-                   ["step", "call", "reference", "your code", "free blocks (reference / yours)"],
-                   rows, mark_row=len(rows) - 1)
-    feedback.trace("blocks held by each sequence, step by step", [_trace_step(s) for s in want],
-                   [_trace_step(s) for s in got], unit="blocks")
-    feedback.text("the calls, to replay", sc.code(upto=len(got)))
+    """The step where the submission and the reference part ways, its differing reads only, and the calls
+    that lead there; the blocks each sequence holds step by step when they differ there."""
+    step = len(got)
+    rows = _differing_reads(want[-1], got[-1])
+    feedback.table(f"step {step}, {_call_cell(sc.calls[step - 1], want[-1], got[-1])}: what differs after it",
+                   ["read", "reference", "your code"], rows[:20])
+    expected, observed = [_trace_step(s) for s in want], [_trace_step(s) for s in got]
+    if expected != observed:
+        feedback.trace("blocks held by each sequence, step by step", expected, observed, unit="blocks")
+    feedback.text("the calls, to replay", sc.code(upto=step))
 
 
 # ----------------------------------------------------------------------------------------- the replay
@@ -450,37 +489,51 @@ def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "",
     the failure shows the fewest calls (of those made) that still make the submission differ. The
     submission's side, when all matched (its `manager` is in the scenario's last state).
 
-    When the test made other managers before this one, the failing calls are made once more on a new
-    manager: a failure that comes back the same does not depend on them (it is shrunk and replayed
-    alone), one that does not is evidence that the managers share state, and is said so."""
+    When the test made other managers before this one, the managers are looked at for evidence of
+    shared state (`shared_state`): with it, the failure is said to depend on them and the replay makes
+    them first; without it, the failure is shrunk and replayed alone, as any other."""
     earlier = list(made_so_far(ns))
     want, got, problem, replay = _run(ns, reference, sc)
     if problem is None:
         return replay
     shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
-    shared = bool(earlier) and _run(ns, reference, shown)[2] != problem
+    shared = bool(earlier) and shared_state(ns, reference, earlier, shown, problem)
     if shrink and not shared:
         small = _shrink(ns, reference, shown)
         if small != shown and (again := _run(ns, reference, small))[2] is not None:
             about += f" (shrunk from {len(shown.calls)} calls)"
             sc, (want, got, problem, _) = small, again
     _report(feedback, sc, want, got)
-    step, context = len(got), f"While checking {about}: " if about else ""
+    step, context = len(got), f"This test checks {about}.\n" if about else ""
     if shared:
         before = earlier_code(earlier)
         lines = step + len(before.splitlines())
         # The same calls on a new manager did not fail the same way: what this manager did depends on
         # the managers made before it. The replay makes them first.
         feedback.text("the managers this test made before, to replay first", before)
-        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and the "
-                 "same calls on a new manager did not fail the same way: your managers share state (a class "
-                 "attribute, a default argument, a module variable): ")
+        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and what "
+                 "a new manager does depends on them (calls that worked on the first manager do otherwise when "
+                 "made again on a new one): your managers share state (a class attribute, a default argument, "
+                 "a module variable); ")
         replay_text = (f"{first}replay them first:\n{before}\n{sc.code(upto=step)}" if lines <= REPLAY_LINES else
                        f"{first}the calls to replay, theirs first, are in the feedback.")
     else:
         replay_text = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
                        f"The {step} calls that lead here are below, to replay, beside the block tables.")
-    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay_text}", pytrace=False)
+    pytest.fail(f"at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{context}{replay_text}", pytrace=False)
+
+
+def shared_state(ns: Any, reference: Any, earlier: list[Replay], failing: Scenario, problem: str) -> bool:
+    """Whether the program's managers share state, shown by the program itself: the calls of the first
+    manager this test made (which matched the reference then) made again on a new manager, and the failing
+    calls made again on a new one, must do what they did the first time. A program whose managers keep
+    everything to themselves does; one whose managers share a table (a class attribute) gives itself away.
+    Without such evidence nothing is said of shared state."""
+    first = earlier[0]
+    calls = tuple((first.ops[i][0], *first.ops[i][1]) for i in first.calls if i < len(first.results))
+    if calls and _run(ns, reference, Scenario(*first.size, calls))[2] is not None:
+        return True
+    return _run(ns, reference, failing)[2] != problem
 
 
 # ------------------------------------------------------------------------ what a reader hands out
@@ -512,7 +565,7 @@ def check_new_lists(ns: Any, reference: Any, feedback: Any, sc: Scenario, reader
         fail_sort = functools.partial(_fail_read, feedback, f"{sc.code()}\nx = m.{read}\nx.sort()")
         value = seen[first]
         if type(value) is not list:
-            kind = "tuple" if type(value) is tuple else type(value).__name__
+            kind = "tuple" if type(value) is tuple else kind_of(value)
             fail(f"{read} returned {_shown(value)}, a {kind}: the statement asks for a new list, "
                  f"which a caller may change (append to it, sort it); return list(...) of what you hold.")
         try:
@@ -675,7 +728,12 @@ def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
             held = [t for b in m.block_table(rng.choice(live)) for t in m.block_tokens(b)]
             call = ("allocate", ids.fresh(live), held + [rng.randint(0, 9) for _ in range(rng.randint(0, 3))])
         elif kind == "allocate":
-            call = ("allocate", ids.fresh(live), _prompt(rng, block_size))
+            prompt = _prompt(rng, block_size)
+            room = num_blocks * block_size
+            if len(prompt) > room and rng.random() < 0.7:
+                # A small cache: most prompts fit it, so that sequences live, grow and fork there too.
+                prompt = prompt[:rng.randint(1, room)]
+            call = ("allocate", ids.fresh(live), prompt)
         elif kind == "append_token":
             call = ("append_token", rng.choice(live), rng.randint(0, 9))
         elif kind == "fork":
