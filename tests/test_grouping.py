@@ -89,3 +89,18 @@ def test_a_free_run_that_passes_says_what_it_did_not_check_and_never_well_done()
     full = card_with(passed)  # nothing locked: a full pass may be called one
     assert coverage(full)["complete"] and "well done" in render_html(full)
     assert report_view(full)["tone"] == "good"
+
+
+def test_a_group_is_headed_by_the_test_that_shows_the_cause_most_directly():
+    # One reader bug met by a generated sequence late and by a named test at its first call: the named
+    # test leads (the fewest steps before the difference), the other is folded under it.
+    why = "block_tokens({b}) should be [], yours raises KeyError (a block no sequence holds has reference count 0)"
+    late = failed("test_random", f"at step 40, allocate(3, [1, 2]): {why.format(b=5)}.\nThis test checks a "
+                                 f"generated sequence.\nReplay it:\n...")
+    direct = failed("test_named", f"at step 1, allocate(1, [4]): {why.format(b=2)}.\nThis test checks rule 1.")
+    view = report_view(card_with([late, direct]))
+    (group,) = view["groups"]
+    assert group["lead"]["name"] == "test_named" and group["cause"].startswith("at step 1, allocate(1, [4])")
+    assert [t["name"] for t in group["tests"]] == ["test_named", "test_random"]
+    assert {t["name"]: t["same_as"] and t["same_as"]["name"] for t in view["tests"]} == {
+        "test_random": "test_named", "test_named": None}
