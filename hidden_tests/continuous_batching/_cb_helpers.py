@@ -1133,3 +1133,162 @@ class Session:
         if problem := _state_problem(self._state(), self._ref_state(), "complete()"):
             self.fail(f"step {step}: {problem}")
         return emitted
+
+
+# ----------------------------------------------------------------------------------------- whole call sequences
+
+Op = tuple  # ("add", rid, prompt_len, max_new) | ("schedule",) | ("complete",)
+
+
+def random_calls(reference: Any, seed: int | str, steps: int = 30) -> tuple[tuple[int, int, int], list[Op]]:
+    """A generated sequence of calls over the whole API, error paths included: adds that are refused (too
+    big, an empty prompt, no output, the id of a request waiting or running), adds between schedule() and
+    complete(), and ids used again once their request has finished, with prompts of several steps. The
+    reference makes the calls as they are drawn, so that the ids live and finished are known."""
+    rng = random.Random(f"calls:{seed}")
+    budget, seats, kv = rng.randint(2, 12), rng.randint(1, 4), rng.randint(12, 40)
+    s = reference["Scheduler"](budget, seats, kv)
+    ops: list[Op] = []
+    finished: list[int] = []
+    turned_away: list[int] = []  # ids whose add() was refused and that nobody holds
+    fresh = iter(rng.sample(range(1000), 200))
+
+    def live() -> list[int]:
+        return [r.rid for r in (*s.waiting, *s.running)]
+
+    def draw_add() -> None:
+        kind = rng.choices(("new", "again", "too big", "empty", "duplicate"), (5, 3, 1, 1, 2))[0]
+        new = rng.randint(1, 4)
+        prompt = rng.randint(1, max(1, min(kv - new, 3 * budget)))
+        rid = next(fresh)
+        if kind == "new" and turned_away and rng.random() < 0.5:
+            rid = turned_away.pop(rng.randrange(len(turned_away)))  # an id whose add() was refused, once more
+        if kind == "again" and finished:
+            rid = rng.choice(finished)
+        elif kind == "too big":
+            prompt = kv - new + rng.randint(1, 5)
+            rid = rng.choice(live()) if live() and rng.random() < 0.3 else rid
+        elif kind == "empty":
+            prompt, new = (0, new) if rng.random() < 0.5 else (prompt, 0)
+        elif kind == "duplicate" and live():
+            rid = rng.choice(live())
+        ops.append(("add", rid, prompt, new))
+        try:
+            s.add(reference["Req"](rid, prompt, new))
+        except ValueError:
+            if rid not in live() and rid not in turned_away:
+                turned_away.append(rid)
+        else:
+            if rid in finished:
+                finished.remove(rid)
+
+    for _ in range(steps):
+        for _ in range(rng.choice((0, 0, 1, 1, 2))):
+            draw_add()
+        ops.append(("schedule",))
+        plan = s.schedule()
+        if rng.random() < 0.2:
+            draw_add()  # between schedule() and complete()
+        before = {r.rid for r in s.running}
+        ops.append(("complete",))
+        s.complete(plan)
+        finished += [rid for rid in before - {r.rid for r in s.running}]
+    return (budget, seats, kv), ops
+
+
+def run_calls(ns: Any, reference: Any, limits: tuple[int, int, int], ops: list[Op], drain: int = 300,
+              reached: list[int] | None = None) -> None:
+    """Make the calls on the submission through a Session, each judged at once against the reference (a
+    refused add() by what it leaves), then schedule() and complete() until nothing is left. `reached[0]`
+    is set to the number of calls begun (a failure stops at the last)."""
+    s = Session(ns, *limits, reference=reference)
+    pending: Any = None
+    assert s.ref is not None
+    for number, op in enumerate(ops, 1):
+        if reached is not None:
+            reached[0] = number
+        if op[0] == "add":
+            _, rid, prompt_len, max_new = op
+            refuses = False
+            try:
+                s.ref.add(reference["Req"](rid, prompt_len, max_new))
+            except ValueError as exc:
+                refuses, why = True, str(exc)
+            else:
+                s.ref.waiting.pop()  # only asked: ref_add() adds the reference's own request below
+            r = s.new(rid, prompt_len, max_new)
+            refused = s.refused(r)
+            if refuses and not refused:
+                s.fail(f"add() accepted r{rid} (prompt_len {prompt_len}, max_new {max_new}), which it refuses with "
+                       f"ValueError ({why})")
+            if refused and not refuses:
+                s.fail(f"add() refused r{rid} (prompt_len {prompt_len}, max_new {max_new}): it fits the KV cache and "
+                       f"no request waiting or running has its id (a finished request's id may be used again)")
+            if not refused:
+                s.ref_add(r)
+        elif op[0] == "schedule":
+            pending, _ = s.schedule()
+        elif pending is not None:  # complete(), when a schedule() came before it
+            s.complete(pending)
+            pending = None
+    if pending is not None:
+        s.complete(pending)
+    for _ in range(drain):
+        raw, plan = s.schedule()
+        if not plan:
+            return
+        s.complete(raw)
+    s.fail(f"the requests did not finish within {drain} steps after the calls")
+
+
+SHRINK_CALLS = 80  # replays of a failing sequence at most: a fixed number, so a regrade says the same
+
+
+def check_calls(ns: Any, reference: Any, limits: tuple[int, int, int], ops: list[Op]) -> None:
+    """Run a generated call sequence; on a failure, make it smaller while it still fails (at most
+    SHRINK_CALLS replays) and report the smallest sequence found, with its replay: first the calls after
+    the failing one go, then runs of calls (halves, quarters, ... single ones, latest first)."""
+    reached = [0]
+    try:
+        run_calls(ns, reference, limits, ops, reached=reached)
+        return
+    except pytest.fail.Exception:
+        pass
+    calls, attempts = list(ops[:reached[0]]), 0
+
+    def fails(candidate: list[Op]) -> bool:
+        nonlocal attempts, calls
+        attempts += 1
+        try:
+            run_calls(ns, reference, limits, candidate, reached=reached)
+        except pytest.fail.Exception:
+            calls = candidate[:reached[0]]
+            return True
+        except Exception:
+            attempts = SHRINK_CALLS  # the submission raised on a smaller sequence: keep what we have
+        return False
+
+    chunk = max(1, len(calls) // 2)
+    while attempts < SHRINK_CALLS:
+        end = len(calls)
+        while end > 0 and attempts < SHRINK_CALLS:
+            start = max(0, end - chunk)
+            fails(calls[:start] + calls[end:])
+            end = min(start, len(calls))
+        if chunk == 1:
+            break
+        chunk //= 2
+    failure: BaseException | None = None
+    try:
+        run_calls(ns, reference, limits, calls)
+    except pytest.fail.Exception as exc:
+        failure = exc
+    if failure is None:
+        run_calls(ns, reference, limits, ops)  # the smaller one passed after all (a flaky program): the whole one
+        return
+    message = str(getattr(failure, "msg", failure))
+    first, _, rest = message.partition("\n")
+    note = (f"\n(a generated sequence of {len(ops)} calls failed; this is the smallest part of it that still "
+            f"fails: {len(calls)} calls, then schedule() and complete() until nothing is left)")
+    # Failed outside the except block, so that the report is not chained to the first failure.
+    pytest.fail(f"{first}{note}\n{rest}", pytrace=False)
