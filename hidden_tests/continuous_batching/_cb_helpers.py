@@ -1058,7 +1058,13 @@ class Session:
         return state_of(self.ref)
 
     def _counts(self) -> dict[int, tuple[Any, Any]]:
-        return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
+        """The counts of the requests a call can change: those waiting or running on the reference, and
+        those that have just left (each read is a round trip: a long session reads what is live, not
+        everything it has seen)."""
+        if self.ref is None:
+            return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
+        live = {r.rid for r in (*self.ref.waiting, *self.ref.running)} | {rid for rid, _ in self.released}
+        return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs and rid in live}
 
     def _ref_counts(self) -> dict[int, tuple[int, int]]:
         return {rid: (r.prefilled, r.generated) for rid, r in self.ref_reqs.items()}
