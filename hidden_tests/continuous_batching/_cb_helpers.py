@@ -1146,7 +1146,7 @@ class Session:
 Op = tuple  # ("add", rid, prompt_len, max_new) | ("schedule",) | ("complete",)
 
 
-def random_calls(reference: Any, seed: int | str, steps: int = 30) -> tuple[tuple[int, int, int], list[Op]]:
+def random_calls(reference: Any, seed: int | str, steps: int = 24) -> tuple[tuple[int, int, int], list[Op]]:
     """A generated sequence of calls over the whole API, error paths included: adds that are refused (too
     big, an empty prompt, no output, the id of a request waiting or running), adds between schedule() and
     complete(), and ids used again once their request has finished, with prompts of several steps. The
