@@ -1064,7 +1064,13 @@ class Session:
         if self.ref is None:
             return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
         live = {r.rid for r in (*self.ref.waiting, *self.ref.running)} | {rid for rid, _ in self.released}
-        return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs and rid in live}
+        rids = [rid for rid in self.reqs if rid in self.ref_reqs and rid in live]
+        if not rids:
+            return {}
+        run = self.ns.scenario()  # every count in one read, one message
+        columns = run.read_columns([self.reqs[rid] for rid in rids], "prefilled", "generated")
+        found = run.run()[columns]
+        return dict(zip(rids, zip(found["prefilled"], found["generated"])))
 
     def _ref_counts(self) -> dict[int, tuple[int, int]]:
         return {rid: (r.prefilled, r.generated) for rid, r in self.ref_reqs.items()}
