@@ -104,3 +104,14 @@ def test_a_group_is_headed_by_the_test_that_shows_the_cause_most_directly():
     assert [t["name"] for t in group["tests"]] == ["test_named", "test_random"]
     assert {t["name"]: t["same_as"] and t["same_as"]["name"] for t in view["tests"]} == {
         "test_random": "test_named", "test_named": None}
+
+
+def test_one_difference_met_at_different_calls_is_one_cause():
+    # The block manager's first line: the call where the program and the reference part ways, then what
+    # differs; a reader bug met after a free() in one test and an allocate() in another is one cause.
+    why = "block_tokens(0) should be [], yours raises KeyError"
+    tests = [failed("test_a", f"at step 1, free(7): {why}.\nReplay it:\nm.free(7)"),
+             failed("test_b", f"at step 3, allocate(1, [1, 2]): {why}.\nThis test checks rule 4."),
+             failed("test_c", "at step 3, allocate(1, [1, 2]): the call raises OutOfBlocks, but yours returns normally.")]
+    assert [[t["name"] for t in g["tests"]] for g in report_view(card_with(tests))["groups"]] == [
+        ["test_a", "test_b"], ["test_c"]]
