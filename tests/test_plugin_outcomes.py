@@ -275,3 +275,12 @@ def test_lists():
     message = records["test_lists"].message
     assert "the lists differ" in message and "At index 3 diff" in message, message
     assert "-v" not in message and "Use" not in message, message
+
+
+def test_a_student_never_reads_pytests_hints_to_show_what_it_skipped(grade_suite):
+    records, _ = grade_suite('''
+def test_texts():
+    assert "a" * 300 + "b" + "c" * 300 == "a" * 300 + "x" + "c" * 300
+''')
+    message = records["test_texts"].message
+    assert "assert" in message and "Skipping" not in message and "-v" not in message, message

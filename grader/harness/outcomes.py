@@ -89,9 +89,8 @@ MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
 
 # pytest's hints to whoever runs it (more verbosity, a hidden part of a diff): a student cannot pass -v to
 # the grader, so they are taken out of what a student reads.
-_DEVELOPER_HINTS = re.compile(r"^\s*(?:Use -v to get (?:more|the full) diff|"
-                              r"\.\.\.Full output truncated .*|Omitting \d+ identical items, use -vv to show)\s*$",
-                              re.IGNORECASE)
+_DEVELOPER_HINTS = re.compile(r"^\s*(?:Use -v to get (?:more|the full) diff|\.\.\.Full output truncated .*|"
+                              r".*,\s*use -v{1,2} to show\)?)\s*$", re.IGNORECASE)
 
 
 def without_developer_hints(text: str) -> str:
