@@ -1239,6 +1239,8 @@ def run_calls(ns: Any, reference: Any, limits: tuple[int, int, int], ops: list[O
             if not refused:
                 s.ref_add(r)
         elif op[0] == "schedule":
+            if pending is not None:  # every plan is completed before the next schedule(), as the engine does
+                s.complete(pending)
             pending, _ = s.schedule()
         elif pending is not None:  # complete(), when a schedule() came before it
             s.complete(pending)
