@@ -6,8 +6,8 @@ import pytest
 
 from grader.core.scorecard import LockedTest, Scorecard
 from grader.core.scorecard import TestResult as Result
-from grader.diagnosis.grouping import cause_key, coverage, failure_groups
 from grader.report import render_html, render_markdown, report_view
+from grader.report.grouping import cause_key, coverage, failure_groups
 
 pytestmark = pytest.mark.unit
 
@@ -89,3 +89,29 @@ def test_a_free_run_that_passes_says_what_it_did_not_check_and_never_well_done()
     full = card_with(passed)  # nothing locked: a full pass may be called one
     assert coverage(full)["complete"] and "well done" in render_html(full)
     assert report_view(full)["tone"] == "good"
+
+
+def test_a_group_is_headed_by_the_test_that_shows_the_cause_most_directly():
+    # One reader bug met by a generated sequence late and by a named test at its first call: the named
+    # test leads (the fewest steps before the difference), the other is folded under it.
+    why = "block_tokens({b}) should be [], yours raises KeyError (a block no sequence holds has reference count 0)"
+    late = failed("test_random", f"at step 40, allocate(3, [1, 2]): {why.format(b=5)}.\nThis test checks a "
+                                 f"generated sequence.\nReplay it:\n...")
+    direct = failed("test_named", f"at step 1, allocate(1, [4]): {why.format(b=2)}.\nThis test checks rule 1.")
+    view = report_view(card_with([late, direct]))
+    (group,) = view["groups"]
+    assert group["lead"]["name"] == "test_named" and group["cause"].startswith("at step 1, allocate(1, [4])")
+    assert [t["name"] for t in group["tests"]] == ["test_named", "test_random"]
+    assert {t["name"]: t["same_as"] and t["same_as"]["name"] for t in view["tests"]} == {
+        "test_random": "test_named", "test_named": None}
+
+
+def test_one_difference_met_at_different_calls_is_one_cause():
+    # The block manager's first line: the call where the program and the reference part ways, then what
+    # differs; a reader bug met after a free() in one test and an allocate() in another is one cause.
+    why = "block_tokens(0) should be [], yours raises KeyError"
+    tests = [failed("test_a", f"at step 1, free(7): {why}.\nReplay it:\nm.free(7)"),
+             failed("test_b", f"at step 3, allocate(1, [1, 2]): {why}.\nThis test checks rule 4."),
+             failed("test_c", "at step 3, allocate(1, [1, 2]): the call raises OutOfBlocks, but yours returns normally.")]
+    assert [[t["name"] for t in g["tests"]] for g in report_view(card_with(tests))["groups"]] == [
+        ["test_a", "test_b"], ["test_c"]]

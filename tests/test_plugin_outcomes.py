@@ -243,3 +243,23 @@ def test_long():
     message = records["test_long"].message
     assert message.startswith("\ufffdxxx") and message.endswith("x… [10,014 more characters cut]")
     assert len(message) == 20_000 + len("… [10,014 more characters cut]")
+
+
+def test_a_student_never_reads_pytests_hints_to_run_it_again_with_v(grade_suite):
+    """pytest's "Use -v to get more diff" speaks to whoever runs pytest; a student cannot pass -v."""
+    records, _ = grade_suite('''
+def test_lists():
+    assert [1, 2, 3, 4] == [1, 2, 3, 5], "the lists differ"
+''')
+    message = records["test_lists"].message
+    assert "the lists differ" in message and "At index 3 diff" in message, message
+    assert "-v" not in message and "Use" not in message, message
+
+
+def test_a_student_never_reads_pytests_hints_to_show_what_it_skipped(grade_suite):
+    records, _ = grade_suite('''
+def test_texts():
+    assert "a" * 300 + "b" + "c" * 300 == "a" * 300 + "x" + "c" * 300
+''')
+    message = records["test_texts"].message
+    assert "assert" in message and "Skipping" not in message and "-v" not in message, message

@@ -69,7 +69,7 @@ def assert_withheld(pages: dict[str, str], card: Scorecard, until: str) -> None:
     submission, report = (text for path, text in pages.items() if path.startswith("/submissions/"))
     held = sum(1 for t in card.tests if t.suite not in card.open_suites)
     for text in (submission, report):
-        assert f"{held} more tests, worth 78 points, ran too: their results and your score come {until}." in text
+        assert f"{held} more tests, worth 88 points, ran too: their results and your score come {until}." in text
     # The open suite's results are there as always.
     opened = [t.name for t in card.tests if t.suite in card.open_suites]
     assert all(name in report for name in opened) and "points in the open tests" in submission
@@ -237,7 +237,7 @@ def test_a_card_with_nothing_hidden_is_shown_whole_and_an_error_keeps_back_only_
     view = student_card(premium, held_back, now)
     assert view.held is not None and not view.full_marks
     assert {t.suite for t in view.card.tests} == {"visible"} and view.card.diagnosis == []
-    assert (view.card.score, view.card.max_score) == (10, 10) and (view.held.tests, view.held.points) == (39, 78)
+    assert (view.card.score, view.card.max_score) == (10, 10) and (view.held.tests, view.held.points) == (44, 88)
 
 
 def looping_card(exercise, loops: bool) -> Scorecard:

@@ -61,6 +61,19 @@ KV_CAUGHT_BY = {
     "tokens_as_deque": "test_block_tokens_returns_a_new_list",
     "tokens_returns_own_list": "test_block_tokens_returns_a_new_list",
     "zero_marks_an_empty_slot": "test_blocks_of_one_token",
+    "out_of_blocks_as_a_plain_runtime_error": "test_out_of_blocks_is_the_stubs_out_of_blocks_not_any_runtime_error",
+    "freed_table_list_kept_for_the_id":
+        "test_an_id_used_again_after_free_is_a_new_sequence_that_grows_from_its_own_prompt",
+    "prefixes_known_before_the_room_check":
+        "test_calls_after_a_refused_call_with_the_same_ids_go_on_as_if_it_never_happened",
+}
+
+# continuous_batching: the programs whose mistake only a named test of a corner shows (the others are
+# caught by several), and that test.
+CB_CAUGHT_BY = {
+    "prompt_left_set_before_add_checks": "test_a_refused_add_changes_nothing_for_the_request_holding_that_id",
+    "id_taken_before_add_checks": "test_a_refused_add_leaves_nothing_behind_for_its_id",
+    "decoding_ids_kept_after_finishing": "test_a_finished_id_used_again_starts_a_new_request",
 }
 
 
@@ -114,6 +127,13 @@ def test_every_paged_kv_cache_program_is_listed_with_a_named_test_that_catches_i
     assert seeded and not seeded & set(KV_CAUGHT_BY.values())
 
 
+@pytest.mark.unit
+def test_the_continuous_batching_programs_of_corners_are_there_with_a_named_test():
+    assert set(CB_CAUGHT_BY) <= set(programs("continuous_batching"))
+    seeded = seeded_tests(load_exercise("continuous_batching"))
+    assert seeded and not seeded & set(CB_CAUGHT_BY.values())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("slug", "name"), WRONG)
 def test_a_wrong_program_loses_points_on_every_seed_in_a_named_test(backend, slug, name):
@@ -124,8 +144,9 @@ def test_a_wrong_program_loses_points_on_every_seed_in_a_named_test(backend, slu
         failed = {t.name.split("[")[0] for t in card.tests if t.status != "passed"}
         assert card.score < card.max_score, f"{name} got full marks on seed {card.seed}"
         assert failed - seeded, f"{name} lost points on seed {card.seed} only in random workloads: {sorted(failed)}"
-        if slug == "paged_kv_cache":
-            assert KV_CAUGHT_BY[name] in failed, f"{name}: {KV_CAUGHT_BY[name]} passed on seed {card.seed}"
+        caught_by = KV_CAUGHT_BY.get(name) if slug == "paged_kv_cache" else CB_CAUGHT_BY.get(name)
+        if caught_by is not None:
+            assert caught_by in failed, f"{name}: {caught_by} passed on seed {card.seed}"
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
 A signature is a mutant's failing tests on the exercise's top tier, each with the share of the graded
 seeds it failed on (a random workload may fail on some seeds only) and the kinds of failure seen (the
 status and the message's first line with each scenario's particulars masked, as reports group
-failures: grader/diagnosis/grouping.py). A tier's signature is the part of it in that tier's suites.
+failures: grader/core/causes.py). A tier's signature is the part of it in that tier's suites.
 
 The file carries a fingerprint of what the signatures were graded against (exercise.toml's grading
 settings, every suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.core.causes import masked_headline
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import feed_exercise, files_fingerprint, graded_by
 from grader.core.scorecard import TestResult
-from grader.diagnosis.grouping import cause_key
 
 FILE = "misconceptions.json"
 FORMAT = 1  # the file's own layout; a change of it makes every file stale
@@ -78,7 +78,7 @@ def test_key(suite: str, name: str) -> str:
 
 def failure_kind(test: TestResult) -> str:
     """How a test failed, the scenario's particulars masked: its status and its message's first line."""
-    return cause_key({"status": test.status, "message": test.message}).replace("\0", ": ", 1)
+    return f"{test.status}: {masked_headline(test.message)}"
 
 
 def signatures_path(exercise: Exercise) -> Path:

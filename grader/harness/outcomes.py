@@ -6,6 +6,8 @@ exception, a failed assertion, a timeout); a test the grading's time did not rea
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from grader.harness.contract import TestRecord, TestStatus
@@ -84,12 +86,23 @@ def explain(harness: HarnessState, excinfo: pytest.ExceptionInfo[BaseException],
 MAX_MESSAGE = 20_000  # characters of a test's message kept in its record
 
 
+# pytest's hints to whoever runs it (more verbosity, a hidden part of a diff): a student cannot pass -v to
+# the grader, so they are taken out of what a student reads.
+_DEVELOPER_HINTS = re.compile(r"^\s*(?:Use -v to get (?:more|the full) diff|\.\.\.Full output truncated .*|"
+                              r".*,\s*use -v{1,2} to show\)?)\s*$", re.IGNORECASE)
+
+
+def without_developer_hints(text: str) -> str:
+    """`text` without the lines in which pytest tells its user to run it again with -v or -vv."""
+    return "\n".join(line for line in text.split("\n") if not _DEVELOPER_HINTS.match(line))
+
+
 def assertion_message(exc: AssertionError, details: bool, description: str = "") -> str:
     """What a student reads of a failed assert. pytest's rewriting appends "assert <expression>" (the values
     compared) to the author's message: with details, both, the author's words first; without, the
     author's words alone, or, for a bare assert, the rule the test checks (its description), so that a
     held-back failure still says what to fix."""
-    text = str(exc)
+    text = without_developer_hints(str(exc))
     head, _sep, explanation = text.partition("\nassert ")
     if text.startswith("assert "):
         head, explanation = "", text[len("assert "):]

@@ -10,7 +10,6 @@ from typing import Any, TypedDict
 
 import grader
 from grader.core.scorecard import Scorecard, TestResult
-from grader.diagnosis.grouping import coverage, failure_groups
 from grader.diagnosis.words import card_diagnosis
 from grader.report.formatting import (
     MESSAGE_LIMIT,
@@ -27,6 +26,7 @@ from grader.report.formatting import (
     slug,
     when,
 )
+from grader.report.grouping import coverage, failure_groups
 from grader.report.trace import timeline, trace_rows
 
 # The words of the scorecard and the terminal summary, so every view names a result the same way.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -96,6 +97,26 @@ def fmt_ids(ids: list[int]) -> str:
     if len(items) > 2 * LONG:
         items = items[:LONG] + [f"… {len(items) - 2 * LONG} more …"] + items[-LONG:]
     return "[" + ", ".join(items) + "]"
+
+
+ITERATORS = ("iterator", "generator", "map", "filter", "zip", "reversed", "enumerate")
+
+
+def kind_of(value: Any) -> str:
+    """The name of a value's type, in the student's terms: an object of the submission (held here as a
+    proxy) by its own class's name, as its repr begins, never the proxy's."""
+    name = type(value).__name__
+    if name == "RemoteObject":
+        name = repr(value).split("(", 1)[0] or name
+    return name
+
+
+def kind_said(value: Any) -> str:
+    """"a list_iterator (an iterator, which can be read only once)": a value's type, and what it is."""
+    name = kind_of(value)
+    if any(word in name for word in ITERATORS):
+        return f"a {name} (an iterator, which can be read only once: return a list, list(...))"
+    return f"a {name}"
 
 
 # ----------------------------------------------------------------------------------------- reference
@@ -340,7 +361,7 @@ def _plain_plan(raw: Any, ids: dict[int, int], step: int, expected: list[Plan], 
                                 f"but {what}", expected, got)
 
     if not isinstance(raw, (list, tuple)):
-        raise bad(f"it returned a {type(raw).__name__}")
+        raise bad(f"it returned {kind_said(raw)}")
     try:  # the usual plan, a list of (request, int) tuples, in one pass; anything else is looked at below
         plan = [(ids[id(req)], n) for req, n in raw]
         if all(type(entry) is tuple for entry in raw) and all(type(n) is int for _, n in plan):
@@ -376,7 +397,7 @@ def _plain_ids(raw: Any, step: int, expected: list[Plan], got: list[Plan]) -> li
     if isinstance(raw, (list, tuple, set, frozenset, collections.deque)) and all(_is_int(x) for x in raw):
         return sorted(raw)
     raise Divergence(step, f"step {step}: complete() must return a list of request ids (ints), but it "
-                           f"returned {type(raw).__name__} {raw!r:.80}", expected, got)
+                           f"returned {kind_said(raw)}", expected, got)
 
 
 # What each call does to the documented attributes, said when one of them is wrong after it.
@@ -386,6 +407,8 @@ STATE_RULES = {
                    "its reservation (prompt_len + max_new) at once"),
     "complete()": ("a request that has emitted max_new tokens leaves running and its reservation "
                    "(prompt_len + max_new) is released at once; waiting does not change"),
+    "a refused add()": ("a refused request changes nothing: waiting, running and reserved stay as they were, "
+                        "and so does every request, the one already holding that id too"),
 }
 
 
@@ -409,14 +432,14 @@ def _plain_state(found: dict[str, Any], ids: dict[int, int]) -> State | str:
     for name in ("waiting", "running"):
         raw = found.get(name)
         if not isinstance(raw, (list, tuple, collections.deque)):
-            return f"{name} must be a sequence of requests (a deque or a list), but it is a {type(raw).__name__}"
+            return f"{name} must be a sequence of requests (a deque or a list), but it is {kind_said(raw)}"
         try:
             lists.append(list(map(ids.__getitem__, map(id, raw))))
         except KeyError:
             return f"{name} holds something else than the Req objects passed to add()"
     reserved = found.get("reserved")
     if not isinstance(reserved, int) or isinstance(reserved, bool):
-        return f"reserved must be an int, but it is a {type(reserved).__name__}"
+        return f"reserved must be an int, but it is {kind_said(reserved)}"
     return lists[0], lists[1], reserved
 
 
@@ -959,6 +982,7 @@ class Session:
         self.ref_plan: Any = None
         self.left_at: dict[int, int] = {}
         self.released: list[tuple[int, int]] = []
+        self.reused: set[int] = set()  # ids added again after their first request finished
 
     def new(self, rid: int, prompt_len: int, max_new: int) -> Any:
         """A request of the submission, not added yet (`add`, or `refused` then `ref_add`, adds it)."""
@@ -981,7 +1005,8 @@ class Session:
             self.ref_reqs[rid] = self.reference["Req"](rid, prompt_len, max_new)
             self.ref.add(self.ref_reqs[rid])
             self.specs[rid] = R(rid, prompt_len, max_new)
-            self.left_at.pop(rid, None)
+            if self.left_at.pop(rid, None) is not None:
+                self.reused.add(rid)
 
     def refused(self, r: Any) -> bool:
         """Whether the submission's add() refuses `r` (made with `new`) with ValueError; the replay
@@ -990,12 +1015,33 @@ class Session:
         try:
             self.sched.add(r)
         except ValueError:
+            self._judge_refusal()
             return True
         self.replay[-1] = self.replay[-1].split("   #")[0] + "   # accepted"
         return False
 
+    def _judge_refusal(self) -> None:
+        """After a refused add(), with the reference: the state and every live request's counts are as
+        they were (a refused request changes nothing)."""
+        if self.ref is None:
+            return
+        step = len(self.plans)
+        where = f"after step {step}" if step else "before the first step"
+        if problem := _state_problem(self._state(), self._ref_state(), "a refused add()"):
+            self.fail(f"{where}: {problem}")
+        want = self._ref_counts()
+        for rid, have in self._counts().items():
+            if have != want[rid]:
+                self.fail(f"{where}: a refused add() changed r{rid} from prefilled={want[rid][0]}, "
+                          f"generated={want[rid][1]} to prefilled={have[0]}, generated={have[1]}: "
+                          f"{STATE_RULES['a refused add()']}")
+
     def fail(self, message: str) -> None:
         """Fail with `message` (its first line says what broke) and the replay of the calls so far."""
+        named = [rid for rid in sorted(self.reused) if re.search(rf"\br{rid}\b", message)]
+        if named:
+            message += (f" (r{named[0]} is a new request that took the id of one that had finished: nothing "
+                        f"kept for the old r{named[0]} counts for it)")
         pytest.fail(f"{message}.\nReplay, from a fresh scheduler:\n  " + "\n  ".join(self.replay), pytrace=False)
 
     def _state(self) -> State | str:
@@ -1012,7 +1058,19 @@ class Session:
         return state_of(self.ref)
 
     def _counts(self) -> dict[int, tuple[Any, Any]]:
-        return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
+        """The counts of the requests a call can change: those waiting or running on the reference, and
+        those that have just left (each read is a round trip: a long session reads what is live, not
+        everything it has seen)."""
+        if self.ref is None:
+            return {rid: (r.prefilled, r.generated) for rid, r in self.reqs.items() if rid in self.ref_reqs}
+        live = {r.rid for r in (*self.ref.waiting, *self.ref.running)} | {rid for rid, _ in self.released}
+        rids = [rid for rid in self.reqs if rid in self.ref_reqs and rid in live]
+        if not rids:
+            return {}
+        run = self.ns.scenario()  # every count in one read, one message
+        columns = run.read_columns([self.reqs[rid] for rid in rids], "prefilled", "generated")
+        found = run.run()[columns]
+        return dict(zip(rids, zip(found["prefilled"], found["generated"])))
 
     def _ref_counts(self) -> dict[int, tuple[int, int]]:
         return {rid: (r.prefilled, r.generated) for rid, r in self.ref_reqs.items()}
@@ -1087,3 +1145,164 @@ class Session:
         if problem := _state_problem(self._state(), self._ref_state(), "complete()"):
             self.fail(f"step {step}: {problem}")
         return emitted
+
+
+# ----------------------------------------------------------------------------------------- whole call sequences
+
+Op = tuple  # ("add", rid, prompt_len, max_new) | ("schedule",) | ("complete",)
+
+
+def random_calls(reference: Any, seed: int | str, steps: int = 24) -> tuple[tuple[int, int, int], list[Op]]:
+    """A generated sequence of calls over the whole API, error paths included: adds that are refused (too
+    big, an empty prompt, no output, the id of a request waiting or running), adds between schedule() and
+    complete(), and ids used again once their request has finished, with prompts of several steps. The
+    reference makes the calls as they are drawn, so that the ids live and finished are known."""
+    rng = random.Random(f"calls:{seed}")
+    budget, seats, kv = rng.randint(2, 12), rng.randint(1, 4), rng.randint(12, 40)
+    s = reference["Scheduler"](budget, seats, kv)
+    ops: list[Op] = []
+    finished: list[int] = []
+    turned_away: list[int] = []  # ids whose add() was refused and that nobody holds
+    fresh = iter(rng.sample(range(1000), 200))
+
+    def live() -> list[int]:
+        return [r.rid for r in (*s.waiting, *s.running)]
+
+    def draw_add() -> None:
+        kind = rng.choices(("new", "again", "too big", "empty", "duplicate"), (5, 3, 1, 1, 2))[0]
+        new = rng.randint(1, 4)
+        prompt = rng.randint(1, max(1, min(kv - new, 3 * budget)))
+        rid = next(fresh)
+        if kind == "new" and turned_away and rng.random() < 0.5:
+            rid = turned_away.pop(rng.randrange(len(turned_away)))  # an id whose add() was refused, once more
+        if kind == "again" and finished:
+            rid = rng.choice(finished)
+        elif kind == "too big":
+            prompt = kv - new + rng.randint(1, 5)
+            rid = rng.choice(live()) if live() and rng.random() < 0.3 else rid
+        elif kind == "empty":
+            prompt, new = (0, new) if rng.random() < 0.5 else (prompt, 0)
+        elif kind == "duplicate" and live():
+            rid = rng.choice(live())
+        ops.append(("add", rid, prompt, new))
+        try:
+            s.add(reference["Req"](rid, prompt, new))
+        except ValueError:
+            if rid not in live() and rid not in turned_away:
+                turned_away.append(rid)
+        else:
+            if rid in finished:
+                finished.remove(rid)
+
+    for _ in range(steps):
+        for _ in range(rng.choice((0, 0, 1, 1, 2))):
+            draw_add()
+        ops.append(("schedule",))
+        plan = s.schedule()
+        if rng.random() < 0.2:
+            draw_add()  # between schedule() and complete()
+        before = {r.rid for r in s.running}
+        ops.append(("complete",))
+        s.complete(plan)
+        finished += [rid for rid in before - {r.rid for r in s.running}]
+    return (budget, seats, kv), ops
+
+
+def run_calls(ns: Any, reference: Any, limits: tuple[int, int, int], ops: list[Op], drain: int = 300,
+              reached: list[int] | None = None) -> None:
+    """Make the calls on the submission through a Session, each judged at once against the reference (a
+    refused add() by what it leaves), then schedule() and complete() until nothing is left. `reached[0]`
+    is set to the number of calls begun (a failure stops at the last)."""
+    s = Session(ns, *limits, reference=reference)
+    pending: Any = None
+    assert s.ref is not None
+    for number, op in enumerate(ops, 1):
+        if reached is not None:
+            reached[0] = number
+        if op[0] == "add":
+            _, rid, prompt_len, max_new = op
+            refuses = False
+            try:
+                s.ref.add(reference["Req"](rid, prompt_len, max_new))
+            except ValueError as exc:
+                refuses, why = True, str(exc)
+            else:
+                s.ref.waiting.pop()  # only asked: ref_add() adds the reference's own request below
+            r = s.new(rid, prompt_len, max_new)
+            refused = s.refused(r)
+            if refuses and not refused:
+                s.fail(f"add() accepted r{rid} (prompt_len {prompt_len}, max_new {max_new}), which it refuses with "
+                       f"ValueError ({why})")
+            if refused and not refuses:
+                s.fail(f"add() refused r{rid} (prompt_len {prompt_len}, max_new {max_new}): it fits the KV cache and "
+                       f"no request waiting or running has its id (a finished request's id may be used again)")
+            if not refused:
+                s.ref_add(r)
+        elif op[0] == "schedule":
+            if pending is not None:  # every plan is completed before the next schedule(), as the engine does
+                s.complete(pending)
+            pending, _ = s.schedule()
+        elif pending is not None:  # complete(), when a schedule() came before it
+            s.complete(pending)
+            pending = None
+    if pending is not None:
+        s.complete(pending)
+    for _ in range(drain):
+        raw, plan = s.schedule()
+        if not plan:
+            return
+        s.complete(raw)
+    s.fail(f"the requests did not finish within {drain} steps after the calls")
+
+
+SHRINK_CALLS = 80  # replays of a failing sequence at most: a fixed number, so a regrade says the same
+
+
+def check_calls(ns: Any, reference: Any, limits: tuple[int, int, int], ops: list[Op]) -> None:
+    """Run a generated call sequence; on a failure, make it smaller while it still fails (at most
+    SHRINK_CALLS replays) and report the smallest sequence found, with its replay: first the calls after
+    the failing one go, then runs of calls (halves, quarters, ... single ones, latest first)."""
+    reached = [0]
+    try:
+        run_calls(ns, reference, limits, ops, reached=reached)
+        return
+    except pytest.fail.Exception:
+        pass
+    calls, attempts = list(ops[:reached[0]]), 0
+
+    def fails(candidate: list[Op]) -> bool:
+        nonlocal attempts, calls
+        attempts += 1
+        try:
+            run_calls(ns, reference, limits, candidate, reached=reached)
+        except pytest.fail.Exception:
+            calls = candidate[:reached[0]]
+            return True
+        except Exception:
+            attempts = SHRINK_CALLS  # the submission raised on a smaller sequence: keep what we have
+        return False
+
+    chunk = max(1, len(calls) // 2)
+    while attempts < SHRINK_CALLS:
+        end = len(calls)
+        while end > 0 and attempts < SHRINK_CALLS:
+            start = max(0, end - chunk)
+            fails(calls[:start] + calls[end:])
+            end = min(start, len(calls))
+        if chunk == 1:
+            break
+        chunk //= 2
+    failure: BaseException | None = None
+    try:
+        run_calls(ns, reference, limits, calls)
+    except pytest.fail.Exception as exc:
+        failure = exc
+    if failure is None:
+        run_calls(ns, reference, limits, ops)  # the smaller one passed after all (a flaky program): the whole one
+        return
+    message = str(getattr(failure, "msg", failure))
+    first, _, rest = message.partition("\n")
+    note = (f"\n(a generated sequence of {len(ops)} calls failed; this is the smallest part of it that still "
+            f"fails: {len(calls)} calls, then schedule() and complete() until nothing is left)")
+    # Failed outside the except block, so that the report is not chained to the first failure.
+    pytest.fail(f"{first}{note}\n{rest}", pytrace=False)

@@ -184,3 +184,99 @@ def test_complete_returns_every_emitting_request_once(ns, reference, feedback):
     check(ns, reference, feedback, sc,
           about="complete() returns every request that emitted a token, each once, in any order",
           expect=[[(0, 1), (1, 1), (2, 1)], [(0, 1), (1, 1), (2, 1), (3, 5)]])
+
+
+# -- a refused add() changes nothing, and an id is free again once its request has finished -----------
+
+def _run_to_the_end(s, cap=60):
+    """schedule() and complete(), each judged against the reference, until the plan is empty (that one
+    completed too, as the engine does when it goes on calling)."""
+    for _ in range(cap):
+        raw, plan = s.schedule()
+        s.complete(raw)
+        if not plan:
+            return
+    expect_that(False, f"the requests did not finish within {cap} steps")
+
+
+def _expect_refused(s, rid, prompt_len, max_new, why):
+    r = s.new(rid, prompt_len, max_new)
+    expect_that(s.refused(r), f"add() accepted r{rid} (prompt_len {prompt_len}, max_new {max_new}): {why}, so "
+                              f"add() refuses it with ValueError, and a refused request changes nothing")
+
+
+def test_a_refused_add_changes_nothing_for_the_request_holding_that_id(ns, reference):
+    """Refused adds (a duplicate id, too big, an empty prompt, no output) of an id that is running, between
+    schedule() and complete() too, leave that request, waiting, running and reserved as they were."""
+    # r7's prompt takes three steps (budget 8): every refused add of id 7 comes while it is half
+    # prefilled, and r7 must go on as if none had been tried; each refused call is judged at once.
+    s = Session(ns, 8, 2, 40, reference)
+    s.add(7, 20, 2)
+    raw, _ = s.schedule()
+    _expect_refused(s, 7, 3, 1, "r7 is running (added between schedule() and complete())")
+    s.complete(raw)
+    _expect_refused(s, 7, 3, 1, "r7 is running")
+    _expect_refused(s, 7, 30, 20, "r7 is running, and 30 + 20 > kv_tokens=40")
+    _expect_refused(s, 7, 0, 1, "an empty prompt cannot emit a first token")
+    _expect_refused(s, 7, 4, 0, "a request that wants no output could never finish")
+    raw, _ = s.schedule()
+    _expect_refused(s, 7, 1, 1, "r7 is running (added between schedule() and complete())")
+    s.complete(raw)
+    _run_to_the_end(s)
+
+
+def test_a_refused_add_leaves_nothing_behind_for_its_id(ns, reference):
+    """An id whose add() was refused (too big, an empty prompt, no output) is taken by nobody: the same id
+    is accepted next, and that request runs as any other."""
+    s = Session(ns, 6, 2, 30, reference)
+    s.add(1, 4, 3)
+    _expect_refused(s, 4, 25, 6, "25 + 6 > kv_tokens=30: it could never fit")
+    _expect_refused(s, 4, 0, 3, "an empty prompt cannot emit a first token")
+    _expect_refused(s, 4, 9, 0, "a request that wants no output could never finish")
+    raw, _ = s.schedule()
+    s.complete(raw)
+    s.add(4, 9, 2)  # the refused id, now a request that fits: its prompt takes two steps
+    _expect_refused(s, 1, 1, 1, "r1 is running")
+    _run_to_the_end(s)
+
+
+def test_a_finished_id_used_again_starts_a_new_request(ns, reference):
+    """Once a request has finished, a new request with its id starts from nothing: its prompt, in chunks
+    over several steps, and its max_new tokens; nothing kept for the old one counts for it."""
+    # Budget 4: r3 (prompt 2, max_new 2) and r5 (prompt 1, max_new 1) finish within two steps; then r3
+    # and r5 come again with prompts of several chunks and other max_new, while r9 decodes beside them.
+    s = Session(ns, 4, 3, 60, reference)
+    s.add(3, 2, 2)
+    s.add(5, 1, 1)
+    _run_to_the_end(s)
+    s.add(9, 1, 6)
+    s.add(3, 10, 3)
+    raw, _ = s.schedule()
+    s.complete(raw)
+    s.add(5, 7, 2)
+    _run_to_the_end(s)
+    s.add(3, 5, 1)  # a third r3, whose whole prompt fits in one step
+    _run_to_the_end(s)
+
+
+def test_schedule_returns_a_new_list_every_step(ns):
+    """The engine keeps every step's plan: the list schedule() returned in one step still holds that step's
+    plan after the next schedule() and complete() (a new list each step, not one list cleared and refilled)."""
+    run = ns.scenario()
+    sched = run.new("Scheduler", 8, 4, 100)
+    reqs = [(rid, run.new("Req", rid, p, m)) for rid, p, m in ((0, 1, 3), (1, 10, 1))]
+    for _, r in reqs:
+        run.call(sched, "add", r)
+    plans = []
+    for _ in range(3):
+        plan = run.call(sched, "schedule")
+        run.call(sched, "complete", plan)
+        plans.append(plan)
+    kept = run.call(plans[0], "__mul__", 1)  # the first step's list, read after the third step
+    seen = run.run()
+    ids = {id(seen[r]): rid for rid, r in reqs}
+    first = [(0, 1), (1, 7)]
+    now = plain_plan(seen[kept], ids, 1)
+    expect_that(now == first, f"schedule() returned {fmt_plan(first)} in step 1, and after two more steps that "
+                              f"same list holds {fmt_plan(now)}: schedule() must return a new list at every call "
+                              f"(the engine keeps the plan of every step), not one list it clears and fills again")

@@ -9,12 +9,14 @@ same file gets the same ones. Every test here also demands progress: each reques
 import pytest
 from _cb_helpers import (
     PROFILES,
+    check_calls,
     check_random,
     drive_alone,
     expect_progress,
     expect_that,
     fmt_ids,
     fmt_plan,
+    random_calls,
     random_scenario,
     run_reference,
 )
@@ -91,3 +93,10 @@ def test_every_request_emits_max_new_tokens_the_first_when_its_prompt_completes(
             f"{fmt_ids(sorted(should))} (each decode, and each chunk that finishes its prompt), but "
             f"complete() returned {fmt_ids(emitted)}"))
     expect_progress(sc, generated, cap, last_planned, step)
+
+
+def test_random_calls_with_refused_adds_and_ids_used_again_match_the_reference(ns, reference, seed):
+    """A generated call sequence over the whole API: refused adds (too big, empty, no output, a live id),
+    adds between schedule() and complete(), finished ids used again; every call judged against the rules."""
+    limits, ops = random_calls(reference, f"{seed}/calls")
+    check_calls(ns, reference, limits, ops)

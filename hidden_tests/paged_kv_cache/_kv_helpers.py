@@ -60,25 +60,41 @@ class State:
 
 REPLAY_LINES = 12  # a longer replay goes into the feedback only
 
-OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks (a RuntimeError)",
-                 "ValueError": "raises ValueError", "KeyError": "raises KeyError"}
+OUTCOME_WORDS = {"ok": "returns normally", "OutOfBlocks": "raises OutOfBlocks",
+                 "ValueError": "raises ValueError", "KeyError": "raises KeyError",
+                 "RuntimeError": "raises a RuntimeError that is not an OutOfBlocks"}
 
 
-OUTCOME_TYPES = {"ValueError": ValueError, "KeyError": KeyError, "OutOfBlocks": RuntimeError}
+OUTCOME_TYPES = {"ValueError": ValueError, "KeyError": KeyError}
+
+
+def _lineage(exc: BaseException) -> list[str]:
+    """The names of the classes an exception is an instance of: the worker reports them for an exception
+    of the submission (its `remote`), an exception raised here has its own."""
+    remote = getattr(exc, "remote", None)
+    if remote is not None:
+        return list(remote.lineage)
+    return [klass.__name__ for klass in type(exc).__mro__]
 
 
 def _outcome(exc: BaseException | None, expected: str | None = None) -> str:
     """What a call did, as a word; an exception of several kinds (a KeyError that is also a
-    ValueError) is the `expected` one when it is that kind too."""
+    ValueError) is the `expected` one when it is that kind too. OutOfBlocks is the stub's class or a
+    subclass of it (known by its name in the exception's classes), never any RuntimeError."""
     if exc is None:
         return "ok"
+    lineage = _lineage(exc)
+    if expected == "OutOfBlocks" and "OutOfBlocks" in lineage:
+        return expected
     if expected in OUTCOME_TYPES and isinstance(exc, OUTCOME_TYPES[expected]):
         return expected
     for kind in (ValueError, KeyError):
         if isinstance(exc, kind):
             return kind.__name__
-    if isinstance(exc, RuntimeError):
+    if "OutOfBlocks" in lineage:
         return "OutOfBlocks"
+    if isinstance(exc, RuntimeError):
+        return "RuntimeError"
     name, text = type(exc).__name__, str(exc)
     return text if text.startswith(f"{name}:") else f"{name}: {text}"  # a remote one names its type already
 
@@ -106,7 +122,7 @@ def _read(reader: Any, kind: str, *args: Any) -> Any:
 
 def _raised(exc: BaseException) -> str:
     """What a read raised, as a few words; a KeyError of the submission's own class is a KeyError."""
-    return "raises KeyError" if isinstance(exc, KeyError) else f"raises {type(exc).__name__}"
+    return "raises KeyError" if isinstance(exc, KeyError) else f"raises {_lineage(exc)[0]}"
 
 
 def _named(call: Call) -> list[int]:
@@ -117,10 +133,30 @@ def _named(call: Call) -> list[int]:
 def _plain(value: Any, kind: str) -> Any:
     """What a read returned, as plain data: an int, a list of ints, or a sentence saying what it is."""
     if kind == "int":
-        return value if type(value) is int else f"a {type(value).__name__}, not an int"
+        return value if type(value) is int else f"{kind_said(value)}, not an int"
     if isinstance(value, (list, tuple)) and all(type(x) is int for x in value):
         return list(value)
-    return f"a {type(value).__name__}, not a list of ints"
+    return f"{kind_said(value)}, not a list of ints"
+
+
+ITERATORS = ("iterator", "generator", "map", "filter", "zip", "reversed", "enumerate")
+
+
+def kind_of(value: Any) -> str:
+    """The name of a value's type, in the student's terms: an object of the submission (held here as a
+    proxy) by its own class's name, as its repr begins, never the proxy's."""
+    name = type(value).__name__
+    if name == "RemoteObject":
+        name = repr(value).split("(", 1)[0] or name
+    return name
+
+
+def kind_said(value: Any) -> str:
+    """"a list_iterator (an iterator, which can be read only once)": a value's type, and what it is."""
+    name = kind_of(value)
+    if any(word in name for word in ITERATORS):
+        return f"a {name} (an iterator, which can be read only once: return a list, list(...))"
+    return f"a {name}"
 
 
 def snapshot(manager: Any, outcome: str, seqs: list[int], num_blocks: int, full: bool = True,
@@ -162,43 +198,83 @@ def _live_after(live: list[int], call: Call, outcome: str) -> list[int]:
     return live
 
 
-def first_difference(want: State, got: State) -> str | None:
-    """The first thing that differs, as the end of a sentence, or None."""
+def first_difference(want: State, got: State, before: State | None = None) -> str | None:
+    """The first thing that differs, as the end of a sentence, or None. `before`: the submission's state
+    after the previous call (None before the first), which matched the reference's: a refused call is
+    said to have changed the state only where the submission's reads differ from those before it."""
     if want.outcome != got.outcome:
         have = OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")
-        return f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
-    detail = _state_difference(want, got)
-    if detail is None or want.outcome == "ok":
+        sentence = f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, but yours {have}"
+        if want.outcome == "OutOfBlocks" and got.outcome == "RuntimeError":
+            sentence += " (raise the stub's OutOfBlocks, or a subclass of it)"
+        return sentence
+    found = _state_difference(want, got)
+    if found is None:
+        return None
+    what, detail = found
+    if want.outcome == "ok":
         return detail
-    # The reference's state did not change (a refused call changes nothing), and the submission's was
-    # the same before the call (else an earlier step had differed): what differs is what the call changed.
-    return (f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, as it should, but a call that raises "
-            f"must change nothing (rules 6 and 7), and yours changed the state: "
-            f"{detail.replace(' should be ', ' should still be ', 1)}")
+    raised = f"the call {OUTCOME_WORDS.get(want.outcome, want.outcome)}, as it should"
+    if what is not None and before is not None and _value(before, what) is not _MISSING \
+            and _value(before, what) != _value(got, what):
+        # The reference's state did not change (a refused call changes nothing), and the submission's
+        # read of the same thing before the call matched it: the call changed it.
+        return (f"{raised}, but a call that raises must change nothing (rules 6 and 7), and yours changed "
+                f"{what[0]}: {detail.replace(' should be ', ' should still be ', 1)} "
+                f"(before the call, yours {_shown_value(_value(before, what))})")
+    return detail  # the call did as it should; what differs was already so, or no earlier read shows it
 
 
-def _state_difference(want: State, got: State) -> str | None:
+_MISSING = object()
+
+
+def _value(state: State, what: tuple[str, str, Any]) -> Any:
+    """A read of a state, as `_state_difference` names it; _MISSING when the state has no such read."""
+    _, field_name, key = what
+    if field_name == "free":
+        return state.free
+    if field_name == "tables":
+        return state.tables.get(key, _MISSING)
+    values = getattr(state, field_name)
+    return values[key] if key < len(values) else _MISSING
+
+
+def _shown_value(value: Any) -> str:
+    """What a read gave, in a sentence that reads right whatever it was: "returns 3", "raises KeyError",
+    "returns a str, not an int"."""
+    if isinstance(value, str):
+        return value if value.startswith("raises ") else f"returns {value}"
+    return f"returns {value}"
+
+
+NEVER_USED = " (a block no sequence holds, never used or freed, has reference count 0 and holds [])"
+
+
+def _state_difference(want: State, got: State) -> tuple[tuple[str, str, Any] | None, str] | None:
+    """The first read that differs: which (the reader's call, the state's field, its key) and a sentence."""
     for seq, table in want.tables.items():
         if got.tables.get(seq) != table:
-            return f"block_table({seq}) should be {table}, yours is {(got.tables.get(seq))}"
+            return ((f"block_table({seq})", "tables", seq),
+                    f"block_table({seq}) should be {table}, yours {_shown_value(got.tables.get(seq))}")
     for seq, outcome in want.gone.items():
         if got.gone.get(seq) != outcome:
             have = OUTCOME_WORDS.get(got.gone.get(seq, ""), f"raises {got.gone.get(seq)}")
-            return (f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
-                    f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
+            return (None, f"sequence {seq} does not exist after this call, so fork({seq}, {seq}) should raise KeyError "
+                          f"(no such parent, rule 7), yours {have}: your manager still has a sequence {seq}")
     if want.free != got.free:
-        return f"num_free_blocks() should be {want.free}, yours is {(got.free)}"
+        return (("num_free_blocks()", "free", None),
+                f"num_free_blocks() should be {want.free}, yours {_shown_value(got.free)}")
     for block, (w, g) in enumerate(zip(want.refs, got.refs)):
         if w != g:
-            return f"ref_count({block}) should be {w}, yours is {(g)}"
+            note = NEVER_USED if w == 0 else ""
+            return ((f"ref_count({block})", "refs", block),
+                    f"ref_count({block}) should be {w}, yours {_shown_value(g)}{note}")
     for block, (w, g) in enumerate(zip(want.tokens, got.tokens)):
         if w != g:
-            return f"block_tokens({block}) should be {w}, yours is {(g)}"
+            note = NEVER_USED if w == [] and (not want.refs or want.refs[block] == 0) else ""
+            return ((f"block_tokens({block})", "tokens", block),
+                    f"block_tokens({block}) should be {w}, yours {_shown_value(g)}{note}")
     return None
-
-
-def _tables_cell(state: State) -> str:
-    return " · ".join(f"s{seq}: {table}" for seq, table in state.tables.items()) or "(none)"
 
 
 def _call_cell(call: Call, want: State, got: State) -> str:
@@ -216,15 +292,38 @@ def _trace_step(state: State) -> list[tuple[str, int]]:
     return [(f"s{seq}", len(table) if isinstance(table, list) else 0) for seq, table in state.tables.items()]
 
 
+def _differing_reads(want: State, got: State) -> list[list[Any]]:
+    """What differs after one call, read by read: [what was read, the reference's answer, yours]; the reads
+    that agree are left out."""
+    rows: list[list[Any]] = []
+    if want.outcome != got.outcome:
+        rows.append(["what the call did", OUTCOME_WORDS.get(want.outcome, want.outcome),
+                     OUTCOME_WORDS.get(got.outcome, f"raises {got.outcome}")])
+    for seq, table in want.tables.items():
+        if got.tables.get(seq) != table:
+            rows.append([f"block_table({seq})", str(table), str(got.tables.get(seq))])
+    for seq, outcome in want.gone.items():
+        if got.gone.get(seq) != outcome:
+            rows.append([f"sequence {seq} exists", "no", "yes"])
+    if want.free != got.free:
+        rows.append(["num_free_blocks()", str(want.free), str(got.free)])
+    for name, wants, gots in (("ref_count", want.refs, got.refs), ("block_tokens", want.tokens, got.tokens)):
+        rows += [[f"{name}({block})", str(w), str(g)]
+                 for block, (w, g) in enumerate(zip(wants, gots)) if w != g]
+    return rows
+
+
 def _report(feedback: Any, sc: Scenario, want: list[State], got: list[State]) -> None:
-    rows = [[i + 1, _call_cell(call, w, g), _tables_cell(w), _tables_cell(g), f"{w.free} / {g.free}"]
-            for i, (call, w, g) in enumerate(zip(sc.calls, want, got))]
-    feedback.table("block tables step by step",
-                   ["step", "call", "reference", "your code", "free blocks (reference / yours)"],
-                   rows, mark_row=len(rows) - 1)
-    feedback.trace("blocks held by each sequence, step by step", [_trace_step(s) for s in want],
-                   [_trace_step(s) for s in got], unit="blocks")
-    feedback.text("the calls, to replay", sc.code(upto=len(got)))
+    """The step where the submission and the reference part ways, its differing reads only, and the calls
+    that lead there; the blocks each sequence holds step by step when they differ there."""
+    step = len(got)
+    rows = _differing_reads(want[-1], got[-1])
+    feedback.table(f"step {step}, {_call_cell(sc.calls[step - 1], want[-1], got[-1])}: what differs after it",
+                   ["read", "reference", "your code"], rows[:20])
+    expected, observed = [_trace_step(s) for s in want], [_trace_step(s) for s in got]
+    if expected != observed:
+        feedback.trace("blocks held by each sequence, step by step", expected, observed, unit="blocks")
+    feedback.text("the calls, to replay", sc.code(upto=step))
 
 
 # ----------------------------------------------------------------------------------------- the replay
@@ -379,7 +478,7 @@ def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State
     got: list[State] = []
     for ops, expected in zip(steps, want):
         got.append(_observed(replay, ops, expected))
-        problem = first_difference(expected, got[-1])
+        problem = first_difference(expected, got[-1], got[-2] if len(got) > 1 else None)
         if problem:
             return want[:len(got)], got, problem, replay
     return want, got, None, replay
@@ -388,33 +487,53 @@ def _run(ns: Any, reference: Any, sc: Scenario) -> tuple[list[State], list[State
 def check(ns: Any, reference: Any, feedback: Any, sc: Scenario, about: str = "", shrink: bool = False) -> Replay:
     """Make the scenario's calls on both, step by step; fail at the first difference. With `shrink`,
     the failure shows the fewest calls (of those made) that still make the submission differ. The
-    submission's side, when all matched (its `manager` is in the scenario's last state)."""
+    submission's side, when all matched (its `manager` is in the scenario's last state).
+
+    When the test made other managers before this one, the managers are looked at for evidence of
+    shared state (`shared_state`): with it, the failure is said to depend on them and the replay makes
+    them first; without it, the failure is shrunk and replayed alone, as any other."""
     earlier = list(made_so_far(ns))
     want, got, problem, replay = _run(ns, reference, sc)
     if problem is None:
         return replay
-    if shrink and not earlier:  # shrinking makes managers of its own: only a first manager is shrunk
-        shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+    shown = Scenario(sc.num_blocks, sc.block_size, sc.calls[:len(got)])
+    shared = bool(earlier) and shared_state(ns, reference, earlier, shown, problem)
+    if shrink and not shared:
         small = _shrink(ns, reference, shown)
         if small != shown and (again := _run(ns, reference, small))[2] is not None:
             about += f" (shrunk from {len(shown.calls)} calls)"
             sc, (want, got, problem, _) = small, again
     _report(feedback, sc, want, got)
-    step, context = len(got), f"While checking {about}: " if about else ""
-    before = earlier_code(earlier) if earlier else ""
-    lines = step + (len(before.splitlines()) if before else 0)
-    if before:
-        # Alone, these calls may behave: the program had made other managers before this one, and a
-        # manager may share state with another (a class attribute). The replay makes them first.
+    step, context = len(got), f"This test checks {about}.\n" if about else ""
+    if shared:
+        before = earlier_code(earlier)
+        lines = step + len(before.splitlines())
+        # The same calls on a new manager did not fail the same way: what this manager did depends on
+        # the managers made before it. The replay makes them first.
         feedback.text("the managers this test made before, to replay first", before)
-        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and "
-                 "your managers may share state (a class attribute, say): ")
+        first = (f"This test made {len(earlier)} other manager(s) before this one, in the same program, and what "
+                 "a new manager does depends on them (calls that worked on the first manager do otherwise when "
+                 "made again on a new one): your managers share state (a class attribute, a default argument, "
+                 "a module variable); ")
         replay_text = (f"{first}replay them first:\n{before}\n{sc.code(upto=step)}" if lines <= REPLAY_LINES else
                        f"{first}the calls to replay, theirs first, are in the feedback.")
     else:
         replay_text = (f"Replay it:\n{sc.code(upto=step)}" if step <= REPLAY_LINES else
                        f"The {step} calls that lead here are below, to replay, beside the block tables.")
-    pytest.fail(f"{context}at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{replay_text}", pytrace=False)
+    pytest.fail(f"at step {step}, {fmt_call(sc.calls[step - 1])}: {problem}.\n{context}{replay_text}", pytrace=False)
+
+
+def shared_state(ns: Any, reference: Any, earlier: list[Replay], failing: Scenario, problem: str) -> bool:
+    """Whether the program's managers share state, shown by the program itself: the calls of the first
+    manager this test made (which matched the reference then) made again on a new manager, and the failing
+    calls made again on a new one, must do what they did the first time. A program whose managers keep
+    everything to themselves does; one whose managers share a table (a class attribute) gives itself away.
+    Without such evidence nothing is said of shared state."""
+    first = earlier[0]
+    calls = tuple((first.ops[i][0], *first.ops[i][1]) for i in first.calls if i < len(first.results))
+    if calls and _run(ns, reference, Scenario(*first.size, calls))[2] is not None:
+        return True
+    return _run(ns, reference, failing)[2] != problem
 
 
 # ------------------------------------------------------------------------ what a reader hands out
@@ -446,7 +565,7 @@ def check_new_lists(ns: Any, reference: Any, feedback: Any, sc: Scenario, reader
         fail_sort = functools.partial(_fail_read, feedback, f"{sc.code()}\nx = m.{read}\nx.sort()")
         value = seen[first]
         if type(value) is not list:
-            kind = "tuple" if type(value) is tuple else type(value).__name__
+            kind = "tuple" if type(value) is tuple else kind_of(value)
             fail(f"{read} returned {_shown(value)}, a {kind}: the statement asks for a new list, "
                  f"which a caller may change (append to it, sort it); return list(...) of what you hold.")
         try:
@@ -609,7 +728,12 @@ def random_scenario(reference: Any, seed: int | str, profile: str) -> Scenario:
             held = [t for b in m.block_table(rng.choice(live)) for t in m.block_tokens(b)]
             call = ("allocate", ids.fresh(live), held + [rng.randint(0, 9) for _ in range(rng.randint(0, 3))])
         elif kind == "allocate":
-            call = ("allocate", ids.fresh(live), _prompt(rng, block_size))
+            prompt = _prompt(rng, block_size)
+            room = num_blocks * block_size
+            if len(prompt) > room and rng.random() < 0.7:
+                # A small cache: most prompts fit it, so that sequences live, grow and fork there too.
+                prompt = prompt[:rng.randint(1, room)]
+            call = ("allocate", ids.fresh(live), prompt)
         elif kind == "append_token":
             call = ("append_token", rng.choice(live), rng.randint(0, 9))
         elif kind == "fork":

@@ -413,3 +413,69 @@ def test_two_managers_share_no_block_and_no_prompt(ns, reference, feedback):
     check(ns, reference, feedback, first, about="a first manager")
     check(ns, reference, feedback, Scenario(4, 2, (("allocate", 1, [1, 2, 3]), ("allocate", 2, [1, 2]))),
           about="a second manager, made after the first")
+
+
+# -- refused calls, and the ids they named used next ------------------------------------------------
+
+def test_out_of_blocks_is_the_stubs_out_of_blocks_not_any_runtime_error(ns, reference, feedback):
+    """A prompt, a new block and a copy on write that find no free block raise the stub's OutOfBlocks (or a
+    subclass of it): a plain RuntimeError is not OutOfBlocks."""
+    check(ns, reference, feedback, Scenario(2, 2, (
+        ("allocate", 1, [1, 2, 3, 4, 5]),
+        ("allocate", 1, [1, 2, 3]),
+        ("fork", 1, 2),
+        ("append_token", 2, 4),
+        ("free", 2),
+        ("append_token", 1, 4),
+        ("append_token", 1, 5),
+        ("allocate", 3, [1, 2]),
+    )), about="rule 6 and \"Out of blocks\": the exception raised")
+
+
+def test_calls_after_a_refused_call_with_the_same_ids_go_on_as_if_it_never_happened(ns, reference, feedback):
+    """After each kind of refused call (OutOfBlocks for a prompt, a new block and a copy; ValueError;
+    KeyError), calls with the same ids work as if it had never been made: no prefix, block, token or
+    sequence of the refused call is left to share, hold or grow."""
+    check(ns, reference, feedback, Scenario(4, 2, (
+        ("allocate", 1, [1, 2, 3]),
+        ("allocate", 2, [1, 2, 5, 6, 7, 8, 9]),
+        ("allocate", 2, [1, 2, 5, 6, 7]),
+        ("append_token", 2, 8),
+        ("fork", 9, 2),
+        ("fork", 2, 1),
+        ("allocate", 1, [5, 6]),
+        ("append_token", 1, 4),
+        ("append_token", 1, 5),
+        ("free", 2),
+        ("append_token", 1, 5),
+        ("fork", 1, 2),
+        ("append_token", 2, 6),
+        ("append_token", 2, 7),
+        ("allocate", 9, [1, 2, 3, 4, 5, 6]),
+        ("fork", 1, 9),
+        ("append_token", 9, 1),
+    )), about="rules 6 and 7: a refused call changes nothing, for the ids it named too")
+
+
+def test_an_id_used_again_after_free_is_a_new_sequence_that_grows_from_its_own_prompt(ns, reference, feedback):
+    """A sequence freed after growing over several blocks, then an id used again with a shorter prompt:
+    the new sequence grows from its own prompt (a new block only when its own last block is full), and
+    nothing of the old one (its length, its blocks, its last block) counts."""
+    check(ns, reference, feedback, Scenario(6, 2, (
+        ("allocate", 5, [1, 2, 3]),
+        ("append_token", 5, 4),
+        ("append_token", 5, 5),
+        ("append_token", 5, 6),
+        ("fork", 5, 6),
+        ("free", 5),
+        ("allocate", 5, [7]),
+        ("append_token", 5, 8),
+        ("append_token", 5, 9),
+        ("free", 6),
+        ("fork", 5, 6),
+        ("append_token", 6, 1),
+        ("append_token", 5, 2),
+        ("free", 5),
+        ("allocate", 5, [1, 2, 3, 4, 5]),
+        ("append_token", 5, 6),
+    )), about="sequence ids: an id again once its sequence is freed")

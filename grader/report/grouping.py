@@ -1,46 +1,42 @@
 """What a report says about a run as a whole: failures grouped by cause, and what the run covered.
 
-One bug often fails many tests, each with its own scenario but the same broken rule ("a decode gets
-exactly 1 token, but r3 got 2"; in the next test, "... but r7 got 2"). Listed one by one, sixteen
-failures read as sixteen bugs. Here failures that share a cause are grouped: the cause is said once,
-with the tests it fails named once each.
+One bug often fails many tests, each with its own scenario but the same broken rule. Listed one by
+one, sixteen failures read as sixteen bugs. Here failures that share a cause (grader.core.causes: the
+first line of the message, where it says the first call at which the program and the reference part
+ways, with each scenario's particulars masked) are one group: the cause is said once, headed by the
+test that shows it most directly (the fewest steps before it), the others folded under it, each named
+once. The details (the scenario, the trace) stay with each test.
 
-Two failures share a cause when their messages' first lines are the same once the particulars of
-each scenario are masked: numbers, request-style ids (`r12`) and bracketed lists (plans, id lists).
-The first line is where a message says what broke and, for a divergence, the first difference; its
-details (the scenario, the trace) stay with each test.
-
-Everything here works on the report's view of each test (grader.report.result_view), so it is a pure
-function of the scorecard like every other part of a report.
+Everything here works on the report's view of each test (grader.report.view), so it is a pure function
+of the scorecard like every other part of a report.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from grader.core.causes import first_step, masked_headline
 from grader.core.scorecard import Scorecard
-
-_LISTS = re.compile(r"\[[^\[\]]*\]")
-_IDS = re.compile(r"\b[A-Za-z]\d+\b")
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def cause_key(view: dict[str, Any]) -> str:
     """The cause of a failure, with what differs from scenario to scenario masked."""
-    line = next((line for line in str(view.get("message", "")).split("\n") if line.strip()), "")
-    masked = line.strip()
-    for _ in range(4):  # nested lists: innermost first
-        masked = _LISTS.sub("[…]", masked)
-    masked = _IDS.sub("x#", masked)
-    masked = _NUMBERS.sub("#", masked)
-    return f"{view.get('status', '')}\0{' '.join(masked.split())}"
+    return f"{view.get('status', '')}\0{masked_headline(str(view.get('message', '')))}"
+
+
+def _directness(view: dict[str, Any]) -> tuple[int, int]:
+    """How directly a failure shows its cause, least first: the steps before it, then its message's length
+    (a shorter scenario and replay)."""
+    message = str(view.get("message", ""))
+    step = first_step(message)
+    return (step if step is not None else 10**9, len(message))
 
 
 def failure_groups(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The failing tests' views grouped by cause, in order of first appearance.
 
-    Each group: `cause` (the first test's headline, as it was written), `lead` (the first test's view),
+    Each group: `cause` (the lead's headline, as it was written), `lead` (the view of the test that shows
+    the cause most directly: the fewest steps before it, then the shortest message, then the first),
     `tests` (every view, the lead first), `count`. Every view after the lead of its group gets
     `same_as` (the lead's name and anchor), so a report can say so instead of repeating it. A test
     without a message is a group of its own; every other view gets `same_as` None.
@@ -53,13 +49,18 @@ def failure_groups(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = cause_key(view) if view.get("message") else f"\0{view.get('anchor', id(view))}"
         group = groups.get(key)
         if group is None:
-            group = {"cause": view.get("headline", ""), "lead": view, "tests": [], "count": 0}
+            group = {"tests": [], "count": 0}
             groups[key] = group
             order.append(group)
-        else:
-            view["same_as"] = {"name": group["lead"]["name"], "anchor": group["lead"]["anchor"]}
         group["tests"].append(view)
         group["count"] += 1
+    for group in order:
+        # The lead: the test that shows the cause most directly; the others follow it in their order.
+        lead = min(group["tests"], key=_directness)
+        group["tests"] = [lead] + [view for view in group["tests"] if view is not lead]
+        group["lead"], group["cause"] = lead, lead.get("headline", "")
+        for view in group["tests"][1:]:
+            view["same_as"] = {"name": lead["name"], "anchor": lead["anchor"]}
     return order
 
 
