@@ -23,7 +23,7 @@ from grader.course.store import Store
 from grader.report import render_html
 from tests import golden
 from tests.axe import check_page
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, STUB, exercise_copy, mutant_file
+from tests.helpers import EXERCISE, REFERENCE, STUB, exercise_copy, mutant_file
 from tests.lti_platform import INSTRUCTOR
 from tests.service import import_roster, local_server, signed_in, wait_graded
 from tests.test_lti import grade, launch, lti  # noqa: F401  (the LTI service in process, its launches)
