@@ -1,4 +1,4 @@
-"""WCAG 2.1 AA on every page a student or an instructor sees, checked with axe-core in Chromium
+"""WCAG 2.1 AA on every page a student, a TA or an instructor sees, checked with axe-core in Chromium
 (tests/axe.py): each page of the service as its reader gets it, the HTML report of each kind of
 scorecard, and the published site. axe must find nothing, in the light and the dark colour scheme.
 
