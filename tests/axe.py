@@ -5,8 +5,10 @@ axe-core is npm's package, pinned in tests/axe/package.json and installed into t
 it they skip, except under CI=true, where that fails. `check_page(page, axe)` runs the rules of WCAG 2.0 and
 2.1, levels A and AA, on the page as it is now, in the light and the dark colour scheme (every page declares
 both), and fails with each violation listed: its rule, the elements it found (CSS selectors) and axe's
-summary of what to fix. The script is evaluated through the DevTools protocol, so the pages' Content
-Security Policy (no script at all) stays as it is.
+summary of what to fix. At the phone's width every box that scrolls must also take the focus and, but
+for a block of code, have a name (WCAG 2.1.1): axe lets one pass when a link inside it can take the
+focus, but what lies past that link is then out of the keyboard's reach. The script is evaluated through
+the DevTools protocol, so the pages' Content Security Policy (no script at all) stays as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ AXE_SCRIPT = PROJECT / "tests" / "axe" / "node_modules" / "axe-core" / "axe.min.
 TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
 SCHEMES = ("light", "dark")
 PHONE = (390, 844)
+# The boxes on the page that scroll (their content wider or taller than they are) but that the keyboard
+# cannot focus, or that have no name (a block of code, <pre>, needs none: it is read as the code it holds);
+# form fields, which scroll their own text, are left to axe.
+UNREACHABLE_SCROLLERS = """() => [...document.body.querySelectorAll('*')].filter(el => {
+  if (el.matches('input, textarea, select')) return false;
+  const style = getComputedStyle(el);
+  const scrolls = (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1)
+               || (['auto', 'scroll'].includes(style.overflowY) && el.scrollHeight > el.clientHeight + 1);
+  const named = (el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || '').trim() !== '';
+  return scrolls && (el.tabIndex < 0 || !(named || el.tagName === 'PRE'));
+}).map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + el.className : '')
+             + ' in ' + (el.closest('section, main, body').id || el.closest('section, main, body').tagName))"""
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,10 @@ def check_page(page: Any, script: str, what: str = "") -> None:
     size = page.viewport_size
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
     run(("light",))
+    for where in page.evaluate(UNREACHABLE_SCROLLERS):
+        found.setdefault(("light", "scroller-focusable", where),
+                         Violation("light", "scroller-focusable", "serious",
+                                   "A box that scrolls must take the focus (tabindex=0) and, but for code, have a name", where, ""))
     page.set_viewport_size(size)
     if folded:
         page.evaluate("() => document.querySelectorAll('details[data-axe-opened]').forEach(d => {"

@@ -1,4 +1,4 @@
-"""WCAG 2.1 AA on every page a student or an instructor sees, checked with axe-core in Chromium
+"""WCAG 2.1 AA on every page a student, a TA or an instructor sees, checked with axe-core in Chromium
 (tests/axe.py): each page of the service as its reader gets it, the HTML report of each kind of
 scorecard, and the published site. axe must find nothing, in the light and the dark colour scheme.
 
@@ -35,7 +35,8 @@ MUTANT = mutant_file("03_skip_blocked_head")
 @dataclass(frozen=True)
 class Visit:
     """A page of the service as `who` opens it ("nobody", "student", "newcomer": a student who has not
-    answered the prediction yet, "instructor"), and the HTTP status it answers with."""
+    answered the prediction yet, "ta": a teaching assistant, "instructor"), and the HTTP status it answers
+    with."""
 
     who: str
     path: str
@@ -46,7 +47,9 @@ class Visit:
 
 
 # Every page of the service, one line each. Fields: {exercise}, {student} (the student who submitted),
-# {failing} and {passing} (their graded submissions), {link} (the student's sign-in path).
+# {failing} and {passing} (their graded submissions), {link} (the student's sign-in path), {resolved} and
+# {open} (the student's grade inquiries about {failing}: one answered and resolved, one answered and added
+# to, still open).
 SERVICE_PAGES = [
     Visit("nobody", "/", 401),
     Visit("nobody", "{link}"),
@@ -62,7 +65,24 @@ SERVICE_PAGES = [
     Visit("student", "/submissions/{passing}"),
     Visit("student", "/submissions/{passing}/report"),
     Visit("instructor", "/instructor"),
-    Visit("instructor", "/instructor/students/{student}"),
+    Visit("student", "/submissions/{failing}/inquiry"),  # asking about a grade, with the inquiries asked
+    Visit("student", "/inquiries"),
+    Visit("student", "/inquiries/{resolved}"),
+    Visit("student", "/inquiries/{open}"),
+    Visit("ta", "/staff"),
+    Visit("ta", "/staff/students/{student}"),
+    Visit("ta", "/inquiries"),
+    Visit("ta", "/inquiries?state=all"),
+    Visit("ta", "/inquiries/{resolved}"),
+    Visit("ta", "/inquiries/{open}?done=answered"),  # with the notice of what was done
+    Visit("ta", "/exercises/{exercise}"),
+    Visit("ta", "/submissions/{failing}"),
+    Visit("ta", "/submissions/{failing}/report"),
+    Visit("instructor", "/inquiries"),  # the queue and the course's inquiry settings
+    Visit("instructor", "/inquiries?state=resolved"),
+    Visit("instructor", "/inquiries/{resolved}"),
+    Visit("instructor", "/inquiries/{open}"),
+    Visit("instructor", "/instructor/students/{student}"),  # with its due dates, one an extension
     Visit("instructor", "/instructor/students/{student}/link"),
     Visit("instructor", "/instructor/students/{student}/revoke"),
     Visit("instructor", "/instructor/regrade/{exercise}"),
@@ -84,8 +104,9 @@ REPORTS = ["reference", "mutant", "stub", "rejected_syntax", "error_killed", "ti
 
 @dataclass
 class Course:
-    """A served course: a student with a failing and a passing graded submission, a newcomer who has not
-    answered yet, and the sessions of each reader."""
+    """A served course: a student with a failing and a passing graded submission, two grade inquiries of
+    theirs answered by a TA and the instructor, an extension, a newcomer who has not answered yet, and the
+    sessions of each reader."""
 
     url: str
     cookies: dict[str, str]
@@ -97,22 +118,52 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("project")
     toml = exercise_copy(folder) / "exercise.toml"
     text = re.sub(r"submission_interval_s = \d+", "submission_interval_s = 1", toml.read_text())
-    toml.write_text(text.replace("[web]\n", "[web]\ndue = 2036-06-30T23:59:00+02:00\n"))
+    toml.write_text(text.replace("[web]\n", "[web]\nopens = 2026-01-05T09:00:00+01:00\n"
+                                             "due = 2036-06-30T23:59:00+02:00\n"))
     with local_server(folder, cwd=folder) as server:
         instructor, csrf = signed_in(server, server.instructor_link)
-        links = import_roster(server, instructor, csrf, "id,name,tier\nada,Ada L,premium\nlin,Lin B,premium\n")
+        links = import_roster(server, instructor, csrf, "id,name,tier,role\nada,Ada L,premium,\nlin,Lin B,premium,\n"
+                                                        "bea,Bea T,,ta\n")
         student, token = signed_in(server, links["ada"])
         newcomer, _ = signed_in(server, links["lin"])
+        ta, ta_csrf = signed_in(server, links["bea (TA)"])
         student.post(f"/exercises/{EXERCISE}/prediction", data={"csrf": token, "choice": "2"})
         graded = {}
         for name, source in (("failing", MUTANT), ("passing", REFERENCE)):
             done = student.post(f"/exercises/{EXERCISE}/submit", data={"csrf": token, "code": source.read_text()})
             graded[name] = wait_graded(student, str(done.url)).url.path.rsplit("/", 1)[-1]
+        inquiries = ask_and_answer(student, token, ta, ta_csrf, instructor, csrf, graded["failing"])
+        extended = instructor.post("/instructor/students/ada/extension",
+                                   data={"csrf": csrf, "exercise": EXERCISE, "due": "2036-07-03T12:00"})
+        assert extended.status_code == 200 and "(an extension)" in extended.text, extended.text[:2000]
         yield Course(server.url,
                      {who: client.cookies["grader_session"] for who, client in
-                      (("instructor", instructor), ("student", student), ("newcomer", newcomer))},
+                      (("instructor", instructor), ("student", student), ("newcomer", newcomer), ("ta", ta))},
                      {"exercise": EXERCISE, "student": "ada", "link": links["ada"].removeprefix(server.url),
-                      **graded})
+                      **graded, **inquiries})
+
+
+def ask_and_answer(student: Any, token: str, ta: Any, ta_csrf: str, instructor: Any, csrf: str,
+                   submission: str) -> dict[str, str]:
+    """The student asks about the whole submission and about one test of it; the TA answers the first and
+    resolves it, the instructor answers the second and the student adds to it, still open."""
+    form = student.get(f"/submissions/{submission}/inquiry")
+    test_id = re.search(r'<option value="([^"]+)">the test ', form.text)
+    assert form.status_code == 200 and test_id, form.text[:2000]
+    made = {}
+    for name, about in (("resolved", ""), ("open", test_id.group(1))):
+        asked = student.post(f"/submissions/{submission}/inquiry",
+                             data={"csrf": token, "about": about, "message": f"Why this grade?\nAbout {about or 'all'}."})
+        assert asked.status_code == 200 and re.search(r"/inquiries/\d+$", asked.url.path), asked.text[:2000]
+        made[name] = asked.url.path.rsplit("/", 1)[-1]
+    for client, data, inquiry in ((ta, {"csrf": ta_csrf, "message": "The test is right.", "resolve": "1"}, "resolved"),
+                                  (instructor, {"csrf": csrf, "message": "Look at the head of the queue."}, "open"),
+                                  (student, {"csrf": token, "message": "Thanks: and the second case?"}, "open")):
+        answered = client.post(f"/inquiries/{made[inquiry]}/reply", data=data)
+        assert answered.status_code == 200, answered.text[:2000]
+    states = {name: re.search(r"<b>(Open|Resolved)</b>", student.get(f"/inquiries/{made[name]}").text) for name in made}
+    assert {name: found and found.group(1) for name, found in states.items()} == {"resolved": "Resolved", "open": "Open"}
+    return made
 
 
 def open_as(new_page: Any, course: Course, who: str) -> Any:

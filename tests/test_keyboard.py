@@ -1,7 +1,8 @@
 """The service with the keyboard alone (WCAG 2.1.1, 2.4.1, 2.4.3, 2.4.7), in headless Chromium: a student
 signs in, answers the question before the code, submits, reads the report; the instructor signs in and
-releases the results; the student then sees the score. Only Tab, Shift+Tab, Enter and Space are pressed:
-no click, no fill. At every stop the element with the focus must be on screen and drawn with the focus
+releases the results; the student then sees the score and asks about the grade; the instructor answers and
+resolves the inquiry from the dashboard's queue, and the student reads the answer. Only Tab, Shift+Tab,
+Enter and Space are pressed, and a message typed into the field that has the focus: no click, no fill. At every stop the element with the focus must be on screen and drawn with the focus
 outline (the pages' `:focus-visible` style), and the first Tab of a page with navigation reaches the link
 that skips to the main content. docs/accessibility.md lists what this walk does not see.
 """
@@ -136,10 +137,6 @@ def test_a_term_walked_with_the_keyboard_alone(new_page, course):
     expect(details).to_have_js_property("open", is_open)
     tab_to(page, re.compile(r"^← Submission \d+$"), key=BACK)  # and back up to the way out, Shift+Tab
 
-    # Grade inquiries (issue 58): once a student can ask about a grade, the walk asks here, from the report
-    # or the submission's page: Tab to the question's field and its button, Enter; then the instructor
-    # answers below, before the release, and the student reads the answer at the end.
-
     desk = new_page()
     desk.goto(instructor_link)
     skip_to_main(desk)
@@ -155,4 +152,39 @@ def test_a_term_walked_with_the_keyboard_alone(new_page, course):
 
     page.goto(submission)
     expect(page.locator("#score")).to_have_text(re.compile(r"^0/\d+ points on the premium tier"))
+    # Released: the student asks about the grade from the submission's page, the whole submission (the
+    # list's first choice, left as it is), the question typed into the field with the focus.
+    skip_to_main(page)
+    tab_to(page, "Ask about this grade")
+    press(page)
+    expect(page).to_have_url(f"{submission}/inquiry")
+    tab_to(page, lambda now: now["tag"] == "select" and now["name"].startswith("About"))
+    tab_to(page, re.compile(r"^Your question"))
+    page.keyboard.type("Every test fails: is the stub graded as it should be?")
+    tab_to(page, "Send the question")
+    press(page, "Space")
+    expect(page).to_have_url(re.compile(r"/inquiries/\d+$"))
+    thread = page.url
+    expect(page.locator("#thread")).to_contain_text("is the stub graded as it should be?")
+
+    # The instructor finds it from the dashboard's count of open inquiries, answers and resolves it (the
+    # box to resolve is ticked while the inquiry is open).
+    desk.goto(f"{server.url}/instructor")
+    skip_to_main(desk)
+    tab_to(desk, "1 open")
+    press(desk)
+    expect(desk).to_have_url(f"{server.url}/inquiries")
+    tab_to(desk, lambda now: now["tag"] == "a" and now["href"] == thread.removeprefix(server.url))
+    press(desk)
+    tab_to(desk, re.compile(r"^Message"))
+    desk.keyboard.type("It is: the stub returns no batch at all, so no test can pass.")
+    resolve = tab_to(desk, "and resolve the inquiry")
+    assert resolve["type"] == "checkbox" and desk.locator("#resolve").is_checked()
+    tab_to(desk, "Send")
+    press(desk)
+    expect(desk.locator("#notice")).to_contain_text("Answered and resolved.")
+
+    page.goto(thread)
+    expect(page.locator("#thread")).to_contain_text("the stub returns no batch at all")
+    expect(page.locator("#inquiry-facts")).to_contain_text("Resolved")
     assert problems(page) == [] and problems(desk) == []
