@@ -76,7 +76,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
         (mutants / f"{name}.py").write_text(bug)
     graded = []
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
         graded.append(tier)
         bug = data.decode()
         tests = [TestResult(f"{suite}::t", f"test_{suite}", suite, "failed" if bug in (suite, "stub") else "passed",
@@ -132,7 +132,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     graded: list[tuple[str, int | None]] = []
     names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]")
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
         text = data.decode()
         graded.append((text, seed))
         failing = names if text == "stub" else outcome(text, seed)
@@ -309,3 +309,79 @@ def test_mutants_are_made_from_every_correct_variant_and_say_which():
     assert all("_live" in m.name for m in own)  # only the variant's own code
     declared = set(load_exercise(EXERCISE).audit.equivalent)
     assert any(key.startswith("live_ids · ") for key in declared)
+
+
+def test_the_lines_of_the_reference_that_no_test_reaches_are_reported(tmp_path, capsys):
+    """A reference with a branch no test takes (dedupe of something not a list): the audit names its
+    lines, as a warning that leaves the verdict alone; the lines the tests run are not named."""
+    shutil.copytree(PROJECT / "tests" / "lucky_course", tmp_path / "course",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    reference = tmp_path / "course" / "solutions" / "dedupe" / "dedupe.py"
+    source = reference.read_text()
+    assert "    seen: set[int] = set()\n" in source
+    reference.write_text(source.replace("    seen: set[int] = set()\n", "    if not isinstance(values, list):\n"
+                                        "        raise TypeError('dedupe takes a list')\n"
+                                        "    seen: set[int] = set()\n"))
+    assert main(["audit", str(tmp_path / "course" / "exercises" / "dedupe"), "--sandbox", "local",
+                 "--no-generated"]) == 1  # weak as before: its mutants are caught by luck
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: lines no test reaches: dedupe.py 6 (the reference)" in out
+    assert "every line of dedupe.py is reached" not in out
+
+
+def test_every_line_reached_is_said(capsys):
+    """The third exercise's tests run every line of its reference."""
+    dedupe = PROJECT / "tests" / "lucky_course" / "exercises" / "dedupe"
+    main(["audit", str(dedupe), "--sandbox", "local", "--no-generated", "--seeds", "1"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "reference: every line of dedupe.py is reached by a test" in out and "lines no test reaches" not in out
+
+
+@pytest.mark.unit
+def test_the_lines_that_could_run_are_the_functions_lines_with_code():
+    """A docstring, a comment, a blank line, a module's or a class's body hold no line a test could
+    miss; a function's `def`, its branches and its comprehensions do."""
+    from grader.audit.coverage import function_lines, spans, unreached
+
+    source = ('"""doc"""\nLIMIT = 3\n\n\nclass A:\n    size = 1\n\n    def m(self, x):\n        """doc"""\n'
+              '        # why\n        if x:\n            return [i for i in range(x)]\n        return []\n')
+    assert function_lines(source, "a.py") == {8, 11, 12, 13}
+    assert unreached(source, "a.py", {8, 11, 13, 99}) == [12]
+    assert function_lines("def f(:\n", "a.py") == set()
+    assert spans([41, 57, 58, 59, 61]) == "41, 57-59, 61" and spans([]) == ""
+
+
+@pytest.mark.unit
+def test_only_an_audit_asks_for_the_lines_and_what_comes_back_is_checked_as_data():
+    """A grading traces nothing unless its caller hands in `lines`; the lines each record says ran are
+    gathered into it; a record whose lines are not a bounded list of line numbers makes the run unreadable."""
+    from grader.core.backend import PlainBackend, RawRun
+    from grader.core.exercise import load_exercise
+    from grader.core.grading import expected_max, grade_bytes
+    from grader.harness.contract import MAX_LINES, Results, Run, TestRecord, results_line, valid_lines
+
+    exercise = load_exercise(EXERCISE)
+    sent: list[Run] = []
+
+    def backend_saying(lines):
+        def backend(ex, source, tier, run):
+            sent.append(run)
+            records = [TestRecord(f"{suite}/x.py::{name}", suite, name, "", lines=lines(k))
+                       for k, (suite, name) in enumerate(expected_max(ex, tier))]
+            return RawRun(results_line(Results.of(run.nonce, [], records)).encode(), 0, False, 0.1)
+        return PlainBackend(backend)
+
+    plain = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k: []), "fake")
+    assert plain.status == "graded" and sent[-1].trace_lines is False
+    assert Run.from_json(sent[-1].to_json()).trace_lines is False
+    reached: set[int] = set()
+    card = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k: [k + 1, 40]), "fake",
+                       lines=reached)
+    assert card.status == "graded" and sent[-1].trace_lines is True and Run.from_json(sent[-1].to_json()).trace_lines
+    assert reached == {40} | {k + 1 for k in range(len(card.tests))}
+    for forged in (["7"], [0], [True], [10**8], list(range(1, MAX_LINES + 2))):
+        with pytest.raises(ValueError):
+            valid_lines(forged)
+        bad = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k, f=forged: f), "fake",
+                          lines=set())
+        assert bad.status == "error" and "could not be read" in bad.reason

@@ -27,6 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.audit.coverage import spans, unreached
 from grader.audit.gradings import kept_card
 from grader.audit.identity import likeliest
 from grader.audit.mutate import Mutant, generate_mutants
@@ -50,6 +51,9 @@ class AuditRow:
     mutant: Mutant | None = None  # a generated mutant's change
     equivalent: str = ""  # why exercise.toml says no test can catch it
     seeded: frozenset[str] = frozenset()  # the tests (base names) whose workloads are drawn from the seed
+    # A correct solution's lines (of its functions) that no test ran, on its own seed; None: not known
+    # (a mutant's row, or a grading that ended in error).
+    unreached: list[int] | None = None
 
     @property
     def caught_by(self) -> list[str]:
@@ -166,7 +170,8 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     if len(mutants) == 0:
         stub.problems.append(f"no mutants in {exercise.root / 'solutions' / exercise.slug / 'mutants'}")
     generated_rows = ordered[len(exercise.mutants):]
-    warnings = _judge_generated(exercise, generated_rows, generated) + _diagnosis_warnings(exercise)
+    warnings = (_judge_generated(exercise, generated_rows, generated) + _diagnosis_warnings(exercise)
+                + _coverage_warnings([reference, *variants]))
     figures = [TierFigure(name, suites, sum(1 for row in mutants if row.caught_by_suites(suites, name)), len(mutants))
                for name, suites in exercise.tiers.items()]
     found = check_seeds(exercise)
@@ -206,9 +211,10 @@ class _AuditGrader:
         self.local = threading.local()
         self.made_backends: list[Backend] = []
 
-    def card(self, data: bytes, tier: str, seed: int | None = None, mutant: bool = False) -> Scorecard:
+    def card(self, data: bytes, tier: str, seed: int | None = None, mutant: bool = False,
+             lines: set[int] | None = None) -> Scorecard:
         """A grading; a mutant's is read from the kept gradings (grader/audit/gradings.py) when the
-        audit keeps them and this very grading was kept before."""
+        audit keeps them and this very grading was kept before. `lines` gets the lines the tests ran."""
         if self.make_backend is None:
             backend = self.backend
         else:
@@ -218,16 +224,21 @@ class _AuditGrader:
             backend = self.local.backend
 
         def make() -> Scorecard:
-            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed)
+            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed, lines=lines)
 
         if mutant and self.keep_gradings:
             return kept_card(make, self.exercise, data, tier, seed, self.backend_name)
         return make()
 
-    def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None) -> AuditRow:
+    def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None,
+            traced: bool = False) -> AuditRow:
+        """A file's row; a `traced` one's (a correct solution's) with the lines of it no test reaches."""
         every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
-        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant), mutant=made,
+        reached: set[int] | None = set() if traced else None
+        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant, reached), mutant=made,
                        seeded=frozenset(self.seeded))
+        if reached is not None and row.card.status == "graded":
+            row.unreached = unreached(data.decode("utf-8", errors="replace"), str(path), reached)
         if mutant and made is None:
             row.other_cards = {name: self.card(data, name, mutant=True) for name in self.uncovered}
         if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
@@ -251,7 +262,7 @@ def _graded_reference(grader: _AuditGrader, on_row: Callable[[AuditRow], None] |
     """The reference's row, or a correct variant's: it must get full marks."""
     path = variant or grader.exercise.reference
     what = f"variant {path.stem}" if variant else "reference"
-    reference = grader.row(what, path, path.read_bytes())
+    reference = grader.row(what, path, path.read_bytes(), traced=True)
     if on_row:
         on_row(reference)
     if reference.card.score != reference.card.max_score or not reference.card.tests:
@@ -318,6 +329,13 @@ def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) 
                             (f": it most likely means {meant!r} ({keys[meant].name}); declare that one instead, "
                              "if it is equivalent" if meant else ": remove it"))
     return warnings
+
+
+def _coverage_warnings(rows: list[AuditRow]) -> list[str]:
+    """A warning for each correct solution with lines no test reaches: a blind spot of the suites, where
+    a student's mistake goes unseen; not a verdict (a line may be there for a case no test can make)."""
+    return [f"lines no test reaches: {row.path.name} {spans(row.unreached)} (the {row.label}): a mistake there "
+            "goes unseen; a test should run them" for row in rows if row.unreached]
 
 
 def _diagnosis_warnings(exercise: Exercise) -> list[str]:

@@ -50,6 +50,9 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
         console.print(Text(f"seeds: {refusal}", style="red bold"), soft_wrap=True)
     for warning in audit.warnings:
         console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+    for row in (audit.reference, *audit.variants):
+        if row.unreached == []:
+            console.print(f"{row.label}: every line of {row.path.name} is reached by a test")
     for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
         console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
                       f"{figure.mutants} mutants; {figure.mutants - figure.caught} go unnoticed on this tier")

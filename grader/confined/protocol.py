@@ -67,6 +67,10 @@ OP_GETATTR = "getattr"  # an attribute read remotely: {TARGET, NAME}
 OP_CALL = "call"  # calling an object: {TARGET, ARGS, KWARGS}
 OP_METHOD = "method"  # calling a method of an object: {TARGET, NAME, ARGS, KWARGS}
 OP_SCENARIO = "scenario"  # many operations in one message: {OPS, BEAT}
+# An audit's grading of a correct solution only: OP_TRACE starts recording the lines of the submission's
+# file that run, OP_LINES stops it and answers them, a sorted list of at most MAX_LINES line numbers.
+OP_TRACE, OP_LINES = "trace", "lines"
+MAX_LINES = 100_000
 NAME, TARGET, ARGS, KWARGS = "name", "ref", "args", "kwargs"  # TARGET: the handle of the object concerned
 WATCH = "watch"  # with any call: the objects read since the last one, whose snapshots may ride along
 OPS, BEAT = "ops", "beat"

@@ -15,6 +15,7 @@ import builtins
 import importlib.util
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -44,6 +45,7 @@ class Worker(ObjectTable):
         self.last_frame = 0.0
         self.in_op = False  # the submission's code of a scenario's operation is running
         self.refused = False
+        self.lines: set[int] | None = None  # the submission's lines that ran, while an audit asks for them
 
     # -- the loop ------------------------------------------------------------------------------------
     def reply(self, body: dict[str, Any], results: tuple[str, list[str]] | None = None) -> bool:
@@ -125,6 +127,9 @@ class Worker(ObjectTable):
                 return
             if request.get(protocol.OP) == protocol.OP_SCENARIO:
                 self.run_scenario(request[protocol.OPS], float(request[protocol.BEAT]))
+                continue
+            if request.get(protocol.OP) == protocol.OP_LINES:  # plain numbers, never a kept list
+                self.reply({protocol.OK: self.stop_tracing()})
                 continue
             kept = False
             try:
@@ -211,6 +216,33 @@ class Worker(ObjectTable):
             finally:
                 self.in_op = not self.refused
 
+    # -- the lines that ran (an audit's grading of a correct solution alone) -------------------------
+    def start_tracing(self) -> None:
+        """Record the lines of the submission's file that run from now on. Only the submission's own
+        frames get a line tracer (the rest cost one call event each), so the grading slows little."""
+        lines: set[int] = set()
+        self.lines = lines
+        submission = self.submission
+
+        def on_line(frame: Any, event: str, arg: Any) -> Any:
+            lines.add(frame.f_lineno)
+            return on_line
+
+        def on_call(frame: Any, event: str, arg: Any) -> Any:
+            if frame.f_code.co_filename != submission:
+                return None
+            lines.add(frame.f_lineno)  # the `def` line: the function was called
+            return on_line
+
+        threading.settrace(on_call)
+        sys.settrace(on_call)
+
+    def stop_tracing(self) -> list[int]:
+        sys.settrace(None)
+        threading.settrace(None)
+        lines, self.lines = self.lines or set(), None
+        return sorted(lines)[:protocol.MAX_LINES]
+
     def scenario_step(self, op: list[Any]) -> tuple[Any, Any]:
         """(the value an operation gives later ones, what the harness is told of it)."""
         kind = op[0]
@@ -246,6 +278,9 @@ class Worker(ObjectTable):
 
     def perform(self, request: dict[str, Any]) -> Any:
         op = request[protocol.OP]
+        if op == protocol.OP_TRACE:
+            self.start_tracing()
+            return None
         if op == protocol.OP_NAME:
             name = request[protocol.NAME]
             if not hasattr(self.module, name):

@@ -25,11 +25,12 @@ from grader.harness.contract import MESSAGE_CHARS, Results, Run, TestRecord, res
 from grader.text import valid_text
 
 
-def new_run(exercise: Exercise, source: bytes, seed: int | None = None) -> Run:
+def new_run(exercise: Exercise, source: bytes, seed: int | None = None, trace_lines: bool = False) -> Run:
     """What the host sends with a submission: a fresh nonce, which the harness's results must carry,
     and the submission's seed (grader.core.seeding; `audit` chooses others, to grade a mutant on several).
     Made here once a grading, and nowhere else."""
-    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed)
+    return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed,
+               trace_lines=trace_lines)
 
 
 log = logging.getLogger("grader.grading")
@@ -42,10 +43,13 @@ Diagnose = Callable[[Scorecard, Exercise], list[Diagnosis]]
 
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
-                backend_name: str | None = None, seed: int | None = None, diagnose: Diagnose | None = None) -> Scorecard:
+                backend_name: str | None = None, seed: int | None = None, diagnose: Diagnose | None = None,
+                lines: set[int] | None = None) -> Scorecard:
     """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
     its own name unless `backend_name` says otherwise; the random workloads draw from the submission's
-    own seed unless `seed` is given. `diagnose`, when given, tells the judged card its likely misconceptions."""
+    own seed unless `seed` is given. `diagnose`, when given, tells the judged card its likely misconceptions.
+    `lines`, when given (an audit's grading of a correct solution, never a student's), gets the lines of
+    the submission's file that some test ran."""
     backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
@@ -59,9 +63,9 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     else:
         card.submission_sha256 = submission.sha256
         # The run is the host's: its nonce authenticates the results, and its seed is the one on the card.
-        run = new_run(exercise, submission.source, seed)
+        run = new_run(exercise, submission.source, seed, trace_lines=lines is not None)
         card.seed = run.seed
-        judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected)
+        judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected, lines)
         if diagnose is not None:
             card.diagnosis = diagnose(card, exercise)  # on the host, from what the card says alone
     card.graded_at = utc_now()  # when the grading ended
@@ -99,10 +103,11 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
 
 
 def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: str,
-          expected: dict[tuple[str, str], int] | None = None) -> None:
+          expected: dict[tuple[str, str], int] | None = None, lines: set[int] | None = None) -> None:
     """Fill `card` from a backend's raw run, or mark it `error` with the reason. `nonce` is the one the
     host gave the run: results that do not carry it were not written by this run's harness. `expected`
-    is the tier's tests with their points (see `expected_max`), when the caller has it already."""
+    is the tier's tests with their points (see `expected_max`), when the caller has it already. `lines`
+    gets the lines of the submission's file the tests' records say ran (a traced run's)."""
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
@@ -118,7 +123,8 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
         results = Results.from_json(printed)
         if results.nonce != nonce:
             return error("the results file was not written by this run's harness (it may have been forged)")
-        tests = [result_from(entry, exercise) for entry in results.tests]
+        records = [TestRecord.from_untrusted(entry, exercise.suites) for entry in results.tests]
+        tests = [TestResult.scored(record, exercise.points_for(record.name, record.suite)) for record in records]
         problems = [valid_text(p, MESSAGE_CHARS) for p in results.problems]
     except (ValueError, KeyError, TypeError) as exc:
         return error(f"the harness's results could not be read ({exc})")
@@ -130,6 +136,8 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     if missing:
         return error(f"no result for {len(missing)} test(s): {', '.join(missing[:5])}")
     card.tests = tests
+    if lines is not None:
+        lines.update(line for record in records for line in record.lines)
     card.score = sum(t.score for t in tests)
     card.max_score = sum(t.max_score for t in tests)
 

@@ -46,6 +46,7 @@ from grader.confined.forking import START_TIME_FIELD as START_TIME_FIELD
 from grader.confined.forking import stat_number as stat_number
 from grader.confined.limits import Limits as Limits
 from grader.confined.processes import wait_for_exit as wait_for_exit
+from grader.confined.protocol import MAX_LINES as MAX_LINES
 from grader.confined.restrict import seccomp_program as seccomp_program
 from grader.harness.start import bootstrap as bootstrap
 
@@ -124,6 +125,9 @@ class Run:
 
     nonce: str
     seed: int
+    # An audit's grading of a correct solution: each test's record carries the lines of the submission's
+    # file that ran (`TestRecord.lines`). Never set on a student's grading.
+    trace_lines: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -131,7 +135,7 @@ class Run:
     @classmethod
     def from_json(cls, text: str) -> Run:
         data = json.loads(text)
-        return cls(nonce=str(data["nonce"]), seed=int(data["seed"]))
+        return cls(nonce=str(data["nonce"]), seed=int(data["seed"]), trace_lines=data.get("trace_lines") is True)
 
 
 def input_frame(data: bytes) -> bytes:
@@ -214,6 +218,7 @@ TEST_STATUSES: tuple[TestStatus, ...] = get_args(TestStatus)
 # Bounds on what a test's record may carry into the host; the harness keeps well under them already.
 NAME_CHARS, MESSAGE_CHARS, LINE_CHARS, OUTPUT_CHARS, ARTIFACT_CHARS = 500, 8_000, 500, 64_000, 4_000
 TRACEBACK_LINES = 32
+MAX_LINE_NUMBER = 10_000_000  # of a line a worker says ran (the submission's size bounds its real lines)
 
 
 @dataclass
@@ -236,6 +241,7 @@ class TestRecord:
     output: str = ""
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # of the submission's file, that ran (a traced run's only)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the results document carries it (a copy: the record may still change)."""
@@ -261,6 +267,7 @@ class TestRecord:
             cpu_wait_s=max(0.0, round(float(data.get("cpu_wait_s", 0.0)), 3)),
             traceback=[valid_text(t, LINE_CHARS) for t in data["traceback"]][:TRACEBACK_LINES], output=output,
             output_cut=int(data["output_cut"]) + cut, artifacts=valid_data(list(data["artifacts"]), ARTIFACT_CHARS),
+            lines=valid_lines(data.get("lines", [])),
         )
 
 
@@ -331,6 +338,15 @@ def collection_error(report: str, limit: int = 600) -> str:
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+
+
+def valid_lines(value: Any, limit: int = MAX_LINES) -> list[int]:
+    """Line numbers a worker says ran: a list of at most `limit` ints, each from 1 to MAX_LINE_NUMBER;
+    ValueError for anything else. Data to report, never acted on."""
+    if type(value) is not list or len(value) > limit \
+            or not all(type(n) is int and 0 < n <= MAX_LINE_NUMBER for n in value):
+        raise ValueError("a list of lines reached that is not a bounded list of line numbers")
+    return list(value)
 
 
 def valid_text(value: Any, limit: int | None = None) -> str:

@@ -55,16 +55,20 @@ class SubmissionNames(Mapping[str, Any]):
         if name not in self._harness.job.names:
             raise UndeclaredName(f"the exercise does not declare the name {name!r} (names in exercise.toml)")
         if name not in self._values:
-            if self._client is None:
-                self._client = self._harness.pool.start_worker()
-            self._values[name] = self._client.lookup(name)
+            self._values[name] = self._worker().lookup(name)
         return self._values[name]
 
     def scenario(self) -> Scenario:
         """A scenario: many operations run in the worker in one message (`client.Scenario`)."""
+        return Scenario(self._worker(), self._harness.job.names)
+
+    def _worker(self) -> WorkerClient:
+        """The test's worker, started on first use; recording the lines that run when the run asks it."""
         if self._client is None:
-            self._client = self._harness.pool.start_worker()
-        return Scenario(self._client, self._harness.job.names)
+            self._client = client = self._harness.pool.start_worker()
+            if self._harness.trace_lines:
+                client.trace_lines()
+        return self._client
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._harness.job.names)
@@ -105,6 +109,8 @@ class GradingPlugin:
         client = names._client
         if client is not None:
             record = harness.records.get(request.node.nodeid)
+            if harness.trace_lines and record is not None:
+                record.lines = client.lines_reached()
             harness.pool.clean_up_after(client)
             text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
             # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.

@@ -40,6 +40,7 @@ class HarnessState:
         self.stdin = stdin  # where the run (nonce, seed, submission) arrives, once the tests are collected
         self.fork_server = fork_server  # a fork server's control socket: fork a harness per grading (see `fork_server`)
         self.nonce: str | None = None
+        self.trace_lines = False  # the run asks each test's lines of the submission (an audit's, of a correct solution)
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
@@ -102,7 +103,7 @@ class HarnessState:
             # No submission will come (the pool that started this sandbox was closed): leave quietly.
             self.pool.end_confinement()
             os._exit(INPUT_CLOSED)
-        self.nonce, self.job.seed = run.nonce, run.seed
+        self.nonce, self.job.seed, self.trace_lines = run.nonce, run.seed, run.trace_lines
         self.start_budget()
         if self.job.isolation == "container":
             # The host holds a container's input open until the grading ends; it closes early only when
