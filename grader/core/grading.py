@@ -150,12 +150,3 @@ def _log_harness_end(raw: RawRun, exercise: Exercise, tier: str) -> None:
     log.error("%s (%s tier): the grading harness ended without results (exit status %s%s)%s", exercise.slug, tier,
               raw.exit_status, ", timed out" if raw.timed_out else "",
               f"; it printed last:\n{valid_text(tail, HARNESS_TAIL_CHARS)}" if tail else "; it printed nothing")
-
-
-def result_from(entry: dict[str, Any], exercise: Exercise) -> TestResult:
-    """One test's result from the harness's JSON. This is where results enter the host: the entry is
-    read as the contract reads what a sandbox wrote (`TestRecord.from_untrusted`: a suite of this
-    exercise, a known status, every string made valid text and cut with a count past its bound), then
-    given its points."""
-    record = TestRecord.from_untrusted(entry, exercise.suites)
-    return TestResult.scored(record, exercise.points_for(record.name, record.suite))

@@ -158,7 +158,7 @@ class Scorecard:
     def to_json(self, compact: bool = False) -> str:
         """The scorecard as JSON: indented for a reader, or `compact` (for the store: json's C encoder, where
         the indenting one is pure Python and far slower)."""
-        # Text from a submission is made valid where results enter the host (grading.result_from); this
+        # Text from a submission is made valid where results enter the host (grading.judge, by TestRecord.from_untrusted); this
         # is the last guard before a file or the store, so one stray surrogate can never stop a write.
         text = json.dumps(self.to_dict(), indent=None if compact else 2, ensure_ascii=False,
                           separators=(",", ":") if compact else None)
