@@ -11,7 +11,6 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
 
 import grader
 from grader.core.backend import Backend, RawRun
