@@ -13,8 +13,8 @@ card does are candidates (its first failing test failed the same way).
 One cause or none: the closest mutant is the diagnosis when its similarity is at least `THRESHOLD` and
 it is ahead of the next mutant that says something else by at least `MARGIN`; two causes that fit about
 as well are a guess, and a guess is not told. Mutants that behave alike everywhere (`indistinguishable`:
-the same tests failing, each the same ways) are one cause family, which no grading can tell apart: the
-family is named once, by its closest member.
+each, read as the other's failures, matches it within `MARGIN`) are one cause family, which no grading
+can tell apart: the family is named once, by its closest member.
 The figures are measured (docs/authoring.md#misconception-hints).
 """
 
@@ -93,12 +93,19 @@ def parts_ways_alike(card: Scorecard, signature: Signature, seeded: set[str]) ->
     return expected is not None and (not named or failure_kind(first) in expected.kinds)
 
 
-def indistinguishable(one: Signature, other: Signature) -> bool:
-    """Whether two mutants behave alike everywhere their signatures saw: the same tests fail, each in the
-    same ways (the same first divergent calls). How often a random workload reached the mistake is left
-    out: over a few seeds that is chance, not behaviour."""
-    return one.fails.keys() == other.fails.keys() and all(
-        set(failure.kinds) == set(other.fails[key].kinds) for key, failure in one.fails.items())
+def indistinguishable(one: Signature, other: Signature, seeded: set[str]) -> bool:
+    """Whether no grading can tell two mutants apart: each, read as a run's failures, is as like the other
+    as within `MARGIN` of a perfect match (the same tests failing, at the same first divergent calls, a
+    random workload reaching them about as often). Such mutants are one cause family."""
+    shared = total = 0.0
+    for key in one.fails.keys() | other.fails.keys():
+        mine, theirs = one.fails.get(key), other.fails.get(key)
+        rates = (mine.rate if mine else 0.0, theirs.rate if theirs else 0.0)
+        weight = SEEDED_WEIGHT if key in seeded else 1.0
+        agree = 1.0 if mine and theirs and set(mine.kinds) & set(theirs.kinds) else OTHER_WAY
+        shared += weight * min(rates) * agree
+        total += weight * max(rates)
+    return not total or shared / total >= 1 - MARGIN
 
 
 def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
@@ -113,8 +120,9 @@ def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
     if not scored or scored[0][0] < THRESHOLD:
         return []
     best_value, best = scored[0]
+    seeded = set(signatures.seeded)
     rivals = [value for value, signature in scored[1:]
-              if signature.hint != best.hint and not indistinguishable(signature, best)]
+              if signature.hint != best.hint and not indistinguishable(signature, best, seeded)]
     if rivals and best_value - rivals[0] < MARGIN:
         return []
     return [Diagnosis(best.mutant, best.hint, round(best_value, 3))]
