@@ -21,6 +21,7 @@ from grader.audit.signatures import (
     signatures_path,
 )
 from grader.cli import main
+from grader.core.causes import masked_divergence, masked_headline
 from grader.core.exercise import Exercise, load_exercise
 from grader.core.scorecard import Diagnosis, Scorecard
 from grader.core.scorecard import TestResult as Result
@@ -174,12 +175,98 @@ def test_failures_like_a_mutants_get_its_hint():
         "Your program behaves like one that emits a token late."
 
 
-def test_mutants_that_fail_alike_are_all_named():
+def test_mutants_that_behave_alike_everywhere_are_one_cause_named_once():
+    """02 and 03 fail the same tests at the same calls: no grading tells them apart, so they are one
+    family, named once by its closest member (not "X, or Y")."""
     card = card_failing({"hidden::d": "the reservation stays", "hidden::e": "the reservation stays"})
     found = diagnose(card, SIGNATURES)
-    assert [d.mutant for d in found] == ["02_never", "03_also_never"]
-    assert diagnosis_sentence(found) == ("Your program behaves like one that never gives back its reservation, "
-                                         "or one that gives back its reservation a step late.")
+    assert [d.mutant for d in found] == ["02_never"]
+    assert diagnosis_sentence(found) == "Your program behaves like one that never gives back its reservation."
+
+
+TWO_CAUSES = Signatures("ex", "f" * 16, "premium", 3, seeded=[], mutants=[
+    Signature("01_left", "forgets the left one", {
+        "hidden::d": Failure(1.0, [kind("at step #, put(x#): the call raises ValueError, but yours returns normally.")]),
+        "hidden::e": Failure(1.0, [kind("at step #, put(x#): the call raises ValueError, but yours returns normally.")])}),
+    Signature("02_right", "forgets the right one", {
+        "hidden::d": Failure(1.0, [kind("at step #, put(x#): the call raises ValueError, but yours returns normally.")]),
+        "hidden::f": Failure(1.0, [kind("at step #, put(x#): the call raises ValueError, but yours returns normally.")])}),
+])
+REFUSED_PUT = "at step 2, put(r4): the call raises ValueError, but yours returns normally."
+
+
+def test_a_card_that_fits_two_causes_as_well_gets_none():
+    both = card_failing({"hidden::d": REFUSED_PUT, "hidden::e": REFUSED_PUT, "hidden::f": REFUSED_PUT})
+    assert diagnose(both, TWO_CAUSES) == []
+
+
+def test_the_right_cause_alone_when_it_is_clearly_the_best():
+    left = card_failing({"hidden::d": REFUSED_PUT, "hidden::e": REFUSED_PUT})
+    assert [d.mutant for d in diagnose(left, TWO_CAUSES)] == ["01_left"]
+
+
+def test_the_same_tests_failing_at_another_first_call_are_another_cause():
+    """Both mutants fail d and e; the program parts ways at get(), as 02 does, not at put() as 01 does."""
+    signatures = dataclasses.replace(TWO_CAUSES, mutants=[
+        TWO_CAUSES.mutants[0],
+        Signature("02_get", "reads the wrong one", {key: Failure(1.0, [kind(
+            "at step #, get(x#): the call returns […], but yours returns [].")]) for key in ("hidden::d", "hidden::e")})])
+    wrong_get = "at step 3, get(r2): the call returns [4, 5], but yours returns []."
+    card = card_failing({"hidden::d": wrong_get, "hidden::e": wrong_get})
+    assert [d.mutant for d in diagnose(card, signatures)] == ["02_get"]
+
+
+def test_the_first_divergent_call_keeps_its_name_and_an_empty_list():
+    message = "at step 5, allocate(2, []): the call raises ValueError, but yours returns normally.\nThis test ..."
+    assert masked_divergence(message) == "at step #, allocate(#, []): the call raises ValueError, but yours returns normally."
+    assert masked_divergence(message.replace("[]", "[4, 5]")) == \
+        "at step #, allocate(#, […]): the call raises ValueError, but yours returns normally."
+    # the reports still group one difference met at different calls as one cause
+    assert masked_headline(message) == "at step #, a call: the call raises ValueError, but yours returns normally."
+
+
+# What a program that accepts an empty prompt fails (paged_kv_cache, graded on the premium tier): every
+# first difference is an allocate() of an empty prompt that the reference refuses.
+EMPTY_PROMPT_FAILS = {
+    **{f"hidden::test_random_calls_match_the_reference[{profile}]":
+       "at step 1, allocate(8, []): the call raises ValueError, but yours returns normally."
+       for profile in ("full_cache_forks", "one_block_cache", "one_token_blocks", "parallel_sampling",
+                       "shared_prefixes", "tight_cache")},
+    "hidden::test_mistakes_raise_and_change_nothing":
+        "at step 2, allocate(2, []): the call raises ValueError, but yours returns normally.",
+    "hidden::test_allocate_of_an_existing_id_raises_value_error_whatever_the_prompt":
+        "at step 5, allocate(2, []): the call raises ValueError, but yours returns normally.",
+    "hidden::test_a_refused_call_leaves_no_sequence_behind":
+        "at step 3, allocate(3, []): the call raises ValueError, but yours returns normally.",
+    "hidden::test_every_refused_call_changes_nothing":
+        "at step 13, allocate(8, []): the call raises ValueError, but yours returns normally.",
+}
+
+
+def real_card(slug: str, failing: dict[str, str]) -> Scorecard:
+    """A premium card of the exercise: `failing` failed, every other test of its suites passed."""
+    exercise = load_exercise(slug)
+    ran = [f"{suite.name}::{name}" for suite in exercise.suites.values() for name in list_tests(suite)]
+    assert set(failing) <= set(ran)
+    return card_failing(failing, passing=tuple(key for key in ran if key not in failing), exercise=slug)
+
+
+def test_a_program_that_accepts_an_empty_prompt_is_not_told_it_overwrites_a_duplicate_allocate():
+    exercise = load_exercise("paged_kv_cache")
+    signatures = current_signatures(exercise)
+    assert signatures is not None
+    found = diagnose(real_card("paged_kv_cache", EMPTY_PROMPT_FAILS), signatures)
+    assert "18_duplicate_allocate_overwrites" not in [d.mutant for d in found]
+    assert len(found) <= 1
+
+
+def test_the_golden_mutants_card_is_told_its_one_cause():
+    """tests/golden/mutant.json: mutant 03 graded; its failures name 03's mistake alone."""
+    exercise = load_exercise("continuous_batching")
+    signatures = current_signatures(exercise)
+    assert signatures is not None
+    card = Scorecard.from_dict(json.loads((PROJECT / "tests" / "golden" / "mutant.json").read_text(encoding="utf-8")))
+    assert [d.mutant for d in diagnose(card, signatures)] == ["03_skip_blocked_head"]
 
 
 def test_a_mutant_counts_only_where_it_parts_ways_as_the_program_does():

@@ -1,5 +1,5 @@
 """Misconception diagnosis measured on real gradings: every mutant, graded on a seed its signature was
-not made from, is diagnosed as itself (or with a mutant that fails alike); at least 60% of the wrong
+not made from, is diagnosed as itself (or as a mutant indistinguishable from it: one cause family); at least 60% of the wrong
 programs written apart from the mutants (tests/wrong_programs/SLUG/*.py) get a diagnosis, and those
 whose mistake a mutant shares get a fitting one; no correct program (tests/wrong_programs/SLUG/correct/)
 ever gets one, on either tier."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.audit.match import diagnose_graded
+from grader.audit.match import diagnose_graded, indistinguishable
 from grader.audit.signatures import current_signatures
 from grader.core.exercise import load_exercise
 from grader.core.grading import grade_bytes
@@ -108,13 +108,14 @@ def test_every_mutant_is_diagnosed_as_itself_on_a_seed_of_its_own(slug):
     exercise = load_exercise(slug)
     signatures = current_signatures(exercise)
     assert signatures is not None, f"stale or missing: grader misconceptions {slug}"
-    alike = {m.mutant: {o.mutant for o in signatures.mutants if set(o.fails) == set(m.fails)}
-             for m in signatures.mutants}
+    seeded = set(signatures.seeded)
+    family = {m.mutant: {o.mutant for o in signatures.mutants if indistinguishable(o, m, seeded)}
+              for m in signatures.mutants}
     # A seed none of the signatures was made from (they use the audit's first three).
     cards = graded(slug, {path.stem: (path.read_bytes(), exercise.top_tier) for path in exercise.mutants},
                    seed=7)
     wrong = {name: [d.mutant for d in card.diagnosis] for name, card in cards.items()
-             if not {d.mutant for d in card.diagnosis} & (alike[name] | {name})}
+             if not {d.mutant for d in card.diagnosis} & (family[name] | {name})}
     assert not wrong, wrong
 
 
@@ -133,7 +134,14 @@ def test_most_wrong_programs_get_a_fitting_diagnosis_and_correct_ones_none(slug)
               and card.score < card.max_score}
     diagnosed = {name for name, card in losing.items() if card.diagnosis}
     assert len(diagnosed) >= SHARE * len(losing), (sorted(diagnosed), sorted(set(losing) - diagnosed))
-    # A diagnosis given must fit: one of the mutants whose hint says the program's mistake.
+    # A diagnosis given must fit: one of the mutants whose hint says the program's mistake, or one no
+    # grading tells apart from such a mutant (its cause family, named by whichever member is closest).
+    signatures = current_signatures(load_exercise(slug))
+    assert signatures is not None
+    seeded = set(signatures.seeded)
+    by_name = {m.mutant: m for m in signatures.mutants}
+    fitting = {name: {o.mutant for o in signatures.mutants for m in mutants if m in by_name
+                      and indistinguishable(o, by_name[m], seeded)} | mutants for name, mutants in FITS.items()}
     told = {name: {d.mutant for d in losing[name].diagnosis} for name in FITS if name in losing}
-    unfitting = {name: sorted(found) for name, found in told.items() if found and not found & FITS[name]}
+    unfitting = {name: sorted(found) for name, found in told.items() if found and not found & fitting[name]}
     assert not unfitting, unfitting

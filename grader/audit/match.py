@@ -5,11 +5,16 @@ comes from a test the student's tier did not run). For each mutant, a weighted J
 the two sets of failing tests: a test both fail counts fully when it failed the same way (the same
 status and masked first message line as one of the mutant's failures) and `OTHER_WAY` when it failed
 otherwise; a random workload's test (its seed decides what it reaches) weighs `SEEDED_WEIGHT` and
-counts as much as the share of seeds the mutant failed it on. Only mutants that part ways from the
-reference where the card does are candidates (its first failing test failed the same way). The
-closest is the diagnosis when its similarity is at least `THRESHOLD`, with any other mutant that
-comes as close (`TIE`) and says something else; more than `MOST_HINTS` such hints say nothing
-useful, and none is given.
+counts as much as the share of seeds the mutant failed it on. "The same way" is per test: the first
+call where the two part ways from the reference, what the reference gave there and what they gave
+(grader/core/causes.py's `masked_divergence`). Only mutants that part ways from the reference where the
+card does are candidates (its first failing test failed the same way).
+
+One cause or none: the closest mutant is the diagnosis when its similarity is at least `THRESHOLD` and
+it is ahead of the next mutant that says something else by at least `MARGIN`; two causes that fit about
+as well are a guess, and a guess is not told. Mutants that behave alike everywhere (`indistinguishable`:
+each, read as the other's failures, matches it within `MARGIN`) are one cause family, which no grading
+can tell apart: the family is named once, by its closest member.
 The figures are measured (docs/authoring.md#misconception-hints).
 """
 
@@ -29,10 +34,11 @@ from grader.core.exercise import Exercise
 from grader.core.scorecard import Diagnosis, Scorecard
 
 THRESHOLD = 0.6
-TIE = 0.03
+# What one named test of five, failing at another call, takes from a similarity (OTHER_WAY / 5): a best
+# match ahead by less is ahead by less than one test's first divergence, and is not told.
+MARGIN = 0.1
 SEEDED_WEIGHT = 0.3
 OTHER_WAY = 0.5
-MOST_HINTS = 3
 
 log = logging.getLogger("grader.diagnosis")
 
@@ -87,25 +93,39 @@ def parts_ways_alike(card: Scorecard, signature: Signature, seeded: set[str]) ->
     return expected is not None and (not named or failure_kind(first) in expected.kinds)
 
 
+def indistinguishable(one: Signature, other: Signature, seeded: set[str]) -> bool:
+    """Whether no grading can tell two mutants apart: each, read as a run's failures, is as like the other
+    as within `MARGIN` of a perfect match (the same tests failing, at the same first divergent calls, a
+    random workload reaching them about as often). Such mutants are one cause family."""
+    shared = total = 0.0
+    for key in one.fails.keys() | other.fails.keys():
+        mine, theirs = one.fails.get(key), other.fails.get(key)
+        rates = (mine.rate if mine else 0.0, theirs.rate if theirs else 0.0)
+        weight = SEEDED_WEIGHT if key in seeded else 1.0
+        agree = 1.0 if mine and theirs and set(mine.kinds) & set(theirs.kinds) else OTHER_WAY
+        shared += weight * min(rates) * agree
+        total += weight * max(rates)
+    return not total or shared / total >= 1 - MARGIN
+
+
 def diagnose(card: Scorecard, signatures: Signatures) -> list[Diagnosis]:
-    """The misconceptions the card's failures look like, the closest first; none for a run that is not
-    `graded`, has full marks or fails like no mutant. A mutant counts only where it parts ways from the
-    reference as the card does (`parts_ways_alike`): alike sets of failing tests reached by another
-    first difference are another mistake."""
+    """The one misconception the card's failures look like, or none: none for a run that is not `graded`,
+    has full marks, fails like no mutant, or fits two causes about as well (within `MARGIN`). A mutant
+    counts only where it parts ways from the reference as the card does (`parts_ways_alike`): alike sets
+    of failing tests reached by another first difference are another mistake."""
     if not has_failures(card) or signatures.exercise != card.exercise:
         return []
     scored = [(value, signature) for value, signature in ranked(card, signatures)
               if parts_ways_alike(card, signature, set(signatures.seeded))]
     if not scored or scored[0][0] < THRESHOLD:
         return []
-    best = scored[0][0]
-    found: list[Diagnosis] = []
-    for value, signature in scored:
-        if value < max(THRESHOLD, best - TIE):
-            break
-        if all(d.hint != signature.hint for d in found):
-            found.append(Diagnosis(signature.mutant, signature.hint, round(value, 3)))
-    return found if len(found) <= MOST_HINTS else []
+    best_value, best = scored[0]
+    seeded = set(signatures.seeded)
+    rivals = [value for value, signature in scored[1:]
+              if signature.hint != best.hint and not indistinguishable(signature, best, seeded)]
+    if rivals and best_value - rivals[0] < MARGIN:
+        return []
+    return [Diagnosis(best.mutant, best.hint, round(best_value, 3))]
 
 
 def diagnose_graded(card: Scorecard, exercise: Exercise) -> list[Diagnosis]:

@@ -1,9 +1,11 @@
 """What each mutant fails, kept in solutions/SLUG/misconceptions.json, and when that file is current.
 
 A signature is a mutant's failing tests on the exercise's top tier, each with the share of the graded
-seeds it failed on (a random workload may fail on some seeds only) and the kinds of failure seen (the
-status and the message's first line with each scenario's particulars masked, as reports group
-failures: grader/core/causes.py). A tier's signature is the part of it in that tier's suites.
+seeds it failed on (a random workload may fail on some seeds only) and the kinds of failure seen: the
+status and the message's first line, which for a scenario names the first call where the mutant parts
+ways from the reference, what the reference gave and what the mutant gave, with each scenario's
+particulars masked but the call's name kept (grader/core/causes.py's `masked_divergence`). A tier's
+signature is the part of it in that tier's suites.
 
 The file carries a fingerprint of what the signatures were graded against (exercise.toml's grading
 settings, every suite's files, the reference, the mutants and their hints): a file whose fingerprint is not the
@@ -19,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.core.causes import masked_headline
+from grader.core.causes import masked_divergence
 from grader.core.exercise import Exercise
 from grader.core.fingerprint import feed_exercise, files_fingerprint, graded_by
 from grader.core.scorecard import TestResult
 
 FILE = "misconceptions.json"
-FORMAT = 1  # the file's own layout; a change of it makes every file stale
+FORMAT = 2  # the file's layout and how its kinds are masked; a change of either makes every file stale
 
 
 @dataclass
@@ -77,8 +79,9 @@ def test_key(suite: str, name: str) -> str:
 
 
 def failure_kind(test: TestResult) -> str:
-    """How a test failed, the scenario's particulars masked: its status and its message's first line."""
-    return f"{test.status}: {masked_headline(test.message)}"
+    """How a test failed, the scenario's particulars masked: its status and its message's first line (for a
+    scenario: the first divergent call, what the reference gave, what the program gave)."""
+    return f"{test.status}: {masked_divergence(test.message)}"
 
 
 def signatures_path(exercise: Exercise) -> Path:

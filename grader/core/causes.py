@@ -22,14 +22,31 @@ _NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 
 def masked_headline(message: str) -> str:
     """The message's first non-empty line, its particulars masked and its spaces made single."""
+    return _CALL.sub("at step #, a call: ", _masked(message, keep_empty=False))
+
+
+_EMPTY = "\0empty\0"
+
+
+def masked_divergence(message: str) -> str:
+    """The message's first line masked as `masked_headline` does, but keeping what tells one mistake from
+    another where both part ways from the reference: the call they part ways at (its name; its arguments
+    masked) and an empty list as empty. `allocate(#, [])` refused by the reference is another mistake
+    than `allocate(#, […])` refused, though both read "the call raises ValueError, but yours returns
+    normally" (what a mutant's signature records: grader/audit/signatures.py)."""
+    return _masked(message, keep_empty=True)
+
+
+def _masked(message: str, keep_empty: bool) -> str:
     line = next((line for line in str(message).split("\n") if line.strip()), "")
     masked = line.strip()
+    if keep_empty:
+        masked = re.sub(r"\[\s*\]", _EMPTY, masked)
     for _ in range(4):  # nested lists: innermost first
         masked = _LISTS.sub("[…]", masked)
     masked = _IDS.sub("x#", masked)
     masked = _NUMBERS.sub("#", masked)
-    masked = _CALL.sub("at step #, a call: ", masked)
-    return " ".join(masked.split())
+    return " ".join(masked.replace(_EMPTY, "[]").split())
 
 
 _STEP = re.compile(r"\bstep (\d+)\b")
