@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 from types import SimpleNamespace
 
 import pytest
@@ -38,9 +39,15 @@ def grade_suite(pytester: pytest.Pytester):
         # What the harness does to its own process (a subreaper that kills strays, a memory cap) is for a
         # process of its own: undone for this one, which runs other tests after.
         harness.pool.subreaper = False
+        # The harness's timers (SIGALRM) too: a test's timer of the run inside must not go off in this one.
+        alarm, timer = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
         try:
             pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder), plugins=[GradingPlugin(harness)])
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm)
+            if timer[0] > 0:
+                signal.setitimer(signal.ITIMER_REAL, *timer)
             resource.setrlimit(resource.RLIMIT_AS, limits)
             prctl(PR_SET_CHILD_SUBREAPER, 0)
             prctl(PR_SET_DUMPABLE, 1)
