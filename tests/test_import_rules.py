@@ -126,7 +126,9 @@ def test_each_layer_imports_nothing_of_the_layers_above_it(layer, path):
 
 
 def test_each_layer_has_modules_to_check():
-    assert all(len(modules(layer)) >= 5 for layer in LAYERS if (PACKAGE / layer).is_dir())
+    """The rules read real files: each package of a layer has modules of its own beside its __init__.py."""
+    assert all(len([path for path in modules(layer) if path.name != "__init__.py"]) >= 3
+               for layer in LAYERS if (PACKAGE / layer).is_dir())
     assert all(path.is_file() for layer in LAYERS for path in layer_modules(layer))
 
 
