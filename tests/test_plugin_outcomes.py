@@ -6,13 +6,11 @@ back still names the rule a bare assert checks."""
 from __future__ import annotations
 
 import os
-import resource
-import signal
+import pickle
 from types import SimpleNamespace
 
 import pytest
 
-from grader.confined.forking import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
 from grader.harness.contract import Job, Suite, TestRecord
 from grader.harness.lanes import LaneReport
 from grader.harness.outcomes import not_run_message, note_timeouts
@@ -24,8 +22,10 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture
 def grade_suite(pytester: pytest.Pytester):
-    """Run a suite's source through the grading plugin, in this process; {test name: record}."""
-    limits = resource.getrlimit(resource.RLIMIT_AS)
+    """Run a suite's source through the grading plugin in a process of its own, forked from this one (the
+    plugin in process, as pytester runs it); {test name: record}. What the harness does to its process (a
+    subreaper, a memory cap, its timers, a frozen heap) is for a process of its own, as in a grading: it
+    never reaches the tests that run after in this one."""
     runs: list[str] = []
 
     def run(source: str, details: bool = True) -> tuple[dict, list[str]]:
@@ -35,23 +35,28 @@ def grade_suite(pytester: pytest.Pytester):
         job = Job(submission="solution.py", module="solution", names=["f"],
                   suites=[Suite("hidden", folder.name, details=details)], worker_code="", worker_python="",
                   isolation="none")
-        harness = HarnessState(job, str(pytester.path))
-        # What the harness does to its own process (a subreaper that kills strays, a memory cap) is for a
-        # process of its own: undone for this one, which runs other tests after.
-        harness.pool.subreaper = False
-        # The harness's timers (SIGALRM) too: a test's timer of the run inside must not go off in this one.
-        alarm, timer = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
-        try:
-            pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder), plugins=[GradingPlugin(harness)])
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, alarm)
-            if timer[0] > 0:
-                signal.setitimer(signal.ITIMER_REAL, *timer)
-            resource.setrlimit(resource.RLIMIT_AS, limits)
-            prctl(PR_SET_CHILD_SUBREAPER, 0)
-            prctl(PR_SET_DUMPABLE, 1)
-        return {r.name.split("::")[-1]: r for r in harness.records.values()}, harness.problems
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the run, its records back through the pipe, and out without teardown
+            status = 1
+            try:
+                os.close(reader)
+                harness = HarnessState(job, str(pytester.path))
+                harness.pool.subreaper = False
+                pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder),
+                                             plugins=[GradingPlugin(harness)])
+                records = {r.name.split("::")[-1]: r for r in harness.records.values()}
+                with os.fdopen(writer, "wb") as out:
+                    pickle.dump((records, harness.problems), out)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as answer:
+            data = answer.read()
+        _, status = os.waitpid(pid, 0)
+        assert status == 0 and data, f"the run's process ended with status {status}"
+        return pickle.loads(data)
 
     return run
 
@@ -223,21 +228,23 @@ def test_a_file_that_cannot_be_collected_is_a_problem_of_the_run(grade_suite):
 
 
 def test_the_plugin_is_found_in_the_config_stash(pytester):
-    """A trusted suite (or a test of the plugin) reaches the run through `config.stash[GRADING]`."""
+    """A trusted suite (or a test of the plugin) reaches the run through `config.stash[GRADING]` (in a
+    process of its own, as `grade_suite` runs the harness)."""
     job = Job(submission="s.py", module="s", names=[], suites=[], worker_code="", worker_python="", isolation="none")
-    limits = resource.getrlimit(resource.RLIMIT_AS)
-    harness = HarnessState(job, str(pytester.path))
-    harness.pool.subreaper = False
-    grading = GradingPlugin(harness)
-    try:
-        pytester.plugins.append(grading)
-        config = pytester.parseconfigure()
-        assert config.stash[GRADING] is grading and config.stash[GRADING].harness is harness
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, limits)
-        prctl(PR_SET_CHILD_SUBREAPER, 0)
-        prctl(PR_SET_DUMPABLE, 1)
-    assert os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        found = False
+        try:
+            harness = HarnessState(job, str(pytester.path))
+            harness.pool.subreaper = False
+            grading = GradingPlugin(harness)
+            pytester.plugins.append(grading)
+            config = pytester.parseconfigure()
+            found = config.stash[GRADING] is grading and config.stash[GRADING].harness is harness
+        finally:
+            os._exit(0 if found else 1)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0, "the plugin was not in the config's stash"
 
 
 def test_a_long_message_is_cut_with_a_count_and_made_valid_text_as_the_contract_does(grade_suite):

@@ -37,6 +37,8 @@ def note_timeouts(records: dict[str, TestRecord], report: LaneReport) -> None:
     names = ", ".join(record.name for record in timed_out[:TIMEOUTS_NAMED])
     more = f" and {len(timed_out) - TIMEOUTS_NAMED} more" if len(timed_out) > TIMEOUTS_NAMED else ""
     ran = len(records) - len(timed_out) - sum(1 for why in report.not_run.values() if why == "time")
+    if ran == 0:
+        return  # no other test ran: the timeouts cost nothing it could say
     them = "it" if len(timed_out) == 1 else "them"
     others = "test ran with its" if ran == 1 else "tests ran with their"
     note = (f"{timeouts_phrase(len(timed_out))} of this grading ran out of time ({names}{more}); that cost only "
