@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -16,14 +18,15 @@ from grader.harness.lanes import LaneReport
 from grader.harness.outcomes import not_run_message, note_timeouts
 from grader.harness.plugin import GRADING, SUBMISSION_NAMES, GradingPlugin
 from grader.harness.state import HarnessState
+from tests.helpers import PROJECT
 
 pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
 def grade_suite(pytester: pytest.Pytester):
-    """Run a suite's source through the grading plugin in a process of its own, forked from this one (the
-    plugin in process, as pytester runs it); {test name: record}. What the harness does to its process (a
+    """Run a suite's source through the grading plugin in a fresh interpreter (tests/plugin_run.py), as a
+    grading's harness runs in a process of its own; {test name: record}. What the harness does to its process (a
     subreaper, a memory cap, its timers, a frozen heap) is for a process of its own, as in a grading: it
     never reaches the tests that run after in this one."""
     runs: list[str] = []
@@ -35,28 +38,12 @@ def grade_suite(pytester: pytest.Pytester):
         job = Job(submission="solution.py", module="solution", names=["f"],
                   suites=[Suite("hidden", folder.name, details=details)], worker_code="", worker_python="",
                   isolation="none")
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: the run, its records back through the pipe, and out without teardown
-            status = 1
-            try:
-                os.close(reader)
-                harness = HarnessState(job, str(pytester.path))
-                harness.pool.subreaper = False
-                pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(folder),
-                                             plugins=[GradingPlugin(harness)])
-                records = {r.name.split("::")[-1]: r for r in harness.records.values()}
-                with os.fdopen(writer, "wb") as out:
-                    pickle.dump((records, harness.problems), out)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(writer)
-        with os.fdopen(reader, "rb") as answer:
-            data = answer.read()
-        _, status = os.waitpid(pid, 0)
-        assert status == 0 and data, f"the run's process ended with status {status}"
-        return pickle.loads(data)
+        given, out = pytester.path / f"job{len(runs)}.pickle", pytester.path / f"out{len(runs)}.pickle"
+        given.write_bytes(pickle.dumps((job, str(pytester.path), str(folder))))
+        done = subprocess.run([sys.executable, "-m", "tests.plugin_run", str(given), str(out)], cwd=PROJECT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and out.exists(), f"the run ended with status {done.returncode}: {done.stderr[-2000:]}"
+        return pickle.loads(out.read_bytes())
 
     return run
 
