@@ -599,9 +599,10 @@ def test_add_platform_makes_the_tier_an_explicit_choice(tmp_path, capsys):
     # Every add-platform the docs show says the tier, as premium.
     from pathlib import Path
 
-    docs = Path(__file__).resolve().parents[1] / "docs" / "lti.md"
-    commands = [text.split("```")[0] for text in docs.read_text().split("grader lti add-platform")[1:]]
-    assert len(commands) >= 3 and all("--tier premium" in c for c in commands), commands
+    project = Path(__file__).resolve().parents[1]
+    commands = [(doc.name, text.split("`")[0]) for doc in [project / "README.md", *sorted((project / "docs").glob("*.md"))]
+                for text in doc.read_text().split("grader lti add-platform")[1:] if text.startswith(" --")]
+    assert len(commands) >= 5 and all("--tier premium" in command for _, command in commands), commands
 
 
 def test_the_serve_thread_sends_a_new_grading_s_score_by_itself(lti):

@@ -154,9 +154,9 @@ def test_the_reference_is_compared_with_code_the_whole_class_holds():
     assert report.widely_shared == [f"s{i:02}" for i in range(12)], "a solution passed round the class went unsaid"
 
 
-def card(tests: list[tuple[str, str, str]]) -> Scorecard:
+def card(tests: list[tuple[str, str, str]], drawn: tuple[str, ...] = ()) -> Scorecard:
     results = [Result(id=f"t::{name}", name=name, suite="hidden", status=status,
-                          score=int(status == "passed"), max_score=1, message=message)
+                          score=int(status == "passed"), max_score=1, message=message, seeded=name in drawn)
                for name, status, message in tests]
     return Scorecard(exercise="demo", tier="premium", submission_sha256="0" * 64, status="graded",
                      score=sum(r.score for r in results), max_score=len(results), tests=results)
@@ -177,6 +177,26 @@ def test_two_files_that_fail_alike_are_the_strong_sign():
     assert compare_behaviour(card(passing), None).kind == "unknown"
     # Only the tests both ran count: a free tier's card beside a premium one compares the free tests.
     assert compare_behaviour(card(wrong[:1]), card(wrong)).kind == "both-pass"
+
+
+@pytest.mark.unit
+def test_failures_on_workloads_drawn_for_each_file_do_not_hide_two_copies_failing_alike():
+    """Two copies draw different workloads: a drawn test one fails and the other passes, or fails with
+    other words, is left out where both fail tests of fixed workloads alike."""
+    first = [("fixed", "failed", "got 3, expected 4"), ("random", "failed", "step 9 of workload 81"),
+             ("tokens", "failed", "request 4 got 2 tokens"), ("other", "passed", "")]
+    second = [("fixed", "failed", "got 3, expected 4"), ("random", "passed", ""),
+              ("tokens", "failed", "request 7 got 1 token"), ("other", "passed", "")]
+    alike = compare_behaviour(card(first, drawn=("random", "tokens")), card(second, drawn=("random", "tokens")))
+    assert alike.kind == "same-failures" and alike.strong and alike.both_failed == ["fixed"]
+    assert alike.drawn == 2 and "2 failure(s) on workloads drawn for each file not compared" in alike.summary()
+    # Unflagged, the same cards differ: the drawn test counts against them.
+    plain = compare_behaviour(card(first), card(second))
+    assert plain.kind == "shared-failures" and not plain.strong and plain.only_a == 1
+    # Where only drawn tests fail, they are all there is to compare.
+    only_drawn = compare_behaviour(card(first[1:], drawn=("random", "tokens")),
+                                   card(first[1:], drawn=("random", "tokens")))
+    assert only_drawn.kind == "same-failures" and only_drawn.drawn == 0 and only_drawn.both_failed == ["random", "tokens"]
 
 
 def write_exercise(root: Path, given: str) -> Path:

@@ -80,7 +80,7 @@ def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(t
         assert released.status_code == 303, released.text[:500]
         first.exec_web("grader", "lti", "add-platform", "--issuer", ISSUER, "--client-id", "42", "--deployment", "1",
                        "--auth-login-url", f"{ISSUER}/login", "--auth-token-url", f"{ISSUER}/token",
-                       "--keyset-url", f"{ISSUER}/jwks", "--base-url", "https://localhost/")
+                       "--keyset-url", f"{ISSUER}/jwks", "--tier", "premium", "--base-url", "https://localhost/")
         report = without_tokens(student.get(f"{submitted.url.path}/report").text)
         first.exec_web("grader", "backup", "--spool", "/var/lib/grader/spool", "--out", "/var/lib/grader/course.tar.gz")
         archive = tmp_path / "course.tar.gz"

@@ -238,7 +238,8 @@ def test_a_student_is_answered_within_a_second_beside_60_launches_waiting_on_a_s
     registration = platform.registration
     assert main(["lti", "add-platform", "--db", str(db), "--issuer", registration["issuer"], "--client-id", CLIENT_ID,
                  "--deployment", DEPLOYMENT, "--auth-login-url", registration["auth_login_url"],
-                 "--auth-token-url", registration["auth_token_url"], "--keyset-url", registration["keyset_url"]]) == 0
+                 "--auth-token-url", registration["auth_token_url"], "--keyset-url", registration["keyset_url"],
+                 "--tier", "premium"]) == 0
     server = Server.start(tmp_path / "serve.log", "--db", str(db), "--sandbox", "local")
     try:
         instructor, csrf = signed_in(server, server.instructor_link)

@@ -60,6 +60,9 @@ class TestResult:
     output: str = ""
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
+    # Its workloads were drawn from the run's seed, so another submission's run tested others: what
+    # `similarity` leaves out when it asks whether two submissions fail alike.
+    seeded: bool = False
 
     @classmethod
     def scored(cls, record: TestRecord, points: int) -> TestResult:
@@ -68,7 +71,7 @@ class TestResult:
                    score=points if record.status == "passed" else 0, max_score=points, message=record.message,
                    description=record.description, duration_s=record.duration_s, cpu_wait_s=record.cpu_wait_s,
                    traceback=record.traceback, output=record.output, output_cut=record.output_cut,
-                   artifacts=record.artifacts)
+                   artifacts=record.artifacts, seeded=record.seeded)
 
 
 @dataclass

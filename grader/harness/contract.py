@@ -242,6 +242,7 @@ class TestRecord:
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)  # of the submission's file, that ran (a traced run's only)
+    seeded: bool = False  # the test draws its workloads from the run's seed (the `seed` fixture)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the results document carries it (a copy: the record may still change)."""
@@ -268,6 +269,8 @@ class TestRecord:
             traceback=[valid_text(t, LINE_CHARS) for t in data["traceback"]][:TRACEBACK_LINES], output=output,
             output_cut=int(data["output_cut"]) + cut, artifacts=valid_data(list(data["artifacts"]), ARTIFACT_CHARS),
             lines=valid_lines(data.get("lines", [])),
+            # A record of a harness older than the flag has none.
+            seeded=data.get("seeded", False) is True,
         )
 
 

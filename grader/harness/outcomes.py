@@ -125,5 +125,7 @@ def new_record(harness: HarnessState, item: pytest.Item) -> TestRecord:
         nodeid=item.nodeid, name=item.nodeid.split("::", 1)[1],
         suite=harness.suite_name(item),
         description=doc.strip().splitlines()[0] if doc.strip() else "",
+        # Its workloads are drawn from the run's seed: another submission's run draws others.
+        seeded="seed" in getattr(item, "fixturenames", ()),
     )
     return record
