@@ -47,16 +47,25 @@ print(json.dumps(seen))
 
 def probe(tmp_path: Path) -> dict[str, object]:
     scratch = Path(tempfile.mkdtemp(prefix="grader-probe-", dir="/tmp"))
+    # The modules the probe imports and a file to keep from it, where every account may read them: the
+    # project itself may sit in a folder only its owner reaches (a clone in a private temporary folder).
+    shared = Path(tempfile.mkdtemp(prefix="grader-probe-code-", dir="/tmp"))
     try:
         os.chown(scratch, UID, UID)
-        secret = PROJECT / "README.md"  # readable by every account: only Landlock keeps it from the probe
-        repo = str(PROJECT)
-        done = subprocess.run([worker_python(UID), "-I", "-c", PROBE, repo, str(scratch), str(secret)], user=UID, group=UID, extra_groups=[],
-                              capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+        for module in ("__init__.py", "confined/__init__.py", "confined/restrict.py"):
+            (shared / "grader" / module).parent.mkdir(parents=True, exist_ok=True)
+            (shared / "grader" / module).write_bytes((PROJECT / "grader" / module).read_bytes())
+        secret = shared / "secret.txt"  # readable by every account: only Landlock keeps it from the probe
+        secret.write_text("not for the probe\n")
+        for path in (shared, *shared.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        done = subprocess.run([worker_python(UID), "-I", "-c", PROBE, str(shared), str(scratch), str(secret)],
+                              user=UID, group=UID, extra_groups=[], capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin"})
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
     finally:
-        subprocess.run(["rm", "-rf", str(scratch)], check=False)
+        subprocess.run(["rm", "-rf", str(scratch), str(shared)], check=False)
 
 
 @pytest.mark.unit

@@ -112,9 +112,18 @@ class Store:
         self.is_sqlite = sqlite_path(location) is not None
         try:
             self.engine = make_engine(location)
-            self.migrate()
         except DatabaseError as exc:
             raise StoreError(f"{self.describe()}: not a usable grader store ({exc.orig})") from None
+        try:
+            self.migrate()
+        except DatabaseError as exc:
+            self.close()
+            raise StoreError(f"{self.describe()}: not a usable grader store ({exc.orig})") from None
+        except BaseException:
+            # A store refused (newer than this grader, say) is handed to no one: its connections close
+            # now, not whenever the collector finds them.
+            self.close()
+            raise
 
     def describe(self) -> str:
         """The store's location for messages, without a password."""
