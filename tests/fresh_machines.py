@@ -85,6 +85,7 @@ def ensure_machine(key: str) -> str:
         return tag
     with tempfile.TemporaryDirectory(prefix="grader-fresh-") as scratch:
         folder = Path(scratch)
+        folder.chmod(0o755)  # apt reads the keyring as its own unprivileged account (_apt)
         authorities = folder / "authorities"
         authorities.mkdir()
         for path in _authorities():
@@ -96,10 +97,12 @@ def ensure_machine(key: str) -> str:
             f'--customize-hook=chroot "$1" useradd --create-home --shell /bin/bash {SUDO_USER}',
             f"--customize-hook=echo '{SUDO_USER} ALL=(ALL) NOPASSWD:ALL' > \"$1/etc/sudoers.d/{SUDO_USER}\"",
         ]
-        options = ["--variant=apt", f"--hook-dir={MERGED_USR_HOOKS}", f"--components={machine.components}",
-                   f"--include={','.join(PACKAGES)}", *[hook for hook in hooks if hook]]
-        if machine.ubuntu:
+        options = ["--variant=apt", f"--components={machine.components}", f"--include={','.join(PACKAGES)}",
+                   *[hook for hook in hooks if hook]]
+        if machine.ubuntu:  # its /usr is merged by its own package, which Debian's hook would clash with
             options.append(f"--keyring={_ubuntu_keyring(folder)}")
+        else:
+            options.append(f"--hook-dir={MERGED_USR_HOOKS}")
         rootfs = folder / "rootfs.tar"
         built = subprocess.run(["mmdebstrap", *options, machine.suite, str(rootfs), machine.mirror],
                                capture_output=True, text=True, timeout=1200)
