@@ -38,14 +38,24 @@ SIGNIN = re.compile(r"instructor sign-in \(works once\): (https://\S+)")
 STUDENT_LINK = re.compile(r'<tr><td>([^<]+)</td><td class="link">(https?://[^<]+)</td></tr>')
 
 
+PLUGIN = ["docker", "compose"]
+STANDALONE = ["docker-compose"]
+
+
+def compose_commands() -> list[list[str]]:
+    """The implementations of Compose this machine has: Debian's `docker-compose` (1.29), the compose
+    plugin (`docker compose`), in that order."""
+    found = [STANDALONE] if shutil.which("docker-compose") else []
+    if shutil.which("docker") and subprocess.run([*PLUGIN, "version"], capture_output=True,
+                                                 timeout=60).returncode == 0:
+        found.append(PLUGIN)
+    return found
+
+
 def compose_command() -> list[str] | None:
     """Debian's `docker-compose` (1.29), else the compose plugin, else None."""
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True,
-                                                 timeout=60).returncode == 0:
-        return ["docker", "compose"]
-    return None
+    found = compose_commands()
+    return found[0] if found else None
 
 
 def run(argv: list[str], timeout: float = 1200, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -87,6 +97,8 @@ class Stack:
     http_port: int = field(default_factory=free_port)
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     clients: list[httpx.Client] = field(default_factory=list)
+    # The Compose that runs it: docker-compose 1.29 or the plugin (the first this machine has by default).
+    command: list[str] = field(default_factory=lambda: compose_command() or STANDALONE)
 
     @property
     def url(self) -> str:
@@ -100,13 +112,11 @@ class Stack:
                 "GRADER_HTTP_PORT": str(self.http_port), "GRADER_COURSE": str(PROJECT)}
 
     def compose(self, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
-        command = compose_command()
-        assert command is not None
-        return run([*command, "-p", self.name, "-f", str(PROJECT / "docker-compose.yml"), *args], timeout=timeout,
+        return run([*self.command, "-p", self.name, "-f", str(PROJECT / "docker-compose.yml"), *args], timeout=timeout,
                    env=self.environment(), cwd=PROJECT)
 
     def build(self) -> None:
-        self.compose("build", "-q" if compose_command() == ["docker", "compose"] else "--quiet")
+        self.compose("build", "-q" if self.command == PLUGIN else "--quiet")
 
     def up(self) -> None:
         self.compose("up", "-d")
@@ -177,9 +187,10 @@ class Stack:
 
 
 @contextlib.contextmanager
-def stack(name: str, folder: Path, images: dict[str, str]) -> Iterator[Stack]:
+def stack(name: str, folder: Path, images: dict[str, str], command: list[str] | None = None) -> Iterator[Stack]:
     """A stack, taken down with its volumes afterwards whatever happens."""
-    made = Stack(name=f"{name}{secrets.token_hex(3)}", folder=folder, images=images)
+    made = Stack(name=f"{name}{secrets.token_hex(3)}", folder=folder, images=images,
+                 command=command or compose_command() or STANDALONE)
     try:
         yield made
     finally:

@@ -3,8 +3,9 @@ student's submission graded by a worker behind the TLS proxy, the results releas
 restored into a fresh stack, and found there the same.
 
 Slow: it builds the stack's images (from the base `grader image build` made, and Debian's packages) and
-starts two stacks. It needs a Docker engine and docker-compose (or the compose plugin): skipped without
-them, except under CI=true, where .ci/run installs them and it must run.
+starts two stacks: the first with Debian's docker-compose 1.29, the restored one with the compose plugin
+(where the machine has both; CI has). It needs a Docker engine and docker-compose or the compose plugin:
+skipped without them, except under CI=true, where .ci/run installs both and it must run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import subprocess
 import pytest
 
 from tests.service import csrf_of, press_sign_in, wait_graded
-from tests.stack import PROJECT, STUDENT_LINK, Stack, compose_command, prepare_images, stack
+from tests.stack import PROJECT, STUDENT_LINK, Stack, compose_command, compose_commands, prepare_images, stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -41,6 +42,17 @@ def images():
     return prepare_images()
 
 
+@pytest.fixture(scope="module")
+def composes() -> tuple[list[str], list[str]]:
+    """Who brings up the first stack and who the restored one: docker-compose 1.29, then the compose
+    plugin, where the machine has both (CI does: .ci/run installs both); else the one it has, twice."""
+    found = compose_commands()
+    if len(found) < 2 and os.environ.get("CI", "").strip().lower() == "true":
+        pytest.fail(f"CI=true but only {found} of docker-compose and the compose plugin: .ci/run installs both",
+                    pytrace=False)
+    return found[0], found[-1]
+
+
 def signed_in(where: Stack, link_path: str):
     client = where.client()
     pressed = press_sign_in(client, link_path)
@@ -55,8 +67,9 @@ def without_tokens(page: str) -> str:
     return re.sub(r'name="csrf" value="[^"]+"', "", page)
 
 
-def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(tmp_path, images):
-    with stack("smoke", tmp_path, images) as first:
+def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(tmp_path, images, composes):
+    # Each Compose the file is written for brings one of the two stacks up from it.
+    with stack("smoke", tmp_path, images, composes[0]) as first:
         first.build()
         first.up()
         first.wait_ready()
@@ -93,7 +106,7 @@ def test_a_term_on_one_command_grades_backs_up_and_restores_into_a_fresh_stack(t
         # Graded in the Docker sandbox, a container of its own, through the engine's socket.
         assert (card["backend"], card["isolation"], card["score"]) == ("docker", "container", card["max_score"])
 
-    with stack("restored", tmp_path, images) as second:
+    with stack("restored", tmp_path, images, composes[1]) as second:
         second.up()
         second.wait_ready()
         second.compose("stop", "web", "worker")
