@@ -8,12 +8,16 @@ into a time limit is left out of the floor (the floor has no time limits: it wou
 audit grades it, and pays its timeouts.
 
 Each case runs in a cgroup of its own, the two alternating over `--rounds` (a first round, not counted,
-warms the caches), and prints CPU a mutant, its multiple of the floor, wall a mutant and mutants a minute.
+warms the caches), and prints CPU a mutant, its multiple of the floor, wall a mutant, mutants a second,
+and the wall time the audit's CPU needs at the least on the machine's cores (what an idle machine would
+take were every core busy the whole time), beside the figures issue reports gave before this release.
+With `--sandbox docker` the audit grades in Docker, its containers placed under the case's cgroup, so
+their CPU is counted with it (the engine's own processes are not).
 
     python -m benchmarks.bench_audit [--exercise paged_kv_cache] [--rounds 1] [--jobs 2] [--seeds 3]
-                                     [--project DIR]
+                                     [--sandbox local|docker] [--project DIR]
 
-Needs root (it makes cgroups) and the local sandbox (bubblewrap).
+Needs root (it makes cgroups) and the local sandbox (bubblewrap), or a Docker engine.
 """
 
 from __future__ import annotations
@@ -38,14 +42,27 @@ from grader.audit.audit import run_audit
 from grader.core.exercise import load_exercise
 from grader.sandbox.choose import choose_backend
 exercise = load_exercise(sys.argv[1])
-backend = choose_backend("local")
-audit = run_audit(exercise, backend, "local", seeds=int(sys.argv[2]), jobs=int(sys.argv[3]),
-                  make_backend=lambda: choose_backend("local", warm=True))
+sandbox, parent = sys.argv[4], sys.argv[5]
+def make(warm):
+    backend = choose_backend(sandbox, warm=warm)
+    if sandbox == "docker":
+        backend.cgroup_parent = parent  # the containers' CPU counts in the case's own group
+    return backend
+audit = run_audit(exercise, make(False), sandbox, seeds=int(sys.argv[2]), jobs=int(sys.argv[3]),
+                  make_backend=lambda: make(True))
 rows = [*audit.mutants, *audit.generated]
 looping = [row.label for row in rows if any(t.status == "timeout" for t in row.card.tests)]
 print(json.dumps({"mutants": len(rows), "gradings": sum(len(row.cards) + len(row.other_cards) for row in rows) + 2,
                   "survivors": len(audit.survivors), "looping": looping}))
 """
+
+
+# What the audit took before this release, as it was reported (a 2-core machine other work shared).
+BEFORE = {
+    ("continuous_batching", "local"): "206 mutants (46 own, 160 made) in 1 min 53 s: 1.82 mutants a second",
+    ("continuous_batching", "docker"): "34 mutants in 62-164 s against 26 s on the local sandbox (2.5-3x): "
+                                       "0.21-0.55 mutants a second",
+}
 
 
 def main() -> None:
@@ -54,14 +71,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sandbox", choices=("local", "docker"), default="local")
     parser.add_argument("--project", type=Path, default=ROOT, help="the project folder holding the exercise")
     args = parser.parse_args()
     if not cgroups_writable():
         raise SystemExit("this benchmark makes a cgroup per case: run it as root on a writable /sys/fs/cgroup")
-    from grader.audit.mutate import generate_mutants
+    from grader.audit.audit import made_mutants
 
     exercise = load_exercise(args.exercise, args.project.resolve())
-    made = generate_mutants(exercise.reference.read_text(encoding="utf-8"))
+    # The audit's own mutants: those made from the reference and from each correct variant.
+    made = made_mutants({"": exercise.reference, **{path.stem: path for path in exercise.variants}})
     folder = Path(tempfile.mkdtemp(prefix="grader-bench-audit-"))
     printed: dict[str, object] = {}
     try:
@@ -74,8 +93,8 @@ def main() -> None:
             name = f"grader-bench-{os.getpid()}-{round_number}-{case}"
             if case == "audit":
                 measured, out = run_in_group(name, lambda group: [
-                    sys.executable, "-c", AUDIT, str(exercise.folder), str(args.seeds), str(args.jobs)],
-                    cwd=ROOT)
+                    sys.executable, "-c", AUDIT, str(exercise.folder), str(args.seeds), str(args.jobs),
+                    args.sandbox, group.parent_for_containers], cwd=ROOT)
                 found = json.loads(out)
                 printed.update(found)
                 # The floor grades what ends: the mutants the audit saw loop are taken out of its class.
@@ -96,16 +115,22 @@ def main() -> None:
         # The audit first: its warm-up round finds the mutants that loop before the floor meets them.
         series = alternate(["audit", "floor"], args.rounds, measure)
         count = len(files)
-        print(f"{exercise.slug}: {len(exercise.mutants)} own mutants and {len(made)} made from the reference, "
-              f"up to {args.seeds} seeds each, --jobs {args.jobs}, {args.rounds} rounds alternating (medians; a "
-              f"warm-up round not counted), CPU from each case's own cgroup")
+        print(f"{exercise.slug}: {len(exercise.mutants)} own mutants and {len(made)} made from the reference and "
+              f"its variants, up to {args.seeds} seeds each, the {args.sandbox} sandbox, --jobs {args.jobs}, "
+              f"{args.rounds} rounds alternating (medians; a warm-up round not counted), CPU from each case's "
+              "own cgroup")
         print(f"  the audit graded {printed['gradings']} times; {len(printed['looping'])} mutants ran into a time "
               f"limit and are not in the floor's class (its figure is scaled to {count} mutants); "
               f"{printed['survivors']} survivors")
         for line in table(series, "floor", count, "a mutant"):
             print(line)
-        wall = series["audit"].median_wall()
-        print(f"  audit: {count / wall * 60:.0f} mutants a minute ({wall:.1f} s for {count})")
+        wall, cpu = series["audit"].median_wall(), series["audit"].median_cpu()
+        cores = os.cpu_count() or 1
+        print(f"  audit: {count / wall:.2f} mutants a second, {count / wall * 60:.0f} a minute ({wall:.1f} s for "
+              f"{count}); its CPU ({cpu:.1f} s) needs {cpu / cores:.1f} s at the least on {cores} cores")
+        before = BEFORE.get((exercise.slug, args.sandbox))
+        if before:
+            print(f"  before this release: {before}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

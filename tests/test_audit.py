@@ -295,13 +295,13 @@ def test_a_mutants_grading_is_kept_once_for_the_audit_and_the_signatures_alike(t
 def test_mutants_are_made_from_every_correct_variant_and_say_which():
     """solutions/<slug>/variants/: a correct solution in another style (a set of live ids beside the
     queues) has mistakes of its own; its code that is the reference's makes no mutant twice."""
-    from grader.audit.audit import _made_mutants
+    from grader.audit.audit import made_mutants
     from grader.audit.mutate import generate_mutants
     from grader.core.exercise import load_exercise
 
     exercise = load_exercise(EXERCISE)
     assert [path.stem for path in exercise.variants] == ["live_ids"]
-    made = _made_mutants({"": exercise.reference, "live_ids": exercise.variants[0]})
+    made = made_mutants({"": exercise.reference, "live_ids": exercise.variants[0]})
     own = [m for m in made if m.variant == "live_ids"]
     assert len(made) - len(own) == len(generate_mutants(REFERENCE.read_text()))
     assert own and all(m.key.startswith("live_ids · ") and m.name.startswith("live_ids · ") for m in own)

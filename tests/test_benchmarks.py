@@ -147,9 +147,14 @@ def test_the_audit_benchmark_prints_mutants_a_minute_beside_the_floor(tmp_path):
                                      "--rounds", "1")
     assert rows.keys() == {"audit", "floor"} and rows["floor"] == 1.0 and rows["audit"] > 1, stdout
     made = int(re.search(r"1 own mutants and (\d+) made from the reference", stdout).group(1))
-    assert made >= 10 and "0 survivors" in stdout, stdout
-    per_minute = re.search(r"audit: (\d+) mutants a minute \((\d+\.\d) s for (\d+)\)", stdout)
-    assert per_minute and int(per_minute.group(3)) == made + 1, stdout
+    assert made >= 10 and "0 survivors" in stdout and "the local sandbox" in stdout, stdout
+    rate = re.search(r"audit: (\d+\.\d+) mutants a second, (\d+) a minute \((\d+\.\d) s for (\d+)\); its CPU "
+                     r"\((\d+\.\d) s\) needs (\d+\.\d) s at the least on (\d+) cores", stdout)
+    assert rate and int(rate.group(4)) == made + 1, stdout
+    # The figures agree with one another: the rate is the count over the wall time, the least wall the CPU
+    # over the cores.
+    assert abs(float(rate.group(1)) - (made + 1) / float(rate.group(3))) < 0.05 * float(rate.group(1)) + 0.01, stdout
+    assert abs(float(rate.group(6)) - float(rate.group(5)) / int(rate.group(7))) <= 0.1, stdout
 
 
 @pytest.mark.slow

@@ -156,7 +156,7 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     variants = [_graded_reference(grader, on_row, path) for path in exercise.variants]
     stub = _graded_stub(grader, on_row)
     origins = {"": exercise.reference, **{path.stem: path for path in exercise.variants}}
-    made = _made_mutants(origins) if generated else []
+    made = made_mutants(origins) if generated else []
     if on_start:
         on_start(len(exercise.mutants) + len(made))
     work: list[tuple[str, Path, bytes, Mutant | None]] = [
@@ -179,7 +179,7 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
                  generated_rows, grader.seeds, variants)
 
 
-def _made_mutants(origins: dict[str, Path]) -> list[Mutant]:
+def made_mutants(origins: dict[str, Path]) -> list[Mutant]:
     """The mutants made from the reference (origin "") and from each correct variant. A variant's code
     that is the reference's own makes the reference's mutants again, the same change to the same code
     (the same key, names anonymous): only the variant's own code adds mutants."""
