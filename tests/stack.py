@@ -162,7 +162,8 @@ class Stack:
         return self.compose("exec", "-T", "web", *argv).stdout
 
     def container(self, service: str) -> str:
-        return self.compose("ps", "-q", service).stdout.strip()
+        # -a: the compose plugin lists a stopped service's container only when asked (1.29 always does).
+        return self.compose("ps", "-a", "-q", service).stdout.strip()
 
     def tables(self) -> dict[str, list[list[object]]]:
         """Every row of every table of the stack's store, read inside its web container."""
