@@ -218,10 +218,17 @@ def test_a_call_that_waits_for_a_busy_cpu_is_not_a_timeout_and_an_endless_loop_s
     with contention(hogs=1), worker_for(WORK, limits) as worker:
         proven_or_skip(worker)
         work = worker.lookup("work")
-        started = time.monotonic()
-        assert work(1.2) is True  # 1.2 s of CPU at half of one: over 2 s on the wall clock
-        took = time.monotonic() - started
-        assert took > limits.call_timeout_s, f"the worker was not slowed down ({took:.2f} s)"
+        took: list[float] = []
+        # 1.2 s of CPU at half of one is over 2 s on the wall clock. What share the grading's group gets
+        # depends on the groups beside it on a shared machine: where it got more, more work (still under
+        # the limit's CPU) is slowed past it. Every call must finish, slowed or not.
+        for seconds in (1.2, 1.6):
+            started = time.monotonic()
+            assert work(seconds) is True
+            took.append(time.monotonic() - started)
+            if took[-1] > limits.call_timeout_s:
+                break
+        assert took[-1] > limits.call_timeout_s, f"the worker was not slowed down ({took} s)"
         started = time.monotonic()
         with pytest.raises(CallTimeout, match=r"spin\(\.\.\.\) did not finish within 2 s"):
             worker.lookup("spin")()
