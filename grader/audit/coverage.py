@@ -1,11 +1,12 @@
-"""The lines of a correct solution that no test reaches: what the suites never run, so no mutant there
-can be caught but by luck, and a student's mistake there goes unseen.
+"""The lines and branches of a correct solution that no test reaches: what the suites never run or never
+decide both ways, so no mutant there can be caught but by luck, and a student's mistake there goes unseen.
 
-The lines that ran come from the audit's own gradings of the reference and each correct variant (the
-worker records them: grader/confined/worker.py, asked by `grade_bytes(lines=...)`); the lines that could
-run are those of the solution's compiled functions, read from their code objects on the host, which
-compiles the file and never imports it. A module's or a class's body runs when the file is imported,
-whatever the tests do, so only the lines of functions (methods, lambdas, comprehensions) count.
+The lines and arcs that ran come from the audit's own gradings of the reference and each correct variant
+(the worker records them: grader/confined/tracing.py, asked by `grade_bytes(lines=..., arcs=...)`); the
+lines that could run are those of the solution's compiled functions, read from their code objects on the
+host, which compiles the file and never imports it, and its branches are read from its syntax tree. A
+module's or a class's body runs when the file is imported, whatever the tests do, so only the lines and
+branches of functions (methods, lambdas, comprehensions) count.
 """
 
 from __future__ import annotations
