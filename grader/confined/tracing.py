@@ -39,11 +39,12 @@ class Tracer:
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
-        self.lines: set[int] = set()
+        self.calls: set[int] = set()  # the lines frames were entered (or resumed) on
         self.arcs: set[tuple[int, int]] = set()
 
     def start(self) -> None:
-        lines, arcs, filename = self.lines, self.arcs, self.filename
+        calls, filename = self.calls, self.filename
+        add = self.arcs.add  # the lines that ran are the arcs' ends: one set a line event, not two
 
         def on_call(frame: Any, event: str, arg: Any) -> Any:
             code = frame.f_code
@@ -51,7 +52,7 @@ class Tracer:
                 return None
             first = code.co_firstlineno
             last = frame.f_lineno
-            lines.add(last)  # the `def` line (or where a generator resumes): the function ran
+            calls.add(last)  # the `def` line (or where a generator resumes): the function ran
             if _entered(frame):
                 last = -first
 
@@ -59,11 +60,10 @@ class Tracer:
                 nonlocal last
                 if event == "line":
                     line = frame.f_lineno
-                    lines.add(line)
-                    arcs.add((last, line))
+                    add((last, line))
                     last = line
                 elif event == "return":  # a return, an exception leaving, or a yield: the frame is left
-                    arcs.add((last, -first))
+                    add((last, -first))
                 return on_event
 
             return on_event
@@ -75,6 +75,6 @@ class Tracer:
         """Stop recording: the lines that ran, sorted, at most `most_lines`; the arcs, at most `most_arcs`."""
         sys.settrace(None)
         threading.settrace(None)
-        lines = sorted(self.lines)[:most_lines]
+        lines = sorted(self.calls | {line for _, line in self.arcs if line > 0})[:most_lines]
         arcs = [list(arc) for arc in sorted(self.arcs)[:most_arcs]]
         return lines, arcs
