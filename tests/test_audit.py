@@ -76,7 +76,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
         (mutants / f"{name}.py").write_text(bug)
     graded = []
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
         graded.append(tier)
         bug = data.decode()
         tests = [TestResult(f"{suite}::t", f"test_{suite}", suite, "failed" if bug in (suite, "stub") else "passed",
@@ -132,7 +132,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     graded: list[tuple[str, int | None]] = []
     names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]")
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
         text = data.decode()
         graded.append((text, seed))
         failing = names if text == "stub" else outcome(text, seed)
