@@ -256,3 +256,23 @@ def test_only_frames_of_the_file_are_traced_and_stopping_bounds_what_is_sent():
         lines, arcs = tracer.stop(100, 100)
     assert lines == [1, 2, 3, 4]
     assert {tuple(arc) for arc in arcs} == {(-1, 2), (2, 3), (3, 2), (2, 4), (4, -1)}
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ({"ok": [2, 3], "arcs": [[-1, 2], [2, 3]]}, ([2, 3], [[-1, 2], [2, 3]])),
+    ({"ok": [2, 3], "arcs": [[2, "3"]]}, ([2, 3], [])),  # wrong arcs: none, the lines kept
+    ({"ok": [0], "arcs": [[-1, 2]]}, ([], [[-1, 2]])),
+    ({"ok": [2]}, ([2], [])),
+    ({"exc": {}}, ([], [])),
+])
+def test_a_worker_that_answers_wrong_gives_fewer_lines_or_arcs_never_a_failure(answer, expected):
+    """The harness's end of the wire: the worker's answer is checked as data, each list on its own."""
+    from grader.harness.client import WorkerClient
+
+    client = object.__new__(WorkerClient)
+    client._usable = lambda: None
+    client.deadline = lambda limit: None
+    client.limits = type("Limits", (), {"call_timeout_s": 1.0})()
+    client._send = lambda message, deadline, where: None
+    client._receive = lambda deadline, where: answer
+    assert client.reached() == expected
