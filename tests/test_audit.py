@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from grader.cli import main
-from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy
+from tests.helpers import EXERCISE, PROJECT, REFERENCE, exercise_copy, worker_for
 
 
 @pytest.mark.slow
@@ -76,7 +76,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
         (mutants / f"{name}.py").write_text(bug)
     graded = []
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
         graded.append(tier)
         bug = data.decode()
         tests = [TestResult(f"{suite}::t", f"test_{suite}", suite, "failed" if bug in (suite, "stub") else "passed",
@@ -132,7 +132,7 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     graded: list[tuple[str, int | None]] = []
     names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]")
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
         text = data.decode()
         graded.append((text, seed))
         failing = names if text == "stub" else outcome(text, seed)
@@ -311,30 +311,56 @@ def test_mutants_are_made_from_every_correct_variant_and_say_which():
     assert any(key.startswith("live_ids · ") for key in declared)
 
 
-def test_the_lines_of_the_reference_that_no_test_reaches_are_reported(tmp_path, capsys):
+def test_the_lines_and_branches_of_the_reference_that_no_test_reaches_are_reported(tmp_path, capsys):
     """A reference with a branch no test takes (dedupe of something not a list): the audit names its
-    lines, as a warning that leaves the verdict alone; the lines the tests run are not named."""
+    lines, as a warning that leaves the verdict alone; the lines the tests run are not named. A branch
+    whose lines all run but that no test takes one way (a check that is never false) is named too."""
     shutil.copytree(PROJECT / "tests" / "lucky_course", tmp_path / "course",
                     ignore=shutil.ignore_patterns("__pycache__"))
     reference = tmp_path / "course" / "solutions" / "dedupe" / "dedupe.py"
     source = reference.read_text()
-    assert "    seen: set[int] = set()\n" in source
+    assert "    seen: set[int] = set()\n" in source and source.endswith("    return kept\n")
     reference.write_text(source.replace("    seen: set[int] = set()\n", "    if not isinstance(values, list):\n"
                                         "        raise TypeError('dedupe takes a list')\n"
-                                        "    seen: set[int] = set()\n"))
+                                        "    seen: set[int] = set()\n")
+                         .replace("    return kept\n", "    if len(kept) <= len(values):\n        kept = kept[:]\n"
+                                  "    return kept\n"))
     assert main(["audit", str(tmp_path / "course" / "exercises" / "dedupe"), "--sandbox", "local",
                  "--no-generated"]) == 1  # weak as before: its mutants are caught by luck
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: lines no test reaches: dedupe.py 6 (the reference)" in out
     assert "every line of dedupe.py is reached" not in out
+    # The `for` runs its body and runs out, the `if` in it goes both ways: only the two checks are named.
+    assert ("warning: branches no test takes: dedupe.py line 5 (the `if` is never true), line 13 (the `if` is "
+            "never false) (the reference): a mistake there goes unseen; a test should take them") in out
+    assert "every branch of dedupe.py" not in out
 
 
 def test_every_line_reached_is_said(capsys):
-    """The third exercise's tests run every line of its reference."""
+    """The third exercise's tests run every line of its reference, and take each branch both ways."""
     dedupe = PROJECT / "tests" / "lucky_course" / "exercises" / "dedupe"
     main(["audit", str(dedupe), "--sandbox", "local", "--no-generated", "--seeds", "1"])
     out = " ".join(capsys.readouterr().out.split())
     assert "reference: every line of dedupe.py is reached by a test" in out and "lines no test reaches" not in out
+    assert "reference: every branch of dedupe.py is taken each way by a test" in out
+    assert "branches no test takes" not in out
+
+
+def test_a_traced_worker_answers_the_lines_and_arcs_that_ran():
+    """The worker of an audit's grading records the lines and arcs of the submission's file from the
+    request to trace on; one never asked answers none."""
+    from grader.audit.coverage import Untaken, untaken
+
+    source = "def f(xs):\n    for x in xs:\n        if x:\n            return x\n    return 0\n"
+    with worker_for(source) as client:
+        assert client.reached() == ([], [])
+    with worker_for(source) as client:
+        client.trace_lines()
+        assert client.lookup("f")([0, 2]) == 2
+        lines, arcs = client.reached()
+    assert lines == [1, 2, 3, 4]
+    assert {(a, b) for a, b in arcs} == {(-1, 2), (2, 3), (3, 2), (3, 4), (4, -1)}
+    assert untaken(source, {(a, b) for a, b in arcs}) == [Untaken(2, "the `for` never runs out")]
 
 
 @pytest.mark.unit
@@ -384,4 +410,42 @@ def test_only_an_audit_asks_for_the_lines_and_what_comes_back_is_checked_as_data
             valid_lines(forged)
         bad = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k, f=forged: f), "fake",
                           lines=set())
+        assert bad.status == "error" and "could not be read" in bad.reason
+
+
+
+@pytest.mark.unit
+def test_the_arcs_each_record_says_ran_are_gathered_and_checked_as_data():
+    """The arcs (line before, line after; a function's entry and exit as minus its first line) of every
+    test's record are gathered into `arcs`; a record whose arcs are not a bounded list of pairs of line
+    numbers makes the run unreadable."""
+    from grader.core.backend import PlainBackend, RawRun
+    from grader.core.exercise import load_exercise
+    from grader.core.grading import expected_max, grade_bytes
+    from grader.harness.contract import MAX_ARCS, Results, TestRecord, results_line, valid_arcs
+
+    exercise = load_exercise(EXERCISE)
+
+    def backend_saying(arcs):
+        def backend(ex, source, tier, run):
+            records = [TestRecord(f"{suite}/x.py::{name}", suite, name, "", lines=[7], arcs=arcs(k))
+                       for k, (suite, name) in enumerate(expected_max(ex, tier))]
+            return RawRun(results_line(Results.of(run.nonce, [], records)).encode(), 0, False, 0.1)
+        return PlainBackend(backend)
+
+    lines: set[int] = set()
+    arcs: set[tuple[int, int]] = set()
+    card = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k: [[-3, 5], [5, k + 6]]),
+                       "fake", lines=lines, arcs=arcs)
+    assert card.status == "graded" and lines == {7}
+    assert arcs == {(-3, 5)} | {(5, k + 6) for k in range(len(card.tests))}
+    assert valid_arcs([[-3, 5], [5, -3]]) == [[-3, 5], [5, -3]]
+    with pytest.raises(ValueError):
+        valid_arcs([(1, 2)])  # pairs as lists, as JSON has them
+    for forged in ("x", [[1]], [[1, 2, 3]], [[0, 1]], [[True, 1]], [["1", 2]], [[1, 10**8]], [[1, 2.0]],
+                   [[1, 2]] * (MAX_ARCS + 1)):
+        with pytest.raises(ValueError):
+            valid_arcs(forged)
+        bad = grade_bytes(REFERENCE.read_bytes(), exercise, "free", backend_saying(lambda k, f=forged: f), "fake",
+                          lines=set(), arcs=set())
         assert bad.status == "error" and "could not be read" in bad.reason

@@ -301,7 +301,8 @@ def test_a_test_record_crosses_the_boundary_whole_and_enters_the_host_only_withi
     what is in bounds as it was and cuts, cleans or refuses the rest."""
     record = TestRecord(nodeid="tests/test_x.py::test_x[1]", suite="visible", name="test_x[1]", description="d",
                         status="failed", message="m", traceback=["line"], duration_s=0.5, cpu_wait_s=0.25,
-                        output="out", output_cut=3, artifacts=[{"kind": "text", "body": "b"}])
+                        output="out", output_cut=3, artifacts=[{"kind": "text", "body": "b"}], lines=[3],
+                        arcs=[[-1, 3], [3, -1]])
     assert TestRecord.from_untrusted(json.loads(json.dumps(record.to_dict())), {"visible"}) == record
     hostile = {**record.to_dict(), "message": "\ud800" + "x" * 9_000, "output": "y" * 70_000, "cpu_wait_s": -4,
                "traceback": ["z" * 600] * 40, "artifacts": [{"k" * 5_000: 1}]}

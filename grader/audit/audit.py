@@ -27,7 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.audit.coverage import spans, unreached
+from grader.audit.coverage import Untaken, said_untaken, spans, unreached, untaken
 from grader.audit.gradings import kept_card
 from grader.audit.identity import likeliest
 from grader.audit.mutate import Mutant, generate_mutants
@@ -54,6 +54,7 @@ class AuditRow:
     # A correct solution's lines (of its functions) that no test ran, on its own seed; None: not known
     # (a mutant's row, or a grading that ended in error).
     unreached: list[int] | None = None
+    untaken: list[Untaken] | None = None  # the same of the ways of its branches that no test took
 
     @property
     def caught_by(self) -> list[str]:
@@ -212,9 +213,10 @@ class _AuditGrader:
         self.made_backends: list[Backend] = []
 
     def card(self, data: bytes, tier: str, seed: int | None = None, mutant: bool = False,
-             lines: set[int] | None = None) -> Scorecard:
+             lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None) -> Scorecard:
         """A grading; a mutant's is read from the kept gradings (grader/audit/gradings.py) when the
-        audit keeps them and this very grading was kept before. `lines` gets the lines the tests ran."""
+        audit keeps them and this very grading was kept before. `lines` gets the lines the tests ran,
+        `arcs` their arcs."""
         if self.make_backend is None:
             backend = self.backend
         else:
@@ -224,7 +226,7 @@ class _AuditGrader:
             backend = self.local.backend
 
         def make() -> Scorecard:
-            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed, lines=lines)
+            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed, lines=lines, arcs=arcs)
 
         if mutant and self.keep_gradings:
             return kept_card(make, self.exercise, data, tier, seed, self.backend_name)
@@ -232,13 +234,17 @@ class _AuditGrader:
 
     def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None,
             traced: bool = False) -> AuditRow:
-        """A file's row; a `traced` one's (a correct solution's) with the lines of it no test reaches."""
+        """A file's row; a `traced` one's (a correct solution's) with the lines of it no test reaches and
+        the ways of its branches no test takes."""
         every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
         reached: set[int] | None = set() if traced else None
-        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant, reached), mutant=made,
+        arcs: set[tuple[int, int]] | None = set() if traced else None
+        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant, reached, arcs), mutant=made,
                        seeded=frozenset(self.seeded))
-        if reached is not None and row.card.status == "graded":
-            row.unreached = unreached(data.decode("utf-8", errors="replace"), str(path), reached)
+        if reached is not None and arcs is not None and row.card.status == "graded":
+            source = data.decode("utf-8", errors="replace")
+            row.unreached = unreached(source, str(path), reached)
+            row.untaken = untaken(source, arcs)
         if mutant and made is None:
             row.other_cards = {name: self.card(data, name, mutant=True) for name in self.uncovered}
         if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
@@ -332,10 +338,13 @@ def _judge_generated(exercise: Exercise, rows: list[AuditRow], generated: bool) 
 
 
 def _coverage_warnings(rows: list[AuditRow]) -> list[str]:
-    """A warning for each correct solution with lines no test reaches: a blind spot of the suites, where
-    a student's mistake goes unseen; not a verdict (a line may be there for a case no test can make)."""
-    return [f"lines no test reaches: {row.path.name} {spans(row.unreached)} (the {row.label}): a mistake there "
-            "goes unseen; a test should run them" for row in rows if row.unreached]
+    """A warning for each correct solution with lines no test reaches, and one for each with branches
+    no test takes both ways: a blind spot of the suites, where a student's mistake goes unseen; not a
+    verdict (a line, or a branch's way, may be there for a case no test can make)."""
+    lines = [f"lines no test reaches: {row.path.name} {spans(row.unreached)} (the {row.label}): a mistake there "
+             "goes unseen; a test should run them" for row in rows if row.unreached]
+    return lines + [f"branches no test takes: {row.path.name} {said_untaken(row.untaken)} (the {row.label}): a "
+                    "mistake there goes unseen; a test should take them" for row in rows if row.untaken]
 
 
 def _diagnosis_warnings(exercise: Exercise) -> list[str]:

@@ -53,6 +53,8 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
     for row in (audit.reference, *audit.variants):
         if row.unreached == []:
             console.print(f"{row.label}: every line of {row.path.name} is reached by a test")
+        if row.untaken == []:
+            console.print(f"{row.label}: every branch of {row.path.name} is taken each way by a test")
     for figure in audit.tiers:  # what each tier's suites catch: the free tier's blind spots, in one number
         console.print(f"tier {figure.tier} ({', '.join(figure.suites)}): its tests catch {figure.caught} of "
                       f"{figure.mutants} mutants; {figure.mutants - figure.caught} go unnoticed on this tier")

@@ -68,9 +68,13 @@ OP_CALL = "call"  # calling an object: {TARGET, ARGS, KWARGS}
 OP_METHOD = "method"  # calling a method of an object: {TARGET, NAME, ARGS, KWARGS}
 OP_SCENARIO = "scenario"  # many operations in one message: {OPS, BEAT}
 # An audit's grading of a correct solution only: OP_TRACE starts recording the lines of the submission's
-# file that run, OP_LINES stops it and answers them, a sorted list of at most MAX_LINES line numbers.
+# file that run, OP_LINES stops it and answers them, {OK: a sorted list of at most MAX_LINES line numbers,
+# ARCS: at most MAX_ARCS arcs, [the line before, the line after], a function's entry and exit as minus its
+# first line (grader/confined/tracing.py)}.
 OP_TRACE, OP_LINES = "trace", "lines"
+ARCS = "arcs"
 MAX_LINES = 100_000
+MAX_ARCS = 100_000
 NAME, TARGET, ARGS, KWARGS = "name", "ref", "args", "kwargs"  # TARGET: the handle of the object concerned
 WATCH = "watch"  # with any call: the objects read since the last one, whose snapshots may ride along
 OPS, BEAT = "ops", "beat"

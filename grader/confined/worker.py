@@ -15,13 +15,13 @@ import builtins
 import importlib.util
 import signal
 import sys
-import threading
 import time
 import traceback
 from typing import Any
 
 from grader.confined import protocol
 from grader.confined.objects import ObjectTable
+from grader.confined.tracing import Tracer
 from grader.confined.values import MAX_ITEMS, Group, TooBig, read_attributes, read_columns
 
 MAX_TEXT = 4_000  # characters of an exception message
@@ -45,7 +45,7 @@ class Worker(ObjectTable):
         self.last_frame = 0.0
         self.in_op = False  # the submission's code of a scenario's operation is running
         self.refused = False
-        self.lines: set[int] | None = None  # the submission's lines that ran, while an audit asks for them
+        self.tracer: Tracer | None = None  # what of the submission runs, while an audit asks for it
 
     # -- the loop ------------------------------------------------------------------------------------
     def reply(self, body: dict[str, Any], results: tuple[str, list[str]] | None = None) -> bool:
@@ -129,7 +129,7 @@ class Worker(ObjectTable):
                 self.run_scenario(request[protocol.OPS], float(request[protocol.BEAT]))
                 continue
             if request.get(protocol.OP) == protocol.OP_LINES:  # plain numbers, never a kept list
-                self.reply({protocol.OK: self.stop_tracing()})
+                self.reply(self.stop_tracing())
                 continue
             kept = False
             try:
@@ -216,32 +216,19 @@ class Worker(ObjectTable):
             finally:
                 self.in_op = not self.refused
 
-    # -- the lines that ran (an audit's grading of a correct solution alone) -------------------------
+    # -- the lines and arcs that ran (an audit's grading of a correct solution alone) ----------------
     def start_tracing(self) -> None:
-        """Record the lines of the submission's file that run from now on. Only the submission's own
-        frames get a line tracer (the rest cost one call event each), so the grading slows little."""
-        lines: set[int] = set()
-        self.lines = lines
-        submission = self.submission
+        """Record the lines and arcs of the submission's file that run from now on (`tracing.Tracer`)."""
+        self.tracer = Tracer(self.submission)
+        self.tracer.start()
 
-        def on_line(frame: Any, event: str, arg: Any) -> Any:
-            lines.add(frame.f_lineno)
-            return on_line
-
-        def on_call(frame: Any, event: str, arg: Any) -> Any:
-            if frame.f_code.co_filename != submission:
-                return None
-            lines.add(frame.f_lineno)  # the `def` line: the function was called
-            return on_line
-
-        threading.settrace(on_call)
-        sys.settrace(on_call)
-
-    def stop_tracing(self) -> list[int]:
-        sys.settrace(None)
-        threading.settrace(None)
-        lines, self.lines = self.lines or set(), None
-        return sorted(lines)[:protocol.MAX_LINES]
+    def stop_tracing(self) -> dict[str, Any]:
+        """The reply to OP_LINES: what ran since `start_tracing` (nothing, when it was not asked)."""
+        tracer, self.tracer = self.tracer, None
+        if tracer is None:
+            return {protocol.OK: [], protocol.ARCS: []}
+        lines, arcs = tracer.stop(protocol.MAX_LINES, protocol.MAX_ARCS)
+        return {protocol.OK: lines, protocol.ARCS: arcs}
 
     def scenario_step(self, op: list[Any]) -> tuple[Any, Any]:
         """(the value an operation gives later ones, what the harness is told of it)."""

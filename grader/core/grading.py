@@ -43,12 +43,13 @@ Diagnose = Callable[[Scorecard, Exercise], list[Diagnosis]]
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
                 backend_name: str | None = None, seed: int | None = None, diagnose: Diagnose | None = None,
-                lines: set[int] | None = None) -> Scorecard:
+                lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None) -> Scorecard:
     """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
     its own name unless `backend_name` says otherwise; the random workloads draw from the submission's
     own seed unless `seed` is given. `diagnose`, when given, tells the judged card its likely misconceptions.
     `lines`, when given (an audit's grading of a correct solution, never a student's), gets the lines of
-    the submission's file that some test ran."""
+    the submission's file that some test ran, and `arcs`, when given with it, their arcs (each step from a
+    line to the next in one call of a function: grader/confined/tracing.py)."""
     backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
@@ -64,7 +65,8 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
         # The run is the host's: its nonce authenticates the results, and its seed is the one on the card.
         run = new_run(exercise, submission.source, seed, trace_lines=lines is not None)
         card.seed = run.seed
-        judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected, lines)
+        judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected, lines,
+              arcs)
         if diagnose is not None:
             card.diagnosis = diagnose(card, exercise)  # on the host, from what the card says alone
     card.graded_at = utc_now()  # when the grading ended
@@ -102,11 +104,12 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
 
 
 def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: str,
-          expected: dict[tuple[str, str], int] | None = None, lines: set[int] | None = None) -> None:
+          expected: dict[tuple[str, str], int] | None = None, lines: set[int] | None = None,
+          arcs: set[tuple[int, int]] | None = None) -> None:
     """Fill `card` from a backend's raw run, or mark it `error` with the reason. `nonce` is the one the
     host gave the run: results that do not carry it were not written by this run's harness. `expected`
     is the tier's tests with their points (see `expected_max`), when the caller has it already. `lines`
-    gets the lines of the submission's file the tests' records say ran (a traced run's)."""
+    gets the lines of the submission's file the tests' records say ran (a traced run's), `arcs` their arcs."""
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
@@ -137,6 +140,8 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     card.tests = tests
     if lines is not None:
         lines.update(line for record in records for line in record.lines)
+    if arcs is not None:
+        arcs.update((a, b) for record in records for a, b in record.arcs)
     card.score = sum(t.score for t in tests)
     card.max_score = sum(t.max_score for t in tests)
 

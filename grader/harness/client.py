@@ -23,7 +23,7 @@ from grader.confined.clock import CPUCount, Earliest, OwnDeadline, process_charg
 from grader.confined.limits import Limits
 from grader.harness.codec import Codec, _text
 from grader.harness.confine import Confinement, ForkedProcess, ZygoteUnavailable, private_file
-from grader.harness.contract import valid_lines
+from grader.harness.contract import valid_arcs, valid_lines
 from grader.harness.proxies import RemoteObject
 from grader.harness.scenario import Observations, Scenario, Slot
 from grader.harness.stops import (
@@ -247,21 +247,32 @@ class WorkerClient:
         raise remote.as_exception()
 
     def trace_lines(self) -> None:
-        """Have the worker record the lines of the submission's file that run (an audit's grading of a
-        correct solution). A failure is the test's, as any call's."""
+        """Have the worker record the lines and arcs of the submission's file that run (an audit's grading
+        of a correct solution). A failure is the test's, as any call's."""
         self.request(protocol.OP_TRACE, "starting to record the lines that run", {})
 
-    def lines_reached(self) -> list[int]:
-        """The lines the worker recorded since `trace_lines`, checked as data (`contract.valid_lines`); none
-        when it cannot say (it ended, or answered wrong): a report of fewer lines, never a failure."""
+    def reached(self) -> tuple[list[int], list[list[int]]]:
+        """The lines and the arcs the worker recorded since `trace_lines`, each checked as data
+        (`contract.valid_lines`, `contract.valid_arcs`); none of either when it cannot say (it ended, or
+        answered wrong): a report of fewer lines or arcs, never a failure."""
         try:
             self._usable()
             deadline = self.deadline(self.limits.call_timeout_s)
             self._send({protocol.OP: protocol.OP_LINES}, deadline, "reading the lines that ran")
             reply = self._receive(deadline, "reading the lines that ran")
-            return valid_lines(reply.get(protocol.OK))
         except Exception:  # a stop, a student's exception (its import failed), a wrong answer: nothing to say
-            return []
+            return [], []
+        lines: list[int] = []
+        arcs: list[list[int]] = []
+        try:
+            lines = valid_lines(reply.get(protocol.OK))
+        except ValueError:
+            pass
+        try:
+            arcs = valid_arcs(reply.get(protocol.ARCS))
+        except ValueError:
+            pass
+        return lines, arcs
 
     def encode(self, value: Any, scenario: object = None) -> Any:
         """A test's value in wire form (`codec`); `scenario`: the one whose operation is being built."""

@@ -46,6 +46,7 @@ from grader.confined.forking import START_TIME_FIELD as START_TIME_FIELD
 from grader.confined.forking import stat_number as stat_number
 from grader.confined.limits import Limits as Limits
 from grader.confined.processes import wait_for_exit as wait_for_exit
+from grader.confined.protocol import MAX_ARCS as MAX_ARCS
 from grader.confined.protocol import MAX_LINES as MAX_LINES
 from grader.confined.restrict import seccomp_program as seccomp_program
 from grader.harness.start import bootstrap as bootstrap
@@ -242,6 +243,9 @@ class TestRecord:
     output_cut: int = 0
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)  # of the submission's file, that ran (a traced run's only)
+    # Of the submission's file too: [the line before, the line after], a function's entry and exit as
+    # minus its first line (grader/confined/tracing.py); a traced run's only.
+    arcs: list[list[int]] = field(default_factory=list)
     seeded: bool = False  # the test draws its workloads from the run's seed (the `seed` fixture)
 
     def to_dict(self) -> dict[str, Any]:
@@ -268,7 +272,7 @@ class TestRecord:
             cpu_wait_s=max(0.0, round(float(data.get("cpu_wait_s", 0.0)), 3)),
             traceback=[valid_text(t, LINE_CHARS) for t in data["traceback"]][:TRACEBACK_LINES], output=output,
             output_cut=int(data["output_cut"]) + cut, artifacts=valid_data(list(data["artifacts"]), ARTIFACT_CHARS),
-            lines=valid_lines(data.get("lines", [])),
+            lines=valid_lines(data.get("lines", [])), arcs=valid_arcs(data.get("arcs", [])),
             # A record of a harness older than the flag has none.
             seeded=data.get("seeded", False) is True,
         )
@@ -350,6 +354,17 @@ def valid_lines(value: Any, limit: int = MAX_LINES) -> list[int]:
             or not all(type(n) is int and 0 < n <= MAX_LINE_NUMBER for n in value):
         raise ValueError("a list of lines reached that is not a bounded list of line numbers")
     return list(value)
+
+
+def valid_arcs(value: Any, limit: int = MAX_ARCS) -> list[list[int]]:
+    """Arcs a worker says ran: a list of at most `limit` pairs [from, to] of ints, each from 1 to
+    MAX_LINE_NUMBER or minus one (a function's entry or exit); ValueError for anything else. Data to
+    report, never acted on."""
+    if type(value) is not list or len(value) > limit or not all(
+            type(arc) is list and len(arc) == 2
+            and all(type(n) is int and 0 < abs(n) <= MAX_LINE_NUMBER for n in arc) for arc in value):
+        raise ValueError("a list of arcs that is not a bounded list of pairs of line numbers")
+    return [list(arc) for arc in value]
 
 
 def valid_text(value: Any, limit: int | None = None) -> str:

@@ -63,7 +63,7 @@ class SubmissionNames(Mapping[str, Any]):
         return Scenario(self._worker(), self._harness.job.names)
 
     def _worker(self) -> WorkerClient:
-        """The test's worker, started on first use; recording the lines that run when the run asks it."""
+        """The test's worker, started on first use; recording the lines and arcs that run when the run asks it."""
         if self._client is None:
             self._client = client = self._harness.pool.start_worker()
             if self._harness.trace_lines:
@@ -110,7 +110,7 @@ class GradingPlugin:
         if client is not None:
             record = harness.records.get(request.node.nodeid)
             if harness.trace_lines and record is not None:
-                record.lines = client.lines_reached()
+                record.lines, record.arcs = client.reached()
             harness.pool.clean_up_after(client)
             text, cut = client.output_tail(harness.job.limits.output_kb * 1024)
             # Only the tail is kept: the file goes, so many chatty tests cannot fill the job's disk.
