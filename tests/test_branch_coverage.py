@@ -240,20 +240,20 @@ def test_only_frames_of_the_file_are_traced_and_stopping_bounds_what_is_sent():
     source = "def f(n):\n    for i in range(n):\n        len([i])\n    return n\n"
     namespace: dict[str, Any] = {}
     exec(compile(source, FILE, "exec"), namespace)
-    tracer = Tracer(FILE)
-    tracer.start()
-    try:
-        namespace["f"](3)
-    finally:
-        lines, arcs = tracer.stop(2, 3)
+
+    def traced(n: int, most_lines: int, most_arcs: int) -> tuple[list[int], list[list[int]]]:
+        tracer = Tracer(FILE)
+        tracer.start()
+        try:
+            namespace["f"](n)
+        finally:
+            reached = tracer.stop(most_lines, most_arcs)
+        return reached
+
+    lines, arcs = traced(3, 2, 3)
     assert lines == [1, 2]  # at most 2: the first ones
     assert len(arcs) == 3 and all(len(arc) == 2 for arc in arcs)
-    tracer = Tracer(FILE)
-    tracer.start()
-    try:
-        namespace["f"](2)
-    finally:
-        lines, arcs = tracer.stop(100, 100)
+    lines, arcs = traced(2, 100, 100)
     assert lines == [1, 2, 3, 4]
     assert {tuple(arc) for arc in arcs} == {(-1, 2), (2, 3), (3, 2), (2, 4), (4, -1)}
 
