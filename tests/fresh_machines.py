@@ -22,12 +22,13 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.sandbox.image import MERGED_USR_HOOKS  # the hook the grading image's base uses too
+
 PROJECT = Path(__file__).resolve().parent.parent
 RECIPE_VERSION = 1
 PACKAGES = ("ca-certificates", "sudo", "passwd")
 SUDO_USER = "ana"
 LOCAL_AUTHORITIES = Path("/usr/local/share/ca-certificates")
-MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 
 UBUNTU_MIRROR = "http://archive.ubuntu.com/ubuntu"
 UBUNTU_KEYRING_DEB = "pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1_all.deb"
