@@ -76,7 +76,7 @@ def test_tier_figures_follow_the_declared_tiers_whatever_their_names(tmp_path, m
         (mutants / f"{name}.py").write_text(bug)
     graded = []
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None, mutant_run=None):
         graded.append(tier)
         bug = data.decode()
         tests = [TestResult(f"{suite}::t", f"test_{suite}", suite, "failed" if bug in (suite, "stub") else "passed",
@@ -130,20 +130,37 @@ def _seeded_audit(tmp_path, monkeypatch, outcome, reference="ok", equivalent=Non
     for name in ("rule", "random_always", "random_once"):
         (mutants / f"{name}.py").write_text(name)
     graded: list[tuple[str, int | None]] = []
-    names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]")
+    runs: list[tuple[str, object]] = []  # each grading's text and MutantRun
+    names = ("test_decodes_run_before_the_prompt", "test_random_workloads_match_the_reference[mixed]",
+             "test_head_that_does_not_fit_blocks_everyone_behind_it")
 
-    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None):
+    def fake_grade(data, exercise, tier, backend, name, seed=None, lines=None, arcs=None, mutant_run=None):
+        """As the harness grades: `outcome` names the failing tests (a set) or says how each ends (a dict:
+        "failed", "hang": past any limit, "slow": past the shortened limit only); a MutantRun cuts the
+        calls of the tests it does not spare and stops at the first catch by a named test."""
         text = data.decode()
         graded.append((text, seed))
-        failing = names if text == "stub" else outcome(text, seed)
-        tests = [TestResult(f"t::{test}", test, "visible" if "decodes" in test else "hidden",
-                            "failed" if test in failing else "passed", 0 if test in failing else 1, 1,
-                            message="not implemented" if text == "stub" else "") for test in names]
+        runs.append((text, mutant_run))
+        said = {test: "failed" for test in names} if text == "stub" else outcome(text, seed)
+        ends = said if isinstance(said, dict) else {test: "failed" for test in said}
+        tests = []
+        for test in names:
+            nodeid, seeded = f"t::{test}", "random" in test
+            end = ends.get(test, "passed")
+            cut = mutant_run is not None and nodeid not in mutant_run.full_limit
+            status = {"failed": "failed", "hang": "timeout", "slow": "timeout" if cut else "passed"}.get(end, "passed")
+            tests.append(TestResult(nodeid, test, "visible" if "decodes" in test else "hidden", status,
+                                    int(status == "passed"), 1, message="not implemented" if text == "stub" else "",
+                                    seeded=seeded))
+            if mutant_run is not None and mutant_run.stop_at_catch and mutant_run.settles(nodeid, status, seeded):
+                break
         return Scorecard(exercise.slug, tier, "", "graded", sum(t.score for t in tests), len(tests), tests=tests,
                          seed=seed)
 
     monkeypatch.setattr(audit, "grade_bytes", fake_grade)
-    return audit.run_audit(exercise, backend=None, backend_name="none", generated=generated, jobs=2), graded
+    result = audit.run_audit(exercise, backend=None, backend_name="none", generated=generated, jobs=2)
+    _seeded_audit.runs = runs  # type: ignore[attr-defined]
+    return result, graded
 
 
 @pytest.mark.unit
@@ -177,6 +194,124 @@ def test_a_mutant_only_the_random_workloads_catch_is_graded_on_every_seed_and_is
 
 
 KEY = "f · comparison · return _1 < 1 → return _1 <= 1 · 14ef4769"  # what `x < 1` → `x <= 1` in f is declared by
+
+
+@pytest.mark.unit
+def test_a_generated_mutant_is_graded_until_a_named_test_catches_it_and_no_slow_call_is_a_catch(tmp_path, monkeypatch):
+    """A generated mutant's calls are cut short and its grading stops at the first catch by a named test.
+    A timeout at the shortened limit is no catch: the named test that ran past it runs again to the
+    exercise's limit, and a mutant that is only slow there, caught by nothing else, survives."""
+    from grader.harness.contract import MutantRun
+
+    reference = "def f(x):\n    return x < 1\n"
+    hangs, slow, wrong = ("def f(x):\n    return x <= 1\n", "def f(x):\n    return x < 2\n",
+                          "def f(x):\n    return x < 0\n")
+
+    def outcome(text, seed):
+        if text == hangs:  # past any limit in two named tests
+            return {"test_decodes_run_before_the_prompt": "hang", "test_head_that_does_not_fit_blocks_everyone_behind_it": "hang"}
+        if text == slow:  # past the shortened limit only, and right otherwise
+            return {"test_decodes_run_before_the_prompt": "slow"}
+        if text == wrong:  # the first named test, and the last
+            return {"test_decodes_run_before_the_prompt": "failed",
+                    "test_head_that_does_not_fit_blocks_everyone_behind_it": "failed"}
+        return set() if text == reference else {"test_decodes_run_before_the_prompt"}
+
+    result, _ = _seeded_audit(tmp_path, monkeypatch, outcome, reference, generated=True)
+    runs = _seeded_audit.runs
+    rows = {row.mutant.source: row for row in result.generated}
+    limit = runs[[text for text, _ in runs].index(hangs)][1].call_limit_s
+    assert 0 < limit < 5
+    first = "t::test_decodes_run_before_the_prompt"
+    # The hang: cut short in both, then the first named one run to the exercise's limit, where it hangs.
+    assert [run for text, run in runs if text == hangs] == [MutantRun(limit), MutantRun(limit, (first,))]
+    assert rows[hangs].how_caught == "named" and rows[hangs].caught_by == ["test_decodes_run_before_the_prompt"]
+    assert not rows[hangs].problems
+    # The slow one: cut short, run again with its named test at the exercise's limit (passes), then graded
+    # whole at the exercise's limits: nothing catches it, it survives.
+    assert [run for text, run in runs if text == slow] == [MutantRun(limit), MutantRun(limit, (first,)), None]
+    assert rows[slow].how_caught == "missed" and rows[slow].problems == ["no test catches this mutant"]
+    assert rows[slow].mutant in [row.mutant for row in result.survivors] and not result.ok
+    # Caught by a named test: one grading, which stopped there (the test after it has no result).
+    assert [run for text, run in runs if text == wrong] == [MutantRun(limit)]
+    assert [t.name for t in rows[wrong].card.tests] == ["test_decodes_run_before_the_prompt"]
+    assert rows[wrong].caught_by == ["test_decodes_run_before_the_prompt"] and rows[wrong].how_caught == "named"
+    # The author's own mutants are graded whole, at the exercise's limits: the diagnosis reads all of it.
+    assert all(run is None for text, run in runs if text in ("rule", "random_always", "random_once"))
+
+
+def test_the_harness_cuts_a_mutants_calls_spares_the_tests_named_and_stops_at_a_named_catch():
+    """The real harness with a generated mutant's run: an endless loop costs the shortened limit in every
+    test but the one spared, which runs to the exercise's limit; a catch by a named test ends the grading,
+    the tests after it without a result, and the host takes such a card as graded."""
+    from grader.audit.audit import made_mutants
+    from grader.core.exercise import load_exercise
+    from grader.core.grading import grade_bytes
+    from grader.harness.contract import MutantRun
+    from grader.sandbox.local import LocalBackend
+
+    exercise = load_exercise(EXERCISE)
+    made = made_mutants({"": exercise.reference})
+    # Admission's `break` (the head does not fit) made `continue`: schedule() never returns then.
+    loop = next(m for m in made if m.key.startswith("Scheduler.schedule · early return · break → continue")
+                and "kv_tokens:\n                continue" in m.source)
+    backend = LocalBackend(lanes=1)
+    cut = grade_bytes(loop.source.encode(), exercise, "premium", backend, "local", mutant_run=MutantRun(0.25))
+    assert cut.status == "graded"
+    timeouts = [t for t in cut.tests if t.status == "timeout"]
+    assert len(timeouts) >= 5 and all("within 0.25 s" in t.message for t in timeouts)
+    full = grade_bytes(exercise.reference.read_bytes(), exercise, "premium", backend, "local")
+    assert [t.name for t in cut.tests] == [t.name for t in full.tests]  # no named catch: every test ran
+    spared = next(t for t in timeouts if not t.seeded)
+    run = MutantRun(0.25, (spared.id,))
+    again = grade_bytes(loop.source.encode(), exercise, "premium", backend, "local", mutant_run=run)
+    assert again.status == "graded"
+    names = [t.name for t in again.tests]
+    assert names == [t.name for t in full.tests][:len(names)] and names[-1] == spared.name  # stopped at it
+    assert "within 5 s" in again.tests[-1].message and again.tests[-1].status == "timeout"
+    assert all("within 0.25 s" in t.message for t in again.tests[:-1] if t.status == "timeout")
+
+
+@pytest.mark.unit
+def test_a_generated_mutants_call_limit_steps_from_the_reference_and_never_passes_the_exercises():
+    from grader.audit.audit import call_limit_for
+    from grader.core.scorecard import Scorecard, TestResult
+
+    def reference(*durations):
+        return Scorecard("x", "premium", "", "graded", 1, 1, tests=[
+            TestResult(f"t::{k}", f"test_{k}", "hidden", "passed", 1, 1, duration_s=d) for k, d in enumerate(durations)])
+
+    assert call_limit_for(reference(0.01, 0.09), 5) == 0.25
+    assert call_limit_for(reference(0.2), 5) == 0.5
+    assert call_limit_for(reference(0.3, 0.1), 5) == 1.0
+    assert call_limit_for(reference(30.0), 5) == 5
+    assert call_limit_for(reference(), 0.1) == 0.1
+
+
+@pytest.mark.unit
+def test_a_mutant_run_is_checked_as_data_and_never_lengthens_a_call():
+    import json
+
+    from grader.harness.contract import MutantRun, Run, TestRecord
+
+    run = Run("n", 7, mutant_run=MutantRun(0.25, ("a::t",)))
+    assert Run.from_json(run.to_json()) == run and Run.from_json(Run("n", 7).to_json()).mutant_run is None
+    for forged in ({"call_limit_s": -1, "full_limit": [], "stop_at_catch": True},
+                   {"call_limit_s": "1", "full_limit": [], "stop_at_catch": True},
+                   {"call_limit_s": 1, "full_limit": "a::t", "stop_at_catch": True},
+                   {"call_limit_s": 1, "full_limit": [], "stop_at_catch": 1},
+                   {"call_limit_s": 1, "full_limit": ["x"] * 1001, "stop_at_catch": True},
+                   {"call_limit_s": 1, "full_limit": []}):
+        with pytest.raises(ValueError):
+            Run.from_json(json.dumps({"nonce": "n", "seed": 1, "mutant_run": forged}))
+    short = MutantRun(0.25, ("a::t",))
+    assert short.call_limit("b::t", 5) == 0.25 and short.call_limit("a::t", 5) == 5
+    assert MutantRun(60).call_limit("b::t", 5) == 5  # never more than the exercise's
+    assert short.settled(TestRecord("b::t", "hidden", "t", "", "failed"))
+    assert short.settled(TestRecord("a::t", "hidden", "t", "", "timeout"))  # at the exercise's limit
+    assert not short.settled(TestRecord("b::t", "hidden", "t", "", "timeout"))  # cut short: maybe only slow
+    assert not short.settled(TestRecord("b::t", "hidden", "t", "", "failed", seeded=True))  # a random workload
+    assert not short.settled(TestRecord("b::t", "hidden", "t", "", "passed"))
 
 
 @pytest.mark.unit

@@ -35,8 +35,9 @@ from grader.core.backend import Backend
 from grader.core.exercise import Exercise, ExerciseError
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
-from grader.core.seed_checks import check_seeds, seeded_tests
+from grader.core.seed_checks import check_seeds
 from grader.core.seeding import audit_seeds
+from grader.harness.contract import MutantRun
 
 
 @dataclass
@@ -51,15 +52,23 @@ class AuditRow:
     mutant: Mutant | None = None  # a generated mutant's change
     equivalent: str = ""  # why exercise.toml says no test can catch it
     seeded: frozenset[str] = frozenset()  # the tests (base names) whose workloads are drawn from the seed
+    # A generated mutant's tests, by card seed, that ran past the audit's shortened call limit and were
+    # not run to the exercise's own: they may only be slow, so they catch nothing (`MutantRun`).
+    cut_short: dict[int | None, frozenset[str]] = field(default_factory=dict)
     # A correct solution's lines (of its functions) that no test ran, on its own seed; None: not known
     # (a mutant's row, or a grading that ended in error).
     unreached: list[int] | None = None
     untaken: list[Untaken] | None = None  # the same of the ways of its branches that no test took
 
+    def catchers(self, card: Scorecard) -> list[str]:
+        """The tests of `card` this submission fails, but those that only ran past a shortened limit."""
+        cut = self.cut_short.get(card.seed, frozenset())
+        return [t.name for t in card.tests if t.status != "passed" and t.name not in cut]
+
     @property
     def caught_by(self) -> list[str]:
-        """The top tier's tests this submission fails."""
-        return [t.name for t in self.card.tests if t.status != "passed"]
+        """The top tier's tests this submission fails (a generated mutant's: up to the first named one)."""
+        return self.catchers(self.card)
 
     def caught_by_suites(self, suites: tuple[str, ...], tier: str) -> list[str]:
         card = self.other_cards.get(tier, self.card)
@@ -86,8 +95,7 @@ class AuditRow:
     @property
     def missed_on(self) -> list[int | None]:
         """The seeds on which no test caught it."""
-        return [card.seed for card in self.cards
-                if card.status == "graded" and not any(t.status != "passed" for t in card.tests)]
+        return [card.seed for card in self.cards if card.status == "graded" and not self.catchers(card)]
 
 
 @dataclass
@@ -154,6 +162,7 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     grader = _AuditGrader(exercise, tier, seeds or exercise.audit.seeds, backend, backend_name, make_backend,
                           keep_gradings)
     reference = _graded_reference(grader, on_row)
+    grader.mutant_call_limit_s = call_limit_for(reference.card, exercise.limits.call_timeout_s)
     variants = [_graded_reference(grader, on_row, path) for path in exercise.variants]
     stub = _graded_stub(grader, on_row)
     origins = {"": exercise.reference, **{path.stem: path for path in exercise.variants}}
@@ -178,6 +187,21 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
     found = check_seeds(exercise)
     return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
                  generated_rows, grader.seeds, variants)
+
+
+def call_limit_for(reference: Scorecard, limit_s: float) -> float:
+    """The call limit of a generated mutant's first grading: the first of 0.25 s, 0.5 s, 1 s, ... that is
+    twice the reference's slowest test (the whole test, every call in it), never more than the exercise's
+    `limit_s`. Steps, not the figure itself, so that a kept grading is found again on the next audit."""
+    slowest = max((t.duration_s for t in reference.tests), default=0.0)
+    step = 0.25
+    while step < 2 * slowest and step < limit_s:
+        step *= 2
+    return min(step, limit_s)
+
+
+def _cut_short(card: Scorecard, run: MutantRun) -> frozenset[str]:
+    return frozenset(t.name for t in card.tests if run.cut_short(t.id, t.status))
 
 
 def made_mutants(origins: dict[str, Path]) -> list[Mutant]:
@@ -208,15 +232,17 @@ class _AuditGrader:
         covered = set(exercise.tiers[tier])
         # The tiers running a suite the audited tier does not: a mutant is graded on each of them too.
         self.uncovered = [name for name, suites in exercise.tiers.items() if not set(suites) <= covered]
-        self.seeded = seeded_tests(exercise)
+        # A generated mutant's calls' limit (`MutantRun`), set from the reference's grading (`call_limit_for`).
+        self.mutant_call_limit_s = exercise.limits.call_timeout_s
         self.local = threading.local()
         self.made_backends: list[Backend] = []
 
     def card(self, data: bytes, tier: str, seed: int | None = None, mutant: bool = False,
-             lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None) -> Scorecard:
+             lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None,
+             mutant_run: MutantRun | None = None) -> Scorecard:
         """A grading; a mutant's is read from the kept gradings (grader/audit/gradings.py) when the
         audit keeps them and this very grading was kept before. `lines` gets the lines the tests ran,
-        `arcs` their arcs."""
+        `arcs` their arcs; a generated mutant's grading has its `mutant_run`."""
         if self.make_backend is None:
             backend = self.backend
         else:
@@ -226,11 +252,32 @@ class _AuditGrader:
             backend = self.local.backend
 
         def make() -> Scorecard:
-            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed, lines=lines, arcs=arcs)
+            return grade_bytes(data, self.exercise, tier, backend, self.backend_name, seed, lines=lines, arcs=arcs,
+                               mutant_run=mutant_run)
 
         if mutant and self.keep_gradings:
-            return kept_card(make, self.exercise, data, tier, seed, self.backend_name)
+            return kept_card(make, self.exercise, data, tier, seed, self.backend_name, mutant_run)
         return make()
+
+    def generated_card(self, data: bytes, seed: int | None) -> tuple[Scorecard, frozenset[str]]:
+        """A generated mutant's grading on `seed`, and the tests of it that only ran past the shortened
+        call limit. It is graded until a named test catches it, its calls cut at `mutant_call_limit_s`
+        (`MutantRun`). A timeout there may be a mutant that is only slow, so it is no catch: when nothing
+        else a named test does catches it, the first named test that ran past the limit runs again to the
+        exercise's own; when that one does not catch it either, the whole grading is done again at the
+        exercise's limits. No verdict rests on a shortened limit."""
+        first = MutantRun(self.mutant_call_limit_s)
+        card = self.card(data, self.tier, seed, True, mutant_run=first)
+        cut = _cut_short(card, first)
+        if card.status != "graded" or not cut or any(first.settles(t.id, t.status, t.seeded) for t in card.tests):
+            return card, cut
+        named = [t.id for t in card.tests if t.name in cut and not t.seeded]
+        if named:
+            again = MutantRun(self.mutant_call_limit_s, (named[0],))
+            second = self.card(data, self.tier, seed, True, mutant_run=again)
+            if second.status == "graded" and any(again.settles(t.id, t.status, t.seeded) for t in second.tests):
+                return second, _cut_short(second, again)
+        return self.card(data, self.tier, seed, True), frozenset()
 
     def row(self, label: str, path: Path, data: bytes, mutant: bool = False, made: Mutant | None = None,
             traced: bool = False) -> AuditRow:
@@ -239,18 +286,28 @@ class _AuditGrader:
         every_seed = audit_seeds(data, self.exercise, self.seeds) if mutant else [None]
         reached: set[int] | None = set() if traced else None
         arcs: set[tuple[int, int]] | None = set() if traced else None
-        row = AuditRow(label, path, self.card(data, self.tier, every_seed[0], mutant, reached, arcs), mutant=made,
-                       seeded=frozenset(self.seeded))
+        cut: frozenset[str] = frozenset()
+        if made is None:
+            card = self.card(data, self.tier, every_seed[0], mutant, reached, arcs)
+        else:
+            card, cut = self.generated_card(data, every_seed[0])
+        # Which tests draw from the seed, as the harness found them (a fixture that takes it counts too).
+        row = AuditRow(label, path, card, mutant=made, seeded=frozenset(_base(t.name) for t in card.tests if t.seeded),
+                       cut_short={card.seed: cut})
         if reached is not None and arcs is not None and row.card.status == "graded":
             source = data.decode("utf-8", errors="replace")
             row.unreached = unreached(source, str(path), reached)
             row.untaken = untaken(source, arcs)
         if mutant and made is None:
             row.other_cards = {name: self.card(data, name, mutant=True) for name in self.uncovered}
-        if mutant and row.caught_by and all(_base(name) in self.seeded for name in row.caught_by):
+        if mutant and row.caught_by and not row.named_catchers:
             # Only the random workloads caught it: each other seed must catch it too.
             for seed in every_seed[1:]:
-                row.more_seeds.append(self.card(data, self.tier, seed, True))
+                if made is None:
+                    row.more_seeds.append(self.card(data, self.tier, seed, True))
+                else:
+                    more, row.cut_short[seed] = self.generated_card(data, seed)
+                    row.more_seeds.append(more)
                 if row.missed_on:
                     break  # one seed that lets it through is enough to say so
         for card in (*row.cards, *row.other_cards.values()):

@@ -20,16 +20,17 @@ from grader.core.scorecard import TIMED_OUT, Diagnosis, LockedTest, Scorecard, T
 from grader.core.seeding import seed_for_source
 from grader.core.suite_tests import check_tests, list_tests
 from grader.core.validate import Rejected, validate
-from grader.harness.contract import MESSAGE_CHARS, Results, Run, TestRecord, results_from_output
+from grader.harness.contract import MESSAGE_CHARS, MutantRun, Results, Run, TestRecord, results_from_output
 from grader.text import valid_text
 
 
-def new_run(exercise: Exercise, source: bytes, seed: int | None = None, trace_lines: bool = False) -> Run:
+def new_run(exercise: Exercise, source: bytes, seed: int | None = None, trace_lines: bool = False,
+            mutant_run: MutantRun | None = None) -> Run:
     """What the host sends with a submission: a fresh nonce, which the harness's results must carry,
     and the submission's seed (grader.core.seeding; `audit` chooses others, to grade a mutant on several).
     Made here once a grading, and nowhere else."""
     return Run(nonce=secrets.token_hex(16), seed=seed_for_source(source, exercise) if seed is None else seed,
-               trace_lines=trace_lines)
+               trace_lines=trace_lines, mutant_run=mutant_run)
 
 
 log = logging.getLogger("grader.grading")
@@ -43,13 +44,16 @@ Diagnose = Callable[[Scorecard, Exercise], list[Diagnosis]]
 
 def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Backend,
                 backend_name: str | None = None, seed: int | None = None, diagnose: Diagnose | None = None,
-                lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None) -> Scorecard:
+                lines: set[int] | None = None, arcs: set[tuple[int, int]] | None = None,
+                mutant_run: MutantRun | None = None) -> Scorecard:
     """Grade `data` on `tier` (None: the exercise's default tier), the scorecard naming the backend by
     its own name unless `backend_name` says otherwise; the random workloads draw from the submission's
     own seed unless `seed` is given. `diagnose`, when given, tells the judged card its likely misconceptions.
     `lines`, when given (an audit's grading of a correct solution, never a student's), gets the lines of
     the submission's file that some test ran, and `arcs`, when given with it, their arcs (each step from a
-    line to the next in one call of a function: grader/confined/tracing.py)."""
+    line to the next in one call of a function: grader/confined/tracing.py). `mutant_run` (an audit's
+    grading of a generated mutant, never a student's: `contract.MutantRun`) shortens the call limit of
+    every test but those it names, and may stop at the first catch by a named test."""
     backend_name = backend.name if backend_name is None else backend_name
     started = time.monotonic()
     tier = exercise.tier(tier)  # an unknown tier fails before anything runs
@@ -63,10 +67,10 @@ def grade_bytes(data: bytes, exercise: Exercise, tier: str | None, backend: Back
     else:
         card.submission_sha256 = submission.sha256
         # The run is the host's: its nonce authenticates the results, and its seed is the one on the card.
-        run = new_run(exercise, submission.source, seed, trace_lines=lines is not None)
+        run = new_run(exercise, submission.source, seed, trace_lines=lines is not None, mutant_run=mutant_run)
         card.seed = run.seed
         judge(card, backend(exercise, submission.source, tier, run), exercise, tier, run.nonce, expected, lines,
-              arcs)
+              arcs, mutant_run)
         if diagnose is not None:
             card.diagnosis = diagnose(card, exercise)  # on the host, from what the card says alone
     card.graded_at = utc_now()  # when the grading ended
@@ -105,11 +109,12 @@ def locked_tests(exercise: Exercise, tier: str) -> list[LockedTest]:
 
 def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: str,
           expected: dict[tuple[str, str], int] | None = None, lines: set[int] | None = None,
-          arcs: set[tuple[int, int]] | None = None) -> None:
+          arcs: set[tuple[int, int]] | None = None, mutant_run: MutantRun | None = None) -> None:
     """Fill `card` from a backend's raw run, or mark it `error` with the reason. `nonce` is the one the
     host gave the run: results that do not carry it were not written by this run's harness. `expected`
     is the tier's tests with their points (see `expected_max`), when the caller has it already. `lines`
-    gets the lines of the submission's file the tests' records say ran (a traced run's), `arcs` their arcs."""
+    gets the lines of the submission's file the tests' records say ran (a traced run's), `arcs` their arcs.
+    A `mutant_run` that stops at a catch may leave tests without a result, once a named test caught it."""
     def error(reason: str) -> None:
         card.status, card.reason, card.score, card.tests = "error", valid_text(reason, MESSAGE_CHARS), 0, []
 
@@ -135,7 +140,8 @@ def judge(card: Scorecard, raw: RawRun, exercise: Exercise, tier: str, nonce: st
     expected = expected if expected is not None else expected_max(exercise, tier)
     reported = {(t.suite, t.name) for t in tests}
     missing = sorted(f"{suite}::{name}" for suite, name in expected if (suite, name) not in reported)
-    if missing:
+    stopped = mutant_run is not None and mutant_run.stop_at_catch and any(map(mutant_run.settled, records))
+    if missing and not stopped:
         return error(f"no result for {len(missing)} test(s): {', '.join(missing[:5])}")
     card.tests = tests
     if lines is not None:

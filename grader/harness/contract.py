@@ -119,6 +119,55 @@ class Job:
         return posixpath.join(str(base), relative)
 
 
+MAX_FULL_LIMIT_TESTS = 1000  # tests a mutant's run may name as keeping the exercise's call limit
+
+
+@dataclass(frozen=True)
+class MutantRun:
+    """An audit's grading of a generated mutant, which only needs to know whether a named test (one that
+    does not draw from the seed) catches it. Every call into the submission gets `call_limit_s` (less
+    than the exercise's call limit) but in the tests of `full_limit` (pytest node ids), which keep the
+    exercise's own: a mutant that never returns then costs a fraction of the limit a test, not all of it.
+    With `stop_at_catch` the tests after the first that a named test catches, by anything but a timeout
+    at the shortened limit, are not run, and have no record. The audit counts no test that ran past the
+    shortened limit as a catch unless it ran it to the exercise's own (grader/audit/audit.py). Never set
+    on a student's grading."""
+
+    call_limit_s: float
+    full_limit: tuple[str, ...] = ()
+    stop_at_catch: bool = True
+
+    @classmethod
+    def from_data(cls, data: Any) -> MutantRun:
+        if not isinstance(data, dict) or set(data) != {"call_limit_s", "full_limit", "stop_at_catch"}:
+            raise ValueError("a mutant's run is an object with call_limit_s, full_limit and stop_at_catch")
+        limit, tests, stop = data["call_limit_s"], data["full_limit"], data["stop_at_catch"]
+        if type(limit) not in (int, float) or not 0 < limit < 1e6:
+            raise ValueError("a mutant's call limit is a positive number of seconds")
+        if (not isinstance(tests, list) or len(tests) > MAX_FULL_LIMIT_TESTS
+                or not all(isinstance(test, str) and len(test) <= 1000 for test in tests)):
+            raise ValueError("full_limit is a bounded list of test ids")
+        if type(stop) is not bool:
+            raise ValueError("stop_at_catch is true or false")
+        return cls(float(limit), tuple(tests), stop)
+
+    def call_limit(self, nodeid: str, exercise_limit: float) -> float:
+        """The call limit of a test: never more than the exercise's own."""
+        return exercise_limit if nodeid in self.full_limit else min(self.call_limit_s, exercise_limit)
+
+    def settled(self, record: TestRecord) -> bool:
+        """Whether the test's outcome is a catch by a named test: a failure of a test that does not draw
+        from the seed, but a timeout at the shortened limit (the mutant may only be slow)."""
+        return self.settles(record.nodeid, record.status, record.seeded)
+
+    def settles(self, nodeid: str, status: str, seeded: bool) -> bool:
+        return status != "passed" and not seeded and not self.cut_short(nodeid, status)
+
+    def cut_short(self, nodeid: str, status: str) -> bool:
+        """Whether the test's outcome says nothing: it ran out of time under the shortened limit."""
+        return status == "timeout" and nodeid not in self.full_limit
+
+
 @dataclass(frozen=True)
 class Run:
     """What comes with the submission: the nonce that authenticates the results, and the seed of the
@@ -129,6 +178,7 @@ class Run:
     # An audit's grading of a correct solution: each test's record carries the lines of the submission's
     # file that ran (`TestRecord.lines`). Never set on a student's grading.
     trace_lines: bool = False
+    mutant_run: MutantRun | None = None  # an audit's grading of a generated mutant (`MutantRun`)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -136,7 +186,9 @@ class Run:
     @classmethod
     def from_json(cls, text: str) -> Run:
         data = json.loads(text)
-        return cls(nonce=str(data["nonce"]), seed=int(data["seed"]), trace_lines=data.get("trace_lines") is True)
+        mutant = data.get("mutant_run")
+        return cls(nonce=str(data["nonce"]), seed=int(data["seed"]), trace_lines=data.get("trace_lines") is True,
+                   mutant_run=None if mutant is None else MutantRun.from_data(mutant))
 
 
 def input_frame(data: bytes) -> bytes:

@@ -13,6 +13,7 @@ import gc
 import signal
 import threading
 from collections.abc import Generator, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,9 @@ class UndeclaredName(ExerciseMisconfigured, KeyError):
 class SubmissionNames(Mapping[str, Any]):
     """`ns`: the submission's top-level names, as proxies. The worker starts on first use."""
 
-    def __init__(self, harness: HarnessState) -> None:
+    def __init__(self, harness: HarnessState, nodeid: str) -> None:
         self._harness = harness
+        self._nodeid = nodeid  # the test's: an audit's shortened call limit may spare it
         self._client: WorkerClient | None = None
         self._values: dict[str, Any] = {}
 
@@ -68,6 +70,10 @@ class SubmissionNames(Mapping[str, Any]):
             self._client = client = self._harness.pool.start_worker()
             if self._harness.trace_lines:
                 client.trace_lines()
+            mutant_run = self._harness.mutant_run
+            if mutant_run is not None:  # an audit's generated mutant: its call limit may be shortened
+                client.limits = replace(client.limits, call_timeout_s=mutant_run.call_limit(
+                    self._nodeid, client.limits.call_timeout_s))
         return self._client
 
     def __iter__(self) -> Iterator[str]:
@@ -103,7 +109,7 @@ class GradingPlugin:
     @pytest.fixture
     def ns(self, request: pytest.FixtureRequest) -> Iterator[SubmissionNames]:
         harness = self.harness
-        names = SubmissionNames(harness)
+        names = SubmissionNames(harness, request.node.nodeid)
         request.node.stash[SUBMISSION_NAMES] = names
         yield names
         client = names._client
@@ -166,6 +172,8 @@ class GradingPlugin:
         harness = self.harness
         harness.pool.last_test = nextitem is None
         harness.workers.test_ended()
+        if harness.caught_by_name():
+            return True  # an audit's mutant, caught by a named test: the rest is not run, and has no record
         # Every test has its record from here, before any hook of its setup (a skip mark's among them) runs.
         record = new_record(harness, item)
         if harness.budget is not None and harness.budget.left() <= 0:

@@ -21,7 +21,7 @@ import pytest
 from grader.confined.clock import OwnDeadline, own_charge
 from grader.confined.forking import INPUT_CLOSED, PR_SET_DUMPABLE, end_with_input, prctl
 from grader.harness import forkserver, lanes
-from grader.harness.contract import Job, Results, Run, Suite, TestRecord, read_input_frame
+from grader.harness.contract import Job, MutantRun, Results, Run, Suite, TestRecord, read_input_frame
 from grader.harness.pool import WorkerPool
 
 # The trusted harness's own address space. With the protocol's bounds it needs a small part of it; the
@@ -41,6 +41,7 @@ class HarnessState:
         self.fork_server = fork_server  # a fork server's control socket: fork a harness per grading (see `fork_server`)
         self.nonce: str | None = None
         self.trace_lines = False  # the run asks each test's lines of the submission (an audit's, of a correct solution)
+        self.mutant_run: MutantRun | None = None  # an audit's grading of a generated mutant (`contract.MutantRun`)
         self.records: dict[str, TestRecord] = {}
         self.problems: list[str] = []  # collection errors and the like: the run cannot be vouched for
         self.lanes = lanes.Lanes()  # this process's part in the grading's lanes (see `lanes`)
@@ -104,12 +105,19 @@ class HarnessState:
             self.pool.end_confinement()
             os._exit(INPUT_CLOSED)
         self.nonce, self.job.seed, self.trace_lines = run.nonce, run.seed, run.trace_lines
+        self.mutant_run = run.mutant_run
         self.start_budget()
         if self.job.isolation == "container":
             # The host holds a container's input open until the grading ends; it closes early only when
             # the host is gone, and then nobody waits for this grading.
             end_with_input(self.stdin)
         self.pool.load(source)
+
+    def caught_by_name(self) -> bool:
+        """Whether a mutant's run (`contract.MutantRun`) that stops at a catch has one: a test of this lane
+        that does not draw from the seed caught the mutant, and the tests left need not run."""
+        run = self.mutant_run
+        return run is not None and run.stop_at_catch and any(map(run.settled, self.records.values()))
 
     def start_budget(self) -> None:
         """The grading's time, from now, on this lane's charged clock."""
