@@ -4,4 +4,4 @@ This module stays dependency-free: the sandbox copies the `grader` package's `ha
 subpackages (and this file) into the container, where only the standard library and pytest exist.
 """
 
-__version__ = "0.12.0"
+__version__ = "0.13.0"

@@ -118,6 +118,8 @@ class Audit:
     generated: list[AuditRow] = field(default_factory=list)  # made from the reference (and variants) by grader.audit.mutate
     seeds: int = 1
     variants: list[AuditRow] = field(default_factory=list)  # correct solutions in other styles: full marks too
+    mutant_call_limit_s: float = 0.0  # the calls' limit of a generated mutant's first grading (`call_limit_for`)
+    exercise_call_limit_s: float = 0.0  # the exercise's own, which every verdict rests on
 
     @property
     def rows(self) -> list[AuditRow]:
@@ -186,7 +188,7 @@ def run_audit(exercise: Exercise, backend: Backend, backend_name: str, tier: str
                for name, suites in exercise.tiers.items()]
     found = check_seeds(exercise)
     return Audit(reference, stub, mutants, tier, figures, found.refusals, found.warnings + warnings,
-                 generated_rows, grader.seeds, variants)
+                 generated_rows, grader.seeds, variants, grader.mutant_call_limit_s, exercise.limits.call_timeout_s)
 
 
 def call_limit_for(reference: Scorecard, limit_s: float) -> float:

@@ -16,9 +16,7 @@ from grader.core.backend import Backend
 from grader.core.exercise import Exercise
 from grader.core.grading import grade_bytes
 from grader.core.scorecard import Scorecard
-from grader.core.seed_checks import seeded_tests
 from grader.core.seeding import audit_seeds
-from grader.core.suite_tests import list_tests
 from grader.diagnosis.hints import mutant_hint
 
 SEEDS = 3
@@ -28,11 +26,11 @@ class BuildError(Exception):
     """A mutant the signatures cannot be made from: no hint, or a grading that is not `graded`."""
 
 
-def seeded_test_keys(exercise: Exercise) -> list[str]:
-    """The test keys of the tests that take the `seed` fixture: their workloads change with the seed."""
-    seeded = seeded_tests(exercise)
-    return [test_key(suite.name, name) for suite in exercise.suites.values() for name in list_tests(suite)
-            if name.split("[", 1)[0].split("::")[-1] in seeded]
+def seeded_test_keys(cards: list[Scorecard]) -> list[str]:
+    """The test keys of the tests whose workloads change with the seed, as the harness found them when it
+    graded (the test takes the `seed` fixture, or a fixture of it does): the audit reads the same flag."""
+    keys = (test_key(test.suite, test.name) for card in cards for test in card.tests if test.seeded)
+    return list(dict.fromkeys(keys))  # in the order the tests ran
 
 
 def signature_of(name: str, hint: str, cards: list[Scorecard]) -> Signature:
@@ -66,6 +64,7 @@ def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
     tier = exercise.top_tier
     fingerprint = signatures_fingerprint(exercise)  # before grading: what was graded
     found = []
+    graded: list[Scorecard] = []
     for path in exercise.mutants:
         hint = mutant_hint(path)
         if not hint:
@@ -77,8 +76,9 @@ def build_signatures(exercise: Exercise, backend: Backend, seeds: int = SEEDS,
         for card in cards:
             if card.status != "graded":
                 raise BuildError(f"{path}: graded as {card.status}: {card.reason}")
+        graded += cards
         signature = signature_of(path.stem, hint, cards)
         found.append(signature)
         if on_mutant is not None:
             on_mutant(path, signature)
-    return Signatures(exercise.slug, fingerprint, tier, seeds, seeded_test_keys(exercise), found)
+    return Signatures(exercise.slug, fingerprint, tier, seeds, seeded_test_keys(graded), found)

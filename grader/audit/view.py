@@ -35,7 +35,7 @@ def print_audit(audit: Audit, console: Console, submission_file: str) -> None:
     matrix.add_column("test", overflow="fold")
     matrix.add_column("".join(str(i % 10) for i in range(1, len(audit.mutants) + 1)), no_wrap=True)
     matrix.add_column("kills", justify="right")
-    matrix.add_column("generated", justify="right")
+    matrix.add_column("generated", justify="right")  # of the tests run until a named test caught each
     for test in tests:
         marks = "".join("x" if test in row.caught_by else "·" for row in audit.mutants)
         generated = sum(1 for row in audit.generated if test in row.caught_by)
@@ -84,7 +84,7 @@ def print_generated(audit: Audit, console: Console, submission_file: str) -> Non
     """The generated mutants by kind of change, then each survivor: its name (what [audit.equivalent]
     takes), what let it through, and its diff against the reference."""
     kinds = Table(title=f"mutants made from the reference and each correct variant, each graded on up to "
-                        f"{audit.seeds} seeds", header_style="bold")
+                        f"{audit.seeds} seeds until a named test catches it", header_style="bold")
     for column in ("from", "change", "made", "caught", "equivalent", "survived"):
         kinds.add_column(column, justify="left" if column in ("from", "change") else "right")
     made: Counter[tuple[str, str]] = Counter()
@@ -99,6 +99,11 @@ def print_generated(audit: Audit, console: Console, submission_file: str) -> Non
         kinds.add_row(*kind, str(made[kind]), str(outcome[(*kind, "caught")]), str(outcome[(*kind, "equivalent")]),
                       Text(str(survived), style="red bold" if survived else ""))
     console.print(kinds)
+    limit = audit.exercise_call_limit_s
+    if audit.mutant_call_limit_s < limit:
+        console.print(Text(f"their calls were cut at {audit.mutant_call_limit_s:g} s (twice the reference's slowest "
+                           f"test, in steps); a test that ran past that was run again to the exercise's {limit:g} s "
+                           "before it counted as a catch", style="dim"), soft_wrap=True)
     for row in audit.generated:
         if row.equivalent and row.mutant is not None:
             console.print(Text(f"ignored: {row.mutant.name}: {row.equivalent}", style="dim"), soft_wrap=True)
